@@ -1,0 +1,213 @@
+//! The Node.js binding: the only module that knows napi. Every method converts its
+//! arguments on the JavaScript thread (one `JSON.stringify`), hands the work to the
+//! core (which queues it on the writer thread or a read connection) and returns a
+//! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
+//! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
+
+mod js;
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::config::EngineOptions;
+use crate::engine::{parse_params, Engine};
+use crate::store::conversations::SessionRef;
+use js::{resolve_json, stringify, to_napi_error};
+
+/// A Lossless Context Management engine over one SQLite database. Create it with
+/// `LcmEngine.open(options)`; every method is async and runs off the JS thread.
+#[napi]
+pub struct LcmEngine {
+    engine: Arc<Engine>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SessionParams {
+    session_id: Option<String>,
+    session_key: Option<String>,
+}
+
+#[napi]
+impl LcmEngine {
+    /// Opens (creating and migrating when needed) the database and returns an engine.
+    /// Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,
+    /// `LCM_INVALID_INPUT` for unknown or out-of-range options.
+    #[napi(
+        ts_args_type = "options?: LcmOptions",
+        ts_return_type = "Promise<LcmEngine>"
+    )]
+    pub fn open<'env>(
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, LcmEngine>> {
+        let json = match options {
+            Some(o) => stringify(env, o)?,
+            None => "{}".to_owned(),
+        };
+        env.spawn_future_with_callback(
+            async move {
+                let opened = async {
+                    let v: serde_json::Value = parse_params("options", &json)?;
+                    let v = if v.is_null() {
+                        serde_json::json!({})
+                    } else {
+                        v
+                    };
+                    let opts = EngineOptions::from_json(v)?;
+                    Engine::open(opts).await
+                }
+                .await;
+                Ok(opened)
+            },
+            |env, r| match r {
+                Ok(engine) => Ok(LcmEngine {
+                    engine: Arc::new(engine),
+                }),
+                Err(e) => Err(to_napi_error(env, e)),
+            },
+        )
+    }
+
+    /// The database path this engine uses.
+    #[napi(getter)]
+    pub fn db_path(&self) -> String {
+        self.engine.store().path().to_owned()
+    }
+
+    /// Stores one AgentMessage at the end of the session's conversation (created on
+    /// first use). Resolves after COMMIT with `{ ingested, conversationId, messageId, seq }`;
+    /// `ingested` is false for heartbeats and replays of a known `entryId`.
+    #[napi(
+        ts_args_type = "params: IngestParams",
+        ts_return_type = "Promise<IngestResult>"
+    )]
+    pub fn ingest<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        resolve_json(env, self.engine.ingest_json(json))
+    }
+
+    /// Stores a turn's messages in one transaction (all or nothing). Replays of a
+    /// known `entryId` and identical duplicates inside the batch are skipped.
+    #[napi(
+        ts_args_type = "params: IngestBatchParams",
+        ts_return_type = "Promise<IngestBatchResult>"
+    )]
+    pub fn ingest_batch<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        resolve_json(env, self.engine.ingest_batch_json(json))
+    }
+
+    /// The conversation of a session (`{ sessionId?, sessionKey? }`), or null.
+    #[napi(
+        ts_args_type = "params: SessionLookup",
+        ts_return_type = "Promise<Conversation | null>"
+    )]
+    pub fn get_conversation<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        let engine = self.engine.clone();
+        resolve_json(env, async move {
+            let p: SessionParams = parse_params("getConversation", &json)?;
+            if p.session_id.is_none() && p.session_key.is_none() {
+                return Err(crate::error::LcmError::invalid(
+                    "getConversation needs sessionId or sessionKey",
+                ));
+            }
+            let s = SessionRef {
+                session_id: p.session_id.unwrap_or_default(),
+                session_key: p.session_key,
+            };
+            engine.get_conversation(s).await
+        })
+    }
+
+    /// Every conversation, newest first.
+    #[napi(ts_return_type = "Promise<Array<Conversation>>")]
+    pub fn list_conversations<'env>(
+        &self,
+        env: &'env Env,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(env, async move { engine.list_conversations().await })
+    }
+
+    /// Every stored message of a conversation, rebuilt exactly as ingested, oldest first.
+    #[napi(ts_return_type = "Promise<Array<AgentMessage>>")]
+    pub fn get_messages<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: i64,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(
+            env,
+            async move { engine.get_messages(conversation_id).await },
+        )
+    }
+
+    /// The context list (what the model sees) with each item's token count.
+    #[napi(ts_return_type = "Promise<Array<ContextItem>>")]
+    pub fn get_context_items<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: i64,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(env, async move {
+            engine.get_context_items(conversation_id).await
+        })
+    }
+
+    /// Every summary of a conversation with its source links.
+    #[napi(ts_return_type = "Promise<Array<SummaryWithLinks>>")]
+    pub fn get_summaries<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: i64,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(
+            env,
+            async move { engine.get_summaries(conversation_id).await },
+        )
+    }
+
+    /// Row counts and token totals of a conversation.
+    #[napi(ts_return_type = "Promise<ConversationStats>")]
+    pub fn get_stats<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: i64,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(env, async move { engine.get_stats(conversation_id).await })
+    }
+
+    /// Finishes queued writes, checkpoints and closes the database. Later calls
+    /// reject with `LCM_CLOSED`. Closing twice is harmless.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(env, async move { engine.close().await })
+    }
+}
+
+/// The SQLite library version compiled into the addon.
+#[napi]
+pub fn sqlite_version() -> String {
+    rusqlite::version().to_owned()
+}

@@ -1,0 +1,243 @@
+//! Engine options with their defaults. Deserialized from the JavaScript options
+//! object (camelCase keys); unknown keys are rejected so a typo is an error, not a
+//! silently ignored setting.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::error::{LcmError, Result};
+
+/// How summaries are presented in assembled context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryFormat {
+    /// `<summary id kind depth descendant_count earliest_at latest_at trust>` with
+    /// `<parents>` and `<content>` (the reference plugin's format).
+    #[default]
+    Xml,
+    /// Seed 001's shorter `<summary id range depth descendants>…</summary>`.
+    Compact,
+}
+
+/// Every option of the engine. Field docs name the JavaScript key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EngineOptions {
+    /// `dbPath`: SQLite file, or `:memory:`. Default `$OPENCLAW_STATE_DIR/lcm.db`,
+    /// else `~/.openclaw/lcm.db`.
+    pub db_path: Option<String>,
+    /// `busyTimeoutMs`: how long a write waits for another process's lock.
+    pub busy_timeout_ms: u64,
+    /// `timezone`: IANA zone for timestamps in prompts and XML; else `TZ`, else UTC.
+    pub timezone: Option<String>,
+    /// `freshTailCount`: newest raw messages never compacted or evicted.
+    pub fresh_tail_count: i64,
+    /// `freshTailMaxTokens`: optional token cap on the fresh tail (the newest user
+    /// turn is always kept whole).
+    pub fresh_tail_max_tokens: Option<i64>,
+    /// `contextThreshold`: fraction of the budget above which compaction runs.
+    pub context_threshold: f64,
+    /// `leafChunkTokens`: cap on the messages one leaf summary covers.
+    pub leaf_chunk_tokens: i64,
+    /// `leafTargetTokens`: upper bound of a leaf summary's target length.
+    pub leaf_target_tokens: i64,
+    /// `condensedTargetTokens`: target length of a condensed summary.
+    pub condensed_target_tokens: i64,
+    /// `leafMinFanout`: leaves needed before they are condensed.
+    pub leaf_min_fanout: i64,
+    /// `condensedMinFanout`: condensed nodes needed before they are condensed.
+    pub condensed_min_fanout: i64,
+    /// `condensedMinFanoutHard`: fanout under pressure.
+    pub condensed_min_fanout_hard: i64,
+    /// `incrementalMaxDepth`: condensation depth after an incremental leaf pass
+    /// (-1 = unlimited).
+    pub incremental_max_depth: i64,
+    /// `maxRounds`: sweeps `untilUnder` may run.
+    pub max_rounds: i64,
+    /// `maxSweepIterations`: passes one sweep may run.
+    pub max_sweep_iterations: i64,
+    /// `sweepDeadlineMs`: wall-clock limit of one compaction call.
+    pub sweep_deadline_ms: u64,
+    /// `summaryMaxOverageFactor`: a summary over factor × target is capped.
+    pub summary_max_overage_factor: f64,
+    /// `fallbackMaxTokens`: size of the deterministic truncation fallback.
+    pub fallback_max_tokens: i64,
+    /// `maxExpandTokens`: default token cap of expansions and grants.
+    pub max_expand_tokens: i64,
+    /// `largeFileTokenThreshold`: file blocks above this are stored outside.
+    pub large_file_token_threshold: i64,
+    /// `largeFilesDir`: where large files go. Default `~/.openclaw/lcm-files`.
+    pub large_files_dir: Option<String>,
+    /// `promptDir`: per-file overrides of the prompt templates. Default
+    /// `~/.config/lcm-tui/prompts`.
+    pub prompt_dir: Option<String>,
+    /// `customInstructions`: operator instructions added to every prompt.
+    pub custom_instructions: Option<String>,
+    /// `summaryFormat`: `xml` (default) or `compact`.
+    pub summary_format: SummaryFormat,
+    /// `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT.
+    pub max_message_bytes: usize,
+    /// `summaryProvider`: `anthropic`, `openai`, `openai-responses`, `offline`; the
+    /// host callback wins when given. Default: offline unless a key is configured.
+    pub summary_provider: Option<String>,
+    /// `summaryModel`: model name for the provider.
+    pub summary_model: Option<String>,
+    /// `summaryBaseUrl`: provider base URL (OpenAI-compatible servers, proxies).
+    pub summary_base_url: Option<String>,
+    /// `summaryApiKey`: provider key; else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`.
+    pub summary_api_key: Option<String>,
+    /// `summaryTimeoutMs`: per-request timeout.
+    pub summary_timeout_ms: u64,
+    /// `summaryMaxRetries`: retries on 429 / 5xx / timeouts.
+    pub summary_max_retries: u32,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            db_path: None,
+            busy_timeout_ms: 30_000,
+            timezone: None,
+            fresh_tail_count: 64,
+            fresh_tail_max_tokens: None,
+            context_threshold: 0.75,
+            leaf_chunk_tokens: 20_000,
+            leaf_target_tokens: 2_400,
+            condensed_target_tokens: 2_000,
+            leaf_min_fanout: 8,
+            condensed_min_fanout: 4,
+            condensed_min_fanout_hard: 2,
+            incremental_max_depth: 1,
+            max_rounds: 10,
+            max_sweep_iterations: 200,
+            sweep_deadline_ms: 300_000,
+            summary_max_overage_factor: 3.0,
+            fallback_max_tokens: 512,
+            max_expand_tokens: 4_000,
+            large_file_token_threshold: 25_000,
+            large_files_dir: None,
+            prompt_dir: None,
+            custom_instructions: None,
+            summary_format: SummaryFormat::Xml,
+            max_message_bytes: 64 * 1024 * 1024,
+            summary_provider: None,
+            summary_model: None,
+            summary_base_url: None,
+            summary_api_key: None,
+            summary_timeout_ms: 60_000,
+            summary_max_retries: 3,
+        }
+    }
+}
+
+/// The user's home directory.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Expands a leading `~/`.
+pub fn expand_home(p: &str) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => home_dir().join(rest),
+        None if p == "~" => home_dir(),
+        None => PathBuf::from(p),
+    }
+}
+
+/// `$OPENCLAW_STATE_DIR`, else `~/.openclaw`.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("OPENCLAW_STATE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home_dir().join(".openclaw"))
+}
+
+impl EngineOptions {
+    /// Parses options from JSON, naming the offending key on error.
+    pub fn from_json(v: serde_json::Value) -> Result<Self> {
+        let opts: EngineOptions = serde_json::from_value(v)
+            .map_err(|e| LcmError::invalid(format!("invalid engine options: {e}")))?;
+        opts.validate()?;
+        Ok(opts)
+    }
+
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<()> {
+        let positive = [
+            ("leafChunkTokens", self.leaf_chunk_tokens),
+            ("leafTargetTokens", self.leaf_target_tokens),
+            ("condensedTargetTokens", self.condensed_target_tokens),
+            ("leafMinFanout", self.leaf_min_fanout),
+            ("condensedMinFanout", self.condensed_min_fanout),
+            ("condensedMinFanoutHard", self.condensed_min_fanout_hard),
+            ("maxRounds", self.max_rounds),
+            ("maxSweepIterations", self.max_sweep_iterations),
+        ];
+        for (name, v) in positive {
+            if v < 1 {
+                return Err(LcmError::invalid(format!(
+                    "{name} must be at least 1, got {v}"
+                )));
+            }
+        }
+        if self.fresh_tail_count < 0 {
+            return Err(LcmError::invalid("freshTailCount must not be negative"));
+        }
+        if !(self.context_threshold > 0.0 && self.context_threshold <= 1.0) {
+            return Err(LcmError::invalid(format!(
+                "contextThreshold must be in (0, 1], got {}",
+                self.context_threshold
+            )));
+        }
+        Ok(())
+    }
+
+    /// The database path to open.
+    pub fn resolved_db_path(&self) -> String {
+        match &self.db_path {
+            Some(p) if p == ":memory:" => p.clone(),
+            Some(p) => expand_home(p).to_string_lossy().into_owned(),
+            None => state_dir().join("lcm.db").to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The large-files directory.
+    pub fn resolved_large_files_dir(&self) -> PathBuf {
+        match &self.large_files_dir {
+            Some(p) => expand_home(p),
+            None => state_dir().join("lcm-files"),
+        }
+    }
+
+    /// The prompt override directory.
+    pub fn resolved_prompt_dir(&self) -> PathBuf {
+        expand_home(
+            self.prompt_dir
+                .as_deref()
+                .unwrap_or("~/.config/lcm-tui/prompts"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_keys_and_bad_ranges_are_errors() {
+        assert!(EngineOptions::from_json(json!({"freshTail": 3}))
+            .unwrap_err()
+            .message
+            .contains("freshTail"));
+        assert!(EngineOptions::from_json(json!({"contextThreshold": 2})).is_err());
+        let o =
+            EngineOptions::from_json(json!({"dbPath": ":memory:", "freshTailCount": 8})).unwrap();
+        assert_eq!(o.fresh_tail_count, 8);
+        assert_eq!(o.resolved_db_path(), ":memory:");
+    }
+}

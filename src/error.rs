@@ -1,0 +1,170 @@
+//! Typed errors of the core. Every variant maps to a stable code (`LCM_…`) that the
+//! binding layer puts on the JavaScript `Error` as `err.code`.
+
+use std::fmt;
+
+/// The stable error codes a caller can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The caller passed something malformed (missing role, wrong type, bad option).
+    InvalidInput,
+    /// The database file could not be opened, created or migrated.
+    DbOpen,
+    /// SQLite stayed busy/locked past the busy timeout.
+    DbBusy,
+    /// Any other SQLite failure.
+    Db,
+    /// The engine was closed before or during the call.
+    Closed,
+    /// A configuration value (timezone, prompt template, provider) is unusable.
+    Config,
+    /// A prompt template failed to parse or render.
+    Template,
+    /// The summarizer provider rejected the credentials (HTTP 401/403).
+    LlmAuth,
+    /// The summarizer provider rate-limited the request and retries ran out.
+    LlmRateLimit,
+    /// A transient provider failure (5xx, timeout, connection) after retries.
+    LlmTransient,
+    /// The provider answered with something that is not a usable summary.
+    LlmBadResponse,
+    /// The host summarizer callback threw, rejected or returned the wrong type.
+    Callback,
+    /// A referenced conversation, summary, message, file or grant does not exist.
+    NotFound,
+    /// A delegation grant was revoked.
+    GrantRevoked,
+    /// A delegation grant expired.
+    GrantExpired,
+    /// A delegation grant does not cover the requested conversation or summary.
+    GrantScope,
+    /// A delegation grant's token budget is used up.
+    GrantExhausted,
+    /// The operation was cancelled (AbortSignal or `cancel()`).
+    Aborted,
+    /// A filesystem operation failed.
+    Io,
+    /// A bug: an invariant the engine relies on did not hold.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code string exposed to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "LCM_INVALID_INPUT",
+            ErrorCode::DbOpen => "LCM_DB_OPEN",
+            ErrorCode::DbBusy => "LCM_DB_BUSY",
+            ErrorCode::Db => "LCM_DB",
+            ErrorCode::Closed => "LCM_CLOSED",
+            ErrorCode::Config => "LCM_CONFIG",
+            ErrorCode::Template => "LCM_TEMPLATE",
+            ErrorCode::LlmAuth => "LCM_LLM_AUTH",
+            ErrorCode::LlmRateLimit => "LCM_LLM_RATE_LIMIT",
+            ErrorCode::LlmTransient => "LCM_LLM_TRANSIENT",
+            ErrorCode::LlmBadResponse => "LCM_LLM_BAD_RESPONSE",
+            ErrorCode::Callback => "LCM_CALLBACK",
+            ErrorCode::NotFound => "LCM_NOT_FOUND",
+            ErrorCode::GrantRevoked => "LCM_GRANT_REVOKED",
+            ErrorCode::GrantExpired => "LCM_GRANT_EXPIRED",
+            ErrorCode::GrantScope => "LCM_GRANT_SCOPE",
+            ErrorCode::GrantExhausted => "LCM_GRANT_EXHAUSTED",
+            ErrorCode::Aborted => "LCM_ABORTED",
+            ErrorCode::Io => "LCM_IO",
+            ErrorCode::Internal => "LCM_INTERNAL",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error of the core: a stable code plus a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LcmError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What went wrong and, where possible, what to do about it.
+    pub message: String,
+}
+
+impl LcmError {
+    /// Builds an error from a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        LcmError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`ErrorCode::InvalidInput`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+
+    /// Shorthand for [`ErrorCode::NotFound`].
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    /// Shorthand for [`ErrorCode::Internal`].
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    /// Shorthand for [`ErrorCode::Closed`].
+    pub fn closed() -> Self {
+        Self::new(
+            ErrorCode::Closed,
+            "the engine is closed; open a new LcmEngine to continue",
+        )
+    }
+
+    /// Prefixes the message with context, keeping the code.
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+}
+
+impl fmt::Display for LcmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for LcmError {}
+
+impl From<rusqlite::Error> for LcmError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ffi::ErrorCode as C;
+        let code = match e.sqlite_error_code() {
+            Some(C::DatabaseBusy) | Some(C::DatabaseLocked) => ErrorCode::DbBusy,
+            Some(C::NotADatabase) | Some(C::CannotOpen) => ErrorCode::DbOpen,
+            _ => ErrorCode::Db,
+        };
+        let hint = match code {
+            ErrorCode::DbBusy => " (another process holds a write lock longer than busyTimeoutMs; retry, or raise busyTimeoutMs)",
+            _ => "",
+        };
+        LcmError::new(code, format!("SQLite error: {e}{hint}"))
+    }
+}
+
+impl From<std::io::Error> for LcmError {
+    fn from(e: std::io::Error) -> Self {
+        LcmError::new(ErrorCode::Io, e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for LcmError {
+    fn from(e: serde_json::Error) -> Self {
+        LcmError::invalid(format!("invalid JSON: {e}"))
+    }
+}
+
+/// The result type of the core.
+pub type Result<T, E = LcmError> = std::result::Result<T, E>;

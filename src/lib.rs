@@ -1,0 +1,18 @@
+//! lcm-native: Lossless Context Management for LLM agents.
+//!
+//! Every message is kept in SQLite; old messages are summarized into a DAG of leaf
+//! and condensed summaries; each turn's context is assembled from XML-wrapped
+//! summaries plus a fresh tail of raw messages. See ARCHITECTURE.md for the codemap.
+//!
+//! Only [`binding`] knows about JavaScript; everything else is plain Rust.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod message;
+pub mod store;
+pub mod timefmt;
+pub mod timestamp;
+pub mod tokens;
+
+mod binding;

@@ -1,0 +1,448 @@
+//! Maps one AgentMessage (as JSON) to the rows the store writes.
+//!
+//! Layout, compatible with the reference readers:
+//! - `messages.content`: the plain text (text blocks joined by `\n`; a bash
+//!   execution as `$ command\noutput`), `token_count` from [`crate::tokens`].
+//! - one `message_parts` row per block with `part_type`, `text_content` and the tool
+//!   columns; `metadata` = `{originalRole, rawType, raw?}` where `raw` (the block as
+//!   given) is kept only when the columns cannot rebuild the block exactly.
+//! - `messages.lcm_envelope`: the message without its content (content replaced by
+//!   0 for a string, 1 for blocks), so the message rebuilds byte-exact.
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{db_role, REASONING_TYPES, RUNTIME_ROLES, TOOL_CALL_TYPES, TOOL_RESULT_TYPES};
+use crate::error::{LcmError, Result};
+use crate::{timestamp, tokens};
+
+/// Envelope marker: the content was a string.
+pub const CONTENT_STRING: i64 = 0;
+/// Envelope marker: the content was an array of blocks.
+pub const CONTENT_BLOCKS: i64 = 1;
+
+/// Tokens charged for an inline image (base64 data is not text the model reads).
+pub const IMAGE_TOKENS: i64 = 1600;
+
+/// A `messages` row ready to insert.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// DB role (`user`, `assistant`, `tool`, `system`).
+    pub role: &'static str,
+    /// Plain-text content.
+    pub content: String,
+    /// Estimated tokens.
+    pub token_count: i64,
+    /// SQLite UTC text; `None` means "now".
+    pub created_at: Option<String>,
+    /// sha256 of role, NUL, content.
+    pub identity_hash: String,
+    /// Transcript entry id, when the host supplied one.
+    pub transcript_entry_id: Option<String>,
+    /// The lossless envelope JSON.
+    pub envelope: String,
+    /// The part rows.
+    pub parts: Vec<NewPart>,
+}
+
+/// A `message_parts` row ready to insert.
+#[derive(Debug, Clone, Default)]
+pub struct NewPart {
+    /// Reference part type.
+    pub part_type: &'static str,
+    /// Block index.
+    pub ordinal: i64,
+    /// Text of a text, reasoning or tool-result block.
+    pub text_content: Option<String>,
+    /// Tool-call id.
+    pub tool_call_id: Option<String>,
+    /// Tool name.
+    pub tool_name: Option<String>,
+    /// Tool input as JSON text.
+    pub tool_input: Option<String>,
+    /// Tool output as JSON text.
+    pub tool_output: Option<String>,
+    /// Metadata JSON.
+    pub metadata: String,
+}
+
+/// Validates and maps one message.
+pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessage> {
+    let obj = message.as_object().ok_or_else(|| {
+        LcmError::invalid(format!(
+            "message must be an object, got {}",
+            kind_of(message)
+        ))
+    })?;
+    let runtime_role = match obj.get("role") {
+        Some(Value::String(r)) => r.as_str(),
+        Some(other) => {
+            return Err(LcmError::invalid(format!(
+                "message.role must be a string, got {}",
+                kind_of(other)
+            )))
+        }
+        None => return Err(LcmError::invalid("message has no role")),
+    };
+    let role = db_role(runtime_role).ok_or_else(|| {
+        LcmError::invalid(format!(
+            "unknown message role {runtime_role:?}; expected one of {}",
+            RUNTIME_ROLES.join(", ")
+        ))
+    })?;
+    let (content, parts, token_count) = match obj.get("content") {
+        Some(Value::String(s)) => (
+            s.clone(),
+            vec![string_part(s, runtime_role, obj)],
+            tokens::estimate(s),
+        ),
+        Some(Value::Array(blocks)) => map_blocks(blocks, runtime_role, obj)?,
+        None if obj.contains_key("command") => bash_execution(obj, runtime_role),
+        None => {
+            return Err(LcmError::invalid(
+                "message has no content (expected a string or an array of content blocks)",
+            ))
+        }
+        Some(other) => {
+            return Err(LcmError::invalid(format!(
+                "message.content must be a string or an array of content blocks, got {}",
+                kind_of(other)
+            )))
+        }
+    };
+    Ok(NewMessage {
+        role,
+        identity_hash: identity_hash(role, &content),
+        content,
+        token_count,
+        created_at: created_at(obj),
+        transcript_entry_id: entry_id,
+        envelope: envelope(obj),
+        parts,
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// sha256 hex of `role NUL content` (the reference's identity hash).
+pub fn identity_hash(role: &str, content: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(role.as_bytes());
+    h.update([0u8]);
+    h.update(content.as_bytes());
+    hex::encode(h.finalize())
+}
+
+fn created_at(obj: &Map<String, Value>) -> Option<String> {
+    let v = obj
+        .get("timestamp")
+        .or_else(|| obj.get("createdAt"))
+        .or_else(|| obj.get("created_at"))?;
+    let t = match v {
+        Value::Number(n) => n.as_f64().and_then(|ms| timestamp::from_millis(ms as i64)),
+        Value::String(s) => timestamp::parse(s),
+        _ => None,
+    }?;
+    Some(timestamp::to_sqlite(t))
+}
+
+fn envelope(obj: &Map<String, Value>) -> String {
+    let mut env = Map::with_capacity(obj.len());
+    for (k, v) in obj {
+        if k == "content" {
+            let marker = if v.is_string() {
+                CONTENT_STRING
+            } else {
+                CONTENT_BLOCKS
+            };
+            env.insert(k.clone(), json!(marker));
+        } else {
+            env.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(env).to_string()
+}
+
+/// Reference metadata for parts of tool-result messages: top-level call id, name,
+/// error flag.
+fn base_metadata(runtime_role: &str, obj: &Map<String, Value>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("originalRole".into(), json!(runtime_role));
+    if runtime_role == "toolResult" || runtime_role == "tool" {
+        for key in ["toolCallId", "toolName", "isError"] {
+            if let Some(v) = obj.get(key) {
+                m.insert(key.into(), v.clone());
+            }
+        }
+    }
+    m
+}
+
+fn top_level_call_id(obj: &Map<String, Value>) -> Option<String> {
+    str_field(
+        obj,
+        &["toolCallId", "tool_call_id", "toolUseId", "tool_use_id"],
+    )
+}
+
+fn str_field(obj: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn string_part(text: &str, runtime_role: &str, obj: &Map<String, Value>) -> NewPart {
+    let meta = base_metadata(runtime_role, obj);
+    NewPart {
+        part_type: "text",
+        ordinal: 0,
+        text_content: Some(text.to_owned()),
+        tool_call_id: top_level_call_id(obj),
+        tool_name: str_field(obj, &["toolName", "tool_name"]),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    }
+}
+
+fn bash_execution(obj: &Map<String, Value>, runtime_role: &str) -> (String, Vec<NewPart>, i64) {
+    let command = obj.get("command").map(value_text).unwrap_or_default();
+    let output = obj.get("output").map(value_text).unwrap_or_default();
+    let content = format!("$ {command}\n{output}");
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("rawType".into(), json!("bashExecution"));
+    let part = NewPart {
+        part_type: "agent",
+        ordinal: 0,
+        text_content: Some(content.clone()),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    };
+    let tokens = tokens::estimate(&content);
+    (content, vec![part], tokens)
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn map_blocks(
+    blocks: &[Value],
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> Result<(String, Vec<NewPart>, i64)> {
+    let mut texts: Vec<&str> = Vec::new();
+    let mut parts = Vec::with_capacity(blocks.len());
+    let mut token_count = 0i64;
+    for (i, block) in blocks.iter().enumerate() {
+        let b = block.as_object().ok_or_else(|| {
+            LcmError::invalid(format!(
+                "message.content[{i}] must be an object with a \"type\", got {}",
+                kind_of(block)
+            ))
+        })?;
+        let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
+        if ty == "text" {
+            if let Some(t) = b.get("text").and_then(Value::as_str) {
+                texts.push(t);
+            }
+        }
+        let (part, tokens) = map_block(i as i64, ty, b, block, runtime_role, obj);
+        token_count += tokens;
+        parts.push(part);
+    }
+    Ok((texts.join("\n"), parts, token_count))
+}
+
+fn part_type_of(ty: &str) -> &'static str {
+    if ty == "text" {
+        "text"
+    } else if REASONING_TYPES.contains(&ty) {
+        "reasoning"
+    } else if TOOL_CALL_TYPES.contains(&ty) || TOOL_RESULT_TYPES.contains(&ty) {
+        "tool"
+    } else if ty == "image" || ty == "file" {
+        "file"
+    } else {
+        "agent"
+    }
+}
+
+/// True when the block is exactly the canonical shape the columns rebuild.
+fn is_canonical(ty: &str, b: &Map<String, Value>) -> bool {
+    let keys: Vec<&str> = b.keys().map(String::as_str).collect();
+    match ty {
+        "text" => keys == ["type", "text"] && b["text"].is_string(),
+        "thinking" => keys == ["type", "thinking"] && b["thinking"].is_string(),
+        "toolCall" => {
+            keys == ["type", "id", "name", "arguments"]
+                && b["id"].is_string()
+                && b["name"].is_string()
+                && !b["arguments"].is_string()
+        }
+        _ => false,
+    }
+}
+
+fn json_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn map_block(
+    ordinal: i64,
+    ty: &str,
+    b: &Map<String, Value>,
+    block: &Value,
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> (NewPart, i64) {
+    let part_type = part_type_of(ty);
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("rawType".into(), json!(ty));
+    if !is_canonical(ty, b) {
+        meta.insert("raw".into(), block.clone());
+    }
+    let mut part = NewPart {
+        part_type,
+        ordinal,
+        ..NewPart::default()
+    };
+    let tokens = match part_type {
+        "text" => {
+            let t = b.get("text").map(value_text).unwrap_or_default();
+            let n = tokens::estimate(&t);
+            part.text_content = Some(t);
+            n
+        }
+        "reasoning" => {
+            let t = str_field(b, &["thinking", "text", "summary"]).unwrap_or_default();
+            let n = tokens::estimate(&t);
+            part.text_content = Some(t);
+            n
+        }
+        "tool" => fill_tool_columns(&mut part, ty, b, obj),
+        "file" if b.contains_key("data") => IMAGE_TOKENS,
+        _ => tokens::estimate(&block.to_string()),
+    };
+    if part.tool_call_id.is_none() && (runtime_role == "toolResult" || runtime_role == "tool") {
+        part.tool_call_id = top_level_call_id(obj);
+        part.tool_name = str_field(obj, &["toolName", "tool_name"]);
+    }
+    part.metadata = Value::Object(meta).to_string();
+    (part, tokens)
+}
+
+fn fill_tool_columns(
+    part: &mut NewPart,
+    ty: &str,
+    b: &Map<String, Value>,
+    obj: &Map<String, Value>,
+) -> i64 {
+    let is_result = TOOL_RESULT_TYPES.contains(&ty);
+    let id_keys: &[&str] = if is_result {
+        &[
+            "toolCallId",
+            "tool_call_id",
+            "toolUseId",
+            "tool_use_id",
+            "call_id",
+        ]
+    } else {
+        &["id", "call_id", "toolCallId", "tool_call_id"]
+    };
+    part.tool_call_id = str_field(b, id_keys).or_else(|| top_level_call_id(obj));
+    part.tool_name = str_field(b, &["name", "toolName", "tool_name"]);
+    let mut tokens = part.tool_name.as_deref().map(tokens::estimate).unwrap_or(0);
+    if let Some(input) = ["arguments", "input", "toolInput"]
+        .iter()
+        .find_map(|k| b.get(*k))
+    {
+        let text = json_text(input);
+        tokens += tokens::estimate(&text);
+        part.tool_input = Some(text);
+    }
+    if let Some(output) = ["output", "toolOutput", "content"]
+        .iter()
+        .find_map(|k| b.get(*k))
+    {
+        let text = json_text(output);
+        tokens += tokens::estimate(&text);
+        part.tool_output = Some(text);
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_string_message() {
+        let m = map_message(
+            &json!({"role":"user","content":"hi there","timestamp":1771313820000i64}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(m.role, "user");
+        assert_eq!(m.content, "hi there");
+        assert_eq!(m.token_count, 2);
+        assert_eq!(m.created_at.as_deref(), Some("2026-02-17 07:37:00"));
+        assert_eq!(m.parts.len(), 1);
+        assert_eq!(
+            m.envelope,
+            r#"{"role":"user","content":0,"timestamp":1771313820000}"#
+        );
+    }
+
+    #[test]
+    fn assistant_blocks_map_to_parts_and_keep_raw_only_when_needed() {
+        let m = map_message(
+            &json!({"role":"assistant","content":[
+                {"type":"thinking","thinking":"hmm"},
+                {"type":"text","text":"a"},
+                {"type":"toolCall","id":"call_1","name":"exec","arguments":{"command":"ls"}},
+                {"text":"b","type":"text"}
+            ]}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(m.content, "a\nb");
+        let types: Vec<_> = m.parts.iter().map(|p| p.part_type).collect();
+        assert_eq!(types, ["reasoning", "text", "tool", "text"]);
+        assert!(!m.parts[1].metadata.contains("\"raw\""));
+        assert!(m.parts[3].metadata.contains("\"raw\""));
+        assert_eq!(m.parts[2].tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(
+            m.parts[2].tool_input.as_deref(),
+            Some(r#"{"command":"ls"}"#)
+        );
+    }
+
+    #[test]
+    fn bad_input_is_rejected_with_a_reason() {
+        let e = map_message(&json!({"content":"x"}), None).unwrap_err();
+        assert!(e.message.contains("no role"));
+        let e = map_message(&json!({"role":"wizard","content":"x"}), None).unwrap_err();
+        assert!(e.message.contains("wizard"));
+        let e = map_message(&json!({"role":"user","content":42}), None).unwrap_err();
+        assert!(e.message.contains("a number"));
+        let e = map_message(&json!("hello"), None).unwrap_err();
+        assert!(e.message.contains("object"));
+    }
+}

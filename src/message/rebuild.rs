@@ -1,0 +1,218 @@
+//! Rebuilds AgentMessages from stored rows. Rows written by this engine carry an
+//! envelope and rebuild byte-exact; rows written by the reference plugin are rebuilt
+//! the way its assembler does (raw block when kept, else from the columns).
+
+use serde_json::{json, Map, Value};
+
+use super::ingest::{CONTENT_BLOCKS, CONTENT_STRING};
+
+/// A stored `messages` row with its parts, as read for rebuilding.
+#[derive(Debug, Clone)]
+pub struct StoredMessage {
+    /// messages.message_id
+    pub message_id: i64,
+    /// DB role.
+    pub role: String,
+    /// Plain-text content column.
+    pub content: String,
+    /// Our envelope, when this engine wrote the row.
+    pub envelope: Option<String>,
+    /// Parts in ordinal order.
+    pub parts: Vec<StoredPart>,
+}
+
+/// A stored `message_parts` row.
+#[derive(Debug, Clone, Default)]
+pub struct StoredPart {
+    /// Reference part type.
+    pub part_type: String,
+    /// text_content column.
+    pub text_content: Option<String>,
+    /// tool_call_id column.
+    pub tool_call_id: Option<String>,
+    /// tool_name column.
+    pub tool_name: Option<String>,
+    /// tool_input column.
+    pub tool_input: Option<String>,
+    /// tool_output column.
+    pub tool_output: Option<String>,
+    /// metadata column.
+    pub metadata: Option<String>,
+}
+
+impl StoredPart {
+    fn meta(&self) -> Map<String, Value> {
+        self.metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .and_then(|v| match v {
+                Value::Object(o) => Some(o),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Rebuilds one message.
+pub fn rebuild(m: &StoredMessage) -> Value {
+    if let Some(env) = m.envelope.as_deref().and_then(parse_object) {
+        return from_envelope(env, m);
+    }
+    legacy(m)
+}
+
+fn parse_object(s: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(s).ok()? {
+        Value::Object(o) => Some(o),
+        _ => None,
+    }
+}
+
+fn from_envelope(env: Map<String, Value>, m: &StoredMessage) -> Value {
+    let mut out = Map::with_capacity(env.len());
+    for (k, v) in env {
+        if k == "content" {
+            let content = match v.as_i64() {
+                Some(CONTENT_STRING) => Value::String(
+                    m.parts
+                        .first()
+                        .and_then(|p| p.text_content.clone())
+                        .unwrap_or_else(|| m.content.clone()),
+                ),
+                Some(CONTENT_BLOCKS) => Value::Array(m.parts.iter().map(block_from_part).collect()),
+                _ => v,
+            };
+            out.insert(k, content);
+        } else {
+            out.insert(k, v);
+        }
+    }
+    Value::Object(out)
+}
+
+/// One content block from a part: the kept raw block, else the canonical shape.
+pub fn block_from_part(p: &StoredPart) -> Value {
+    let meta = p.meta();
+    if let Some(raw) = meta.get("raw") {
+        if raw.is_object() {
+            return raw.clone();
+        }
+    }
+    let raw_type = meta.get("rawType").and_then(Value::as_str).unwrap_or("");
+    let text = p.text_content.clone().unwrap_or_default();
+    match (p.part_type.as_str(), raw_type) {
+        ("reasoning", "thinking") | ("reasoning", "") => {
+            json!({"type": "thinking", "thinking": text})
+        }
+        ("reasoning", other) => json!({"type": other, "text": text}),
+        ("tool", _) if meta.get("originalRole").and_then(Value::as_str) == Some("toolResult") => {
+            let output = p.tool_output.clone().unwrap_or(text);
+            json!({"type": "text", "text": output})
+        }
+        ("tool", _) => {
+            let args = p
+                .tool_input
+                .as_deref()
+                .map(|s| serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_owned())))
+                .unwrap_or_else(|| json!({}));
+            let ty = if raw_type.is_empty() {
+                "toolCall"
+            } else {
+                raw_type
+            };
+            json!({"type": ty, "id": p.tool_call_id.clone().unwrap_or_default(),
+                   "name": p.tool_name.clone().unwrap_or_default(), "arguments": args})
+        }
+        _ => json!({"type": "text", "text": text}),
+    }
+}
+
+/// Reference-style rebuild for rows without an envelope.
+fn legacy(m: &StoredMessage) -> Value {
+    let first_meta = m.parts.first().map(StoredPart::meta).unwrap_or_default();
+    let original = first_meta.get("originalRole").and_then(Value::as_str);
+    let role = match (original, m.role.as_str()) {
+        (Some("toolResult"), _) | (None, "tool") => "toolResult",
+        (Some("assistant"), _) | (None, "assistant") => "assistant",
+        _ => "user",
+    };
+    let blocks: Vec<Value> = m.parts.iter().map(block_from_part).collect();
+    let content = match (role, blocks.as_slice()) {
+        ("user", []) => Value::String(m.content.clone()),
+        ("user", [only]) if only.get("type") == Some(&json!("text")) => {
+            only.get("text").cloned().unwrap_or_default()
+        }
+        (_, []) => json!([{"type": "text", "text": m.content}]),
+        _ => Value::Array(blocks),
+    };
+    let mut out = Map::new();
+    out.insert("role".into(), json!(role));
+    out.insert("content".into(), content);
+    if role == "toolResult" {
+        let call_id = m
+            .parts
+            .iter()
+            .find_map(|p| p.tool_call_id.clone())
+            .or_else(|| {
+                first_meta
+                    .get("toolCallId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        if let Some(id) = call_id {
+            out.insert("toolCallId".into(), json!(id));
+        }
+        if let Some(name) = m.parts.iter().find_map(|p| p.tool_name.clone()) {
+            out.insert("toolName".into(), json!(name));
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ingest::map_message;
+
+    fn round_trip(v: Value) -> Value {
+        let n = map_message(&v, None).unwrap();
+        let stored = StoredMessage {
+            message_id: 1,
+            role: n.role.to_string(),
+            content: n.content.clone(),
+            envelope: Some(n.envelope.clone()),
+            parts: n
+                .parts
+                .iter()
+                .map(|p| StoredPart {
+                    part_type: p.part_type.to_string(),
+                    text_content: p.text_content.clone(),
+                    tool_call_id: p.tool_call_id.clone(),
+                    tool_name: p.tool_name.clone(),
+                    tool_input: p.tool_input.clone(),
+                    tool_output: p.tool_output.clone(),
+                    metadata: Some(p.metadata.clone()),
+                })
+                .collect(),
+        };
+        rebuild(&stored)
+    }
+
+    #[test]
+    fn messages_round_trip_exactly() {
+        let cases = [
+            json!({"role":"user","content":"hello","timestamp":5}),
+            json!({"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"x"},
+                {"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a","n":1.5}}],"stopReason":"toolUse"}),
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"out"}],"isError":false}),
+            json!({"role":"user","content":[{"type":"text","text":"see"},{"type":"image","data":"AAAA","mimeType":"image/png"}]}),
+            json!({"timestamp":1,"role":"assistant","content":[{"text":"odd order","type":"text"},{"type":"toolCall","id":"c","name":"n","arguments":"{\"raw\":1}"}]}),
+            json!({"role":"user","content":[]}),
+            json!({"role":"assistant","command":"ls","output":"a\nb"}),
+        ];
+        for c in cases {
+            let back = round_trip(c.clone());
+            assert_eq!(back.to_string(), c.to_string());
+        }
+    }
+}

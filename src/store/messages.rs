@@ -1,0 +1,432 @@
+//! Messages, their parts and the context list: batched lossless inserts and reads.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, params_from_iter, Connection, Row, Transaction};
+use serde::Serialize;
+
+use super::conversations::{self, SessionRef};
+use crate::error::Result;
+use crate::message::ingest::NewMessage;
+use crate::message::rebuild::{StoredMessage, StoredPart};
+use crate::timestamp;
+
+/// Outcome of one message of a batch.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestedMessage {
+    /// False when the message was a replay and was not stored again.
+    pub ingested: bool,
+    /// The stored row's id (the existing row's id for a replay of an entry id).
+    pub message_id: Option<i64>,
+    /// The stored row's seq.
+    pub seq: Option<i64>,
+}
+
+/// Outcome of a batch.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestOutcome {
+    /// The conversation the batch went to.
+    pub conversation_id: i64,
+    /// One entry per input message, in input order.
+    pub messages: Vec<IngestedMessage>,
+}
+
+/// Writes a batch of mapped messages in one transaction: conversation lookup or
+/// creation, replay filtering, message, part, FTS and context-item rows.
+pub fn insert_batch(
+    conn: &mut Connection,
+    session: &SessionRef,
+    batch: Vec<NewMessage>,
+    fts: bool,
+) -> Result<IngestOutcome> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let conversation_id = conversations::find_or_create(&tx, session)?;
+    let existing = existing_entry_ids(&tx, conversation_id, &batch)?;
+    let (mut seq, mut ordinal) = next_positions(&tx, conversation_id)?;
+    let now = timestamp::now_sqlite();
+    let session_id: String = tx
+        .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?;
+    let mut seen_envelopes: HashSet<(String, Vec<Option<String>>)> = HashSet::new();
+    let mut seen_entries: HashSet<String> = HashSet::new();
+    let mut out = Vec::with_capacity(batch.len());
+    for m in batch {
+        if let Some(id) = &m.transcript_entry_id {
+            if let Some(&(mid, s)) = existing.get(id) {
+                out.push(IngestedMessage {
+                    ingested: false,
+                    message_id: Some(mid),
+                    seq: Some(s),
+                });
+                continue;
+            }
+            if !seen_entries.insert(id.clone()) {
+                out.push(IngestedMessage {
+                    ingested: false,
+                    message_id: None,
+                    seq: None,
+                });
+                continue;
+            }
+        } else {
+            let key = (
+                m.envelope.clone(),
+                m.parts.iter().map(|p| p.text_content.clone()).collect(),
+            );
+            if !seen_envelopes.insert(key) {
+                out.push(IngestedMessage {
+                    ingested: false,
+                    message_id: None,
+                    seq: None,
+                });
+                continue;
+            }
+        }
+        let at = Position {
+            conversation_id,
+            seq,
+            ordinal,
+            session_id: &session_id,
+            now: &now,
+        };
+        let message_id = insert_one(&tx, &at, &m, fts)?;
+        out.push(IngestedMessage {
+            ingested: true,
+            message_id: Some(message_id),
+            seq: Some(seq),
+        });
+        seq += 1;
+        ordinal += 1;
+    }
+    tx.prepare_cached("UPDATE conversations SET updated_at = ?1 WHERE conversation_id = ?2")?
+        .execute(params![now, conversation_id])?;
+    tx.commit()?;
+    Ok(IngestOutcome {
+        conversation_id,
+        messages: out,
+    })
+}
+
+fn existing_entry_ids(
+    tx: &Transaction,
+    conversation_id: i64,
+    batch: &[NewMessage],
+) -> Result<HashMap<String, (i64, i64)>> {
+    let ids: Vec<&str> = batch
+        .iter()
+        .filter_map(|m| m.transcript_entry_id.as_deref())
+        .collect();
+    let mut found = HashMap::new();
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let sql = format!(
+            "SELECT transcript_entry_id, message_id, seq FROM messages WHERE conversation_id = {conversation_id} AND transcript_entry_id IN ({marks})"
+        );
+        let mut stmt = tx.prepare(&sql)?;
+        let rows = stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?)))
+        })?;
+        for row in rows {
+            let (k, v) = row?;
+            found.insert(k, v);
+        }
+    }
+    Ok(found)
+}
+
+fn next_positions(tx: &Transaction, conversation_id: i64) -> Result<(i64, i64)> {
+    let seq: i64 = tx
+        .prepare_cached(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?1",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?;
+    let ordinal: i64 = tx
+        .prepare_cached(
+            "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items WHERE conversation_id = ?1",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?;
+    Ok((seq, ordinal))
+}
+
+struct Position<'a> {
+    conversation_id: i64,
+    seq: i64,
+    ordinal: i64,
+    session_id: &'a str,
+    now: &'a str,
+}
+
+fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Result<i64> {
+    let Position {
+        conversation_id,
+        seq,
+        ordinal,
+        session_id,
+        now,
+    } = *at;
+    let created = m.created_at.as_deref().unwrap_or(now);
+    tx.prepare_cached(
+        "INSERT INTO messages (conversation_id, seq, role, content, token_count, identity_hash, transcript_entry_id, lcm_envelope, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        conversation_id,
+        seq,
+        m.role,
+        m.content,
+        m.token_count,
+        m.identity_hash,
+        m.transcript_entry_id,
+        m.envelope,
+        created
+    ])?;
+    let message_id = tx.last_insert_rowid();
+    let mut part_stmt = tx.prepare_cached(
+        "INSERT INTO message_parts (part_id, message_id, session_id, part_type, ordinal, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for p in &m.parts {
+        part_stmt.execute(params![
+            uuid::Uuid::now_v7().to_string(),
+            message_id,
+            session_id,
+            p.part_type,
+            p.ordinal,
+            p.text_content,
+            p.tool_call_id,
+            p.tool_name,
+            p.tool_input,
+            p.tool_output,
+            p.metadata
+        ])?;
+    }
+    if fts {
+        tx.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")?
+            .execute(params![message_id, m.content])?;
+    }
+    tx.prepare_cached(
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, created_at) VALUES (?1, ?2, 'message', ?3, ?4)",
+    )?
+    .execute(params![conversation_id, ordinal, message_id, now])?;
+    Ok(message_id)
+}
+
+/// A `messages` row without its parts.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRecord {
+    /// message_id
+    pub message_id: i64,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// Sequence number within the conversation.
+    pub seq: i64,
+    /// DB role.
+    pub role: String,
+    /// Plain-text content.
+    pub content: String,
+    /// Estimated tokens.
+    pub token_count: i64,
+    /// Creation time (SQLite UTC text).
+    pub created_at: String,
+}
+
+fn message_from_row(r: &Row) -> rusqlite::Result<MessageRecord> {
+    Ok(MessageRecord {
+        message_id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        seq: r.get(2)?,
+        role: r.get(3)?,
+        content: r.get(4)?,
+        token_count: r.get(5)?,
+        created_at: r.get(6)?,
+    })
+}
+
+/// Message rows of a conversation in seq order, optionally from a seq on.
+pub fn list_records(
+    conn: &Connection,
+    conversation_id: i64,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<MessageRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, conversation_id, seq, role, content, token_count, created_at
+         FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = stmt
+        .query_map(params![conversation_id, after_seq, limit], message_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Message rows by id, in the order given (unknown ids are skipped).
+pub fn records_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<MessageRecord>> {
+    let mut by_id = HashMap::new();
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT message_id, conversation_id, seq, role, content, token_count, created_at FROM messages WHERE message_id IN ({marks})"
+        ))?;
+        for row in stmt.query_map(params_from_iter(chunk.iter()), message_from_row)? {
+            let r = row?;
+            by_id.insert(r.message_id, r);
+        }
+    }
+    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// Loads messages with their parts for rebuilding, by id (two queries per 500 ids).
+pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage>> {
+    let mut by_id: HashMap<i64, StoredMessage> = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT message_id, role, content, lcm_envelope FROM messages WHERE message_id IN ({marks})"
+        ))?;
+        for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok(StoredMessage {
+                message_id: r.get(0)?,
+                role: r.get(1)?,
+                content: r.get(2)?,
+                envelope: r.get(3)?,
+                parts: Vec::new(),
+            })
+        })? {
+            let m = row?;
+            by_id.insert(m.message_id, m);
+        }
+        let mut stmt = conn.prepare(&format!(
+            "SELECT message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata
+             FROM message_parts WHERE message_id IN ({marks}) ORDER BY message_id, ordinal"
+        ))?;
+        for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                StoredPart {
+                    part_type: r.get(1)?,
+                    text_content: r.get(2)?,
+                    tool_call_id: r.get(3)?,
+                    tool_name: r.get(4)?,
+                    tool_input: r.get(5)?,
+                    tool_output: r.get(6)?,
+                    metadata: r.get(7)?,
+                },
+            ))
+        })? {
+            let (mid, part) = row?;
+            if let Some(m) = by_id.get_mut(&mid) {
+                m.parts.push(part);
+            }
+        }
+    }
+    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// Ids of a conversation's messages in seq order.
+pub fn ids_in_order(conn: &Connection, conversation_id: i64) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id FROM messages WHERE conversation_id = ?1 ORDER BY seq",
+    )?;
+    let ids = stmt
+        .query_map([conversation_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// One entry of the context list.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextItem {
+    /// Position, 0..n-1.
+    pub ordinal: i64,
+    /// `message` or `summary`.
+    pub item_type: String,
+    /// The message, for message items.
+    pub message_id: Option<i64>,
+    /// The summary, for summary items.
+    pub summary_id: Option<String>,
+    /// Token count of the item (message or summary token_count).
+    pub token_count: i64,
+    /// The summary's depth, for summary items.
+    pub depth: Option<i64>,
+    /// The message's DB role, for message items.
+    pub role: Option<String>,
+}
+
+/// The context list of a conversation with each item's tokens, in one query.
+pub fn context_items(conn: &Connection, conversation_id: i64) -> Result<Vec<ContextItem>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id,
+                COALESCE(m.token_count, s.token_count, 0), s.depth, m.role
+         FROM context_items ci
+         LEFT JOIN messages m ON m.message_id = ci.message_id
+         LEFT JOIN summaries s ON s.summary_id = ci.summary_id
+         WHERE ci.conversation_id = ?1 ORDER BY ci.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([conversation_id], |r| {
+            Ok(ContextItem {
+                ordinal: r.get(0)?,
+                item_type: r.get(1)?,
+                message_id: r.get(2)?,
+                summary_id: r.get(3)?,
+                token_count: r.get(4)?,
+                depth: r.get(5)?,
+                role: r.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Σ tokens of the context list (messages + summaries, without XML wrappers).
+pub fn context_token_count(conn: &Connection, conversation_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(COALESCE(m.token_count, s.token_count, 0)), 0)
+             FROM context_items ci
+             LEFT JOIN messages m ON m.message_id = ci.message_id
+             LEFT JOIN summaries s ON s.summary_id = ci.summary_id
+             WHERE ci.conversation_id = ?1",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// Counts of a conversation's rows.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationStats {
+    /// Stored messages.
+    pub message_count: i64,
+    /// Σ tokens of stored messages.
+    pub message_tokens: i64,
+    /// Stored summaries.
+    pub summary_count: i64,
+    /// Context-list entries.
+    pub context_items: i64,
+    /// Σ tokens of the context list.
+    pub context_tokens: i64,
+}
+
+/// Totals for a conversation.
+pub fn stats(conn: &Connection, conversation_id: i64) -> Result<ConversationStats> {
+    let (message_count, message_tokens): (i64, i64) = conn
+        .prepare_cached("SELECT COUNT(*), COALESCE(SUM(token_count), 0) FROM messages WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let summary_count: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM summaries WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?;
+    let context_items: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?;
+    Ok(ConversationStats {
+        message_count,
+        message_tokens,
+        summary_count,
+        context_items,
+        context_tokens: context_token_count(conn, conversation_id)?,
+    })
+}

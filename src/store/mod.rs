@@ -1,0 +1,353 @@
+//! The SQLite store: one writer connection on a dedicated thread, a small pool of
+//! reader connections used from tokio's blocking pool, and a checkpointer thread.
+//!
+//! Threading contract (see ARCHITECTURE.md):
+//! - [`Store::write`] enqueues its job *when called*, so writes run in call order
+//!   (per conversation and overall); the returned future resolves after COMMIT.
+//! - [`Store::read`] runs on a pooled read connection (WAL lets readers proceed
+//!   while the writer writes). In-memory databases route reads to the writer.
+//! - Nothing here ever runs on the JavaScript thread.
+
+pub mod conversations;
+pub mod messages;
+pub mod migrate;
+pub mod schema;
+pub mod summaries;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::oneshot;
+
+use crate::error::{ErrorCode, LcmError, Result};
+pub use migrate::Features;
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// File path, or `:memory:`.
+    pub path: String,
+    /// SQLite busy timeout.
+    pub busy_timeout: Duration,
+    /// Number of read connections (file databases only).
+    pub readers: usize,
+    /// Interval of the background WAL checkpointer.
+    pub checkpoint_interval: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            path: ":memory:".into(),
+            busy_timeout: Duration::from_secs(30),
+            readers: 2,
+            checkpoint_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+enum Msg {
+    Job(Job),
+    Close(oneshot::Sender<()>),
+}
+
+struct Inner {
+    path: String,
+    in_memory: bool,
+    features: Features,
+    closed: AtomicBool,
+    writer_tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    readers: Mutex<Vec<Connection>>,
+    stop_checkpointer: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A handle to the store; cheap to clone, safe to share across threads.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
+    conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
+    )
+    .map_err(|e| open_error(path, e))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+fn open_error(path: &str, e: rusqlite::Error) -> LcmError {
+    let base = LcmError::from(e);
+    let hint = match base.code {
+        ErrorCode::DbBusy => "",
+        _ if base.message.contains("not a database") || base.message.contains("file is not a database") => {
+            " (the file exists but is not a SQLite database; point dbPath at an lcm.db or a new path)"
+        }
+        _ => " (check that the path is writable and its directory exists)",
+    };
+    LcmError::new(
+        ErrorCode::DbOpen,
+        format!("cannot open database {path:?}: {}{hint}", base.message),
+    )
+}
+
+fn prepare_parent_dir(path: &str) -> Result<()> {
+    if path == ":memory:" || path.starts_with("file:") {
+        return Ok(());
+    }
+    if let Some(parent) = Path::new(path).parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                LcmError::new(
+                    ErrorCode::DbOpen,
+                    format!("cannot create the directory {parent:?} for the database: {e}"),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating when needed) and migrates the database. Blocking: call it off
+    /// the JavaScript thread.
+    pub fn open(opts: StoreOptions) -> Result<Store> {
+        let in_memory = opts.path == ":memory:";
+        prepare_parent_dir(&opts.path)?;
+        let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
+        if !in_memory {
+            let mode: String = writer
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .map_err(|e| open_error(&opts.path, e))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(LcmError::new(
+                    ErrorCode::DbOpen,
+                    format!("cannot switch {:?} to WAL mode (got {mode})", opts.path),
+                ));
+            }
+            writer
+                .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+                .map_err(|e| open_error(&opts.path, e))?;
+        }
+        let features = migrate::migrate(&mut writer).map_err(|e| {
+            let msg = format!("cannot migrate database {:?}: {}", opts.path, e.message);
+            LcmError::new(
+                if e.code == ErrorCode::DbBusy {
+                    e.code
+                } else {
+                    ErrorCode::DbOpen
+                },
+                msg,
+            )
+        })?;
+        let mut readers = Vec::new();
+        if !in_memory {
+            for _ in 0..opts.readers.max(1) {
+                readers.push(open_connection(&opts.path, opts.busy_timeout, true)?);
+            }
+        }
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = vec![std::thread::Builder::new()
+            .name("lcm-writer".into())
+            .spawn(move || writer_loop(writer, rx))
+            .map_err(LcmError::from)?];
+        if !in_memory {
+            let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
+            let stop2 = stop.clone();
+            let every = opts.checkpoint_interval;
+            threads.push(
+                std::thread::Builder::new()
+                    .name("lcm-checkpoint".into())
+                    .spawn(move || checkpoint_loop(ckpt, stop2, every))
+                    .map_err(LcmError::from)?,
+            );
+        }
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path: opts.path,
+                in_memory,
+                features,
+                closed: AtomicBool::new(false),
+                writer_tx: Mutex::new(Some(tx)),
+                readers: Mutex::new(readers),
+                stop_checkpointer: stop,
+                threads: Mutex::new(threads),
+            }),
+        })
+    }
+
+    /// The database path this store was opened with.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Optional SQLite features detected at open.
+    pub fn features(&self) -> Features {
+        self.inner.features
+    }
+
+    /// Whether [`Store::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Enqueues a write job now; the future yields its result once it has run
+    /// (and, for jobs that commit, after COMMIT).
+    pub fn write<T, F>(
+        &self,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.send(Box::new(move |conn: &mut Connection| {
+            let _ = tx.send(job(conn));
+        }));
+        async move {
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
+        }
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        if self.is_closed() {
+            return Err(LcmError::closed());
+        }
+        let guard = self
+            .inner
+            .writer_tx
+            .lock()
+            .map_err(|_| LcmError::internal("writer lock poisoned"))?;
+        match guard.as_ref() {
+            Some(tx) => tx.send(Msg::Job(job)).map_err(|_| LcmError::closed()),
+            None => Err(LcmError::closed()),
+        }
+    }
+
+    /// Runs a read-only job on a pooled read connection, off the async runtime's
+    /// worker threads.
+    pub async fn read<T, F>(&self, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        if self.is_closed() {
+            return Err(LcmError::closed());
+        }
+        if self.inner.in_memory {
+            return self.write(move |c| job(c)).await;
+        }
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = inner
+                .readers
+                .lock()
+                .map_err(|_| LcmError::internal("reader pool poisoned"))?
+                .pop();
+            let conn = match conn {
+                Some(c) => c,
+                None => open_connection(&inner.path, Duration::from_secs(30), true)?,
+            };
+            let out = job(&conn);
+            if let Ok(mut pool) = inner.readers.lock() {
+                if pool.len() < 8 {
+                    pool.push(conn);
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| LcmError::internal(format!("read task failed: {e}")))?
+    }
+
+    /// Finishes queued writes, checkpoints the WAL and closes every connection.
+    /// Later calls fail with `LCM_CLOSED`. Blocking-free: awaits the writer thread.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.stop_checkpointer.store(true, Ordering::Release);
+        let tx = self.inner.writer_tx.lock().ok().and_then(|mut g| g.take());
+        if let Some(tx) = tx {
+            let (done_tx, done_rx) = oneshot::channel();
+            if tx.send(Msg::Close(done_tx)).is_ok() {
+                let _ = done_rx.await;
+            }
+        }
+        if let Ok(mut r) = self.inner.readers.lock() {
+            r.clear();
+        }
+        let threads: Vec<JoinHandle<()>> = self
+            .inner
+            .threads
+            .lock()
+            .map(|mut t| t.drain(..).collect())
+            .unwrap_or_default();
+        tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await
+        .map_err(|e| LcmError::internal(format!("close failed: {e}")))?;
+        Ok(())
+    }
+
+    /// The path of the database file, for file databases.
+    pub fn file_path(&self) -> Option<PathBuf> {
+        (!self.inner.in_memory).then(|| PathBuf::from(&self.inner.path))
+    }
+}
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Job(job) => job(&mut conn),
+            Msg::Close(done) => {
+                while let Ok(Msg::Job(job)) = rx.try_recv() {
+                    job(&mut conn);
+                }
+                let _ = conn.execute_batch("PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);");
+                drop(conn);
+                let _ = done.send(());
+                return;
+            }
+        }
+    }
+}
+
+fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration) {
+    let tick = Duration::from_millis(50);
+    let mut waited = Duration::ZERO;
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(tick);
+        waited += tick;
+        if waited >= every {
+            waited = Duration::ZERO;
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Summary rows and their DAG links (read side; compaction writes them).
+
+use std::collections::HashMap;
+
+use rusqlite::{params_from_iter, Connection, OptionalExtension, Row};
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// A `summaries` row.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRecord {
+    /// `sum_` + 16 hex.
+    pub summary_id: String,
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// 0 for leaves, 1 + source depth for condensed nodes.
+    pub depth: i64,
+    /// Summary text.
+    pub content: String,
+    /// Estimated tokens of the content.
+    pub token_count: i64,
+    /// Earliest source time (ISO).
+    pub earliest_at: Option<String>,
+    /// Latest source time (ISO).
+    pub latest_at: Option<String>,
+    /// Number of summaries transitively below this one.
+    pub descendant_count: i64,
+    /// Σ tokens of the summaries below.
+    pub descendant_token_count: i64,
+    /// Σ tokens of the source messages below.
+    pub source_message_token_count: i64,
+    /// Creation time (SQLite UTC text).
+    pub created_at: String,
+    /// Large-file ids referenced by the sources.
+    pub file_ids: Vec<String>,
+    /// The summarizer model.
+    pub model: String,
+}
+
+/// Column list matching [`from_row`].
+pub const COLUMNS: &str = "summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at, \
+     descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model";
+
+/// Reads a row selected with [`COLUMNS`].
+pub fn from_row(r: &Row) -> rusqlite::Result<SummaryRecord> {
+    let file_ids: Option<String> = r.get(12)?;
+    Ok(SummaryRecord {
+        summary_id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        kind: r.get(2)?,
+        depth: r.get(3)?,
+        content: r.get(4)?,
+        token_count: r.get(5)?,
+        earliest_at: r.get(6)?,
+        latest_at: r.get(7)?,
+        descendant_count: r.get(8)?,
+        descendant_token_count: r.get(9)?,
+        source_message_token_count: r.get(10)?,
+        created_at: r.get(11)?,
+        file_ids: file_ids
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        model: r
+            .get::<_, Option<String>>(13)?
+            .unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+/// One summary by id.
+pub fn get(conn: &Connection, id: &str) -> Result<Option<SummaryRecord>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM summaries WHERE summary_id = ?1"
+        ))?
+        .query_row([id], from_row)
+        .optional()?)
+}
+
+/// Summaries by id, in the order given (unknown ids skipped); one query per 500.
+pub fn by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<SummaryRecord>> {
+    let mut found: HashMap<String, SummaryRecord> = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM summaries WHERE summary_id IN ({marks})"
+        ))?;
+        for row in stmt.query_map(params_from_iter(chunk.iter()), from_row)? {
+            let s = row?;
+            found.insert(s.summary_id.clone(), s);
+        }
+    }
+    Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+}
+
+/// Every summary of a conversation, by depth then time.
+pub fn list(conn: &Connection, conversation_id: i64) -> Result<Vec<SummaryRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM summaries WHERE conversation_id = ?1 ORDER BY depth, earliest_at, created_at, summary_id"
+    ))?;
+    let rows = stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The source summaries of a condensed node, in link order.
+pub fn source_summary_ids(conn: &Connection, id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ?1 ORDER BY ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(rows)
+}
+
+/// The summaries built from this one (the reverse edge).
+pub fn derived_summary_ids(conn: &Connection, id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?1 ORDER BY summary_id",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(rows)
+}
+
+/// The source messages of a leaf, in link order.
+pub fn source_message_ids(conn: &Connection, id: &str) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id FROM summary_messages WHERE summary_id = ?1 ORDER BY ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(rows)
+}
+
+/// Source-summary links of many summaries at once: id → sources in link order.
+pub fn sources_of_many(conn: &Connection, ids: &[String]) -> Result<HashMap<String, Vec<String>>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for chunk in ids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT summary_id, parent_summary_id FROM summary_parents WHERE summary_id IN ({marks}) ORDER BY summary_id, ordinal"
+        ))?;
+        for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })? {
+            let (id, src) = row?;
+            out.entry(id).or_default().push(src);
+        }
+    }
+    Ok(out)
+}

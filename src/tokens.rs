@@ -1,0 +1,73 @@
+//! Token estimation, CJK- and emoji-aware (the reference plugin's HEAD estimator):
+//! CJK ideographs, kana, Hangul and full-width forms cost 1.5 tokens, other
+//! supplementary-plane code points (emoji) cost 2, everything else 0.25; the total
+//! is rounded up.
+
+/// Weight of one code point, in quarter tokens (so the sum stays an integer).
+fn quarter_tokens(c: char) -> u64 {
+    let cp = c as u32;
+    let cjk = matches!(cp,
+        0x3000..=0x303F      // CJK symbols and punctuation
+        | 0x3040..=0x30FF    // hiragana, katakana
+        | 0x3400..=0x4DBF    // ext A
+        | 0x4E00..=0x9FFF    // unified ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xFF00..=0xFFEF    // full-width forms
+        | 0x20000..=0x2FA1F  // ext B–F and compatibility supplement
+    );
+    if cjk {
+        6
+    } else if cp > 0xFFFF {
+        8
+    } else {
+        1
+    }
+}
+
+/// Estimated token count of a text.
+pub fn estimate(text: &str) -> i64 {
+    let quarters: u64 = text.chars().map(quarter_tokens).sum();
+    quarters.div_ceil(4) as i64
+}
+
+/// The longest prefix of `text` whose estimate stays within `max_tokens`, cut on a
+/// code-point boundary.
+pub fn truncate_to_tokens(text: &str, max_tokens: i64) -> &str {
+    let budget = (max_tokens.max(0) as u64) * 4;
+    let mut used = 0u64;
+    for (i, c) in text.char_indices() {
+        used += quarter_tokens(c);
+        if used > budget {
+            return &text[..i];
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_is_four_chars_per_token() {
+        assert_eq!(estimate(""), 0);
+        assert_eq!(estimate("abcd"), 1);
+        assert_eq!(estimate("abcde"), 2);
+    }
+
+    #[test]
+    fn cjk_and_emoji_cost_more() {
+        assert_eq!(estimate("漢字"), 3);
+        assert_eq!(estimate("😀"), 2);
+        assert_eq!(estimate("한"), 2);
+    }
+
+    #[test]
+    fn truncation_respects_code_points() {
+        let s = "漢字漢字";
+        let t = truncate_to_tokens(s, 3);
+        assert_eq!(t, "漢字");
+        assert_eq!(truncate_to_tokens("abcdefgh", 1), "abcd");
+        assert_eq!(truncate_to_tokens("abc", 10), "abc");
+    }
+}
