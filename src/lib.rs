@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod message;
 pub mod store;
+pub mod summarize;
 pub mod timefmt;
 pub mod timestamp;
 pub mod tokens;

@@ -9,6 +9,7 @@
 //! - Nothing here ever runs on the JavaScript thread.
 
 pub mod conversations;
+pub mod dag;
 pub mod messages;
 pub mod migrate;
 pub mod schema;

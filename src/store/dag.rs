@@ -1,0 +1,499 @@
+//! Writing the summary DAG: one summary with its links, its FTS rows and the
+//! context-list replacement, in one transaction. Metadata (depth, time range,
+//! descendant and token counts, file ids) is computed here from the sources in the
+//! same transaction, so the stored values always equal their recomputation.
+
+use std::collections::HashSet;
+
+use regex::Regex;
+use rusqlite::{params, params_from_iter, Connection, Transaction};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::Features;
+use crate::error::{ErrorCode, LcmError, Result};
+use crate::{timestamp, tokens};
+
+/// What a new summary is built from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Sources {
+    /// A leaf: raw messages, in order.
+    Messages(Vec<i64>),
+    /// A condensed node: summaries of one depth, in order.
+    Summaries(Vec<String>),
+}
+
+/// A summary to write.
+#[derive(Debug, Clone)]
+pub struct NewSummary {
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// Summary text.
+    pub content: String,
+    /// Summarizer model name.
+    pub model: String,
+    /// Sources; their context items must form one contiguous run.
+    pub sources: Sources,
+}
+
+/// `sum_` + the first 16 hex digits of sha256(content + a random nonce).
+pub fn new_summary_id(content: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(content.as_bytes());
+    h.update(uuid::Uuid::new_v4().as_bytes());
+    format!("sum_{}", &hex::encode(h.finalize())[..16])
+}
+
+/// Ordered, de-duplicated `file_…` ids mentioned in a text.
+pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"file_[a-f0-9]{16}").expect("valid regex"));
+    for m in re.find_iter(text) {
+        if !out.iter().any(|x| x == m.as_str()) {
+            out.push(m.as_str().to_owned());
+        }
+    }
+}
+
+struct Meta {
+    kind: &'static str,
+    depth: i64,
+    earliest: Option<String>,
+    latest: Option<String>,
+    descendant_count: i64,
+    descendant_tokens: i64,
+    source_message_tokens: i64,
+    file_ids: Vec<String>,
+    item_type: &'static str,
+}
+
+fn marks(n: usize) -> String {
+    vec!["?"; n].join(",")
+}
+
+fn iso(v: Option<String>) -> Option<String> {
+    v.as_deref()
+        .and_then(timestamp::parse)
+        .map(timestamp::to_iso)
+}
+
+fn leaf_meta(tx: &Transaction, conversation_id: i64, ids: &[i64]) -> Result<Meta> {
+    let sql = format!(
+        "SELECT conversation_id, content, token_count, created_at FROM messages WHERE message_id IN ({})",
+        marks(ids.len())
+    );
+    let mut stmt = tx.prepare(&sql)?;
+    let rows: Vec<(i64, String, i64, String)> = stmt
+        .query_map(params_from_iter(ids.iter()), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    if rows.len() != ids.len() {
+        return Err(LcmError::not_found(
+            "a source message of the summary does not exist",
+        ));
+    }
+    let mut file_ids = Vec::new();
+    let (mut earliest, mut latest, mut tokens_sum) = (None::<String>, None::<String>, 0);
+    for (conv, content, tokens, created) in rows {
+        if conv != conversation_id {
+            return Err(LcmError::invalid(
+                "source messages belong to another conversation",
+            ));
+        }
+        file_ids_in(&content, &mut file_ids);
+        tokens_sum += tokens;
+        let t = iso(Some(created));
+        if earliest.is_none() || t < earliest {
+            earliest = t.clone();
+        }
+        if latest.is_none() || t > latest {
+            latest = t;
+        }
+    }
+    Ok(Meta {
+        kind: "leaf",
+        depth: 0,
+        earliest,
+        latest,
+        descendant_count: 0,
+        descendant_tokens: 0,
+        source_message_tokens: tokens_sum,
+        file_ids,
+        item_type: "message",
+    })
+}
+
+fn condensed_meta(tx: &Transaction, conversation_id: i64, ids: &[String]) -> Result<Meta> {
+    let sql = format!(
+        "SELECT conversation_id, depth, content, token_count, earliest_at, latest_at, created_at, descendant_count,
+                descendant_token_count, source_message_token_count, file_ids
+         FROM summaries WHERE summary_id IN ({})",
+        marks(ids.len())
+    );
+    let mut stmt = tx.prepare(&sql)?;
+    #[allow(clippy::type_complexity)]
+    let rows: Vec<(
+        i64,
+        i64,
+        String,
+        i64,
+        Option<String>,
+        Option<String>,
+        String,
+        i64,
+        i64,
+        i64,
+        Option<String>,
+    )> = stmt
+        .query_map(params_from_iter(ids.iter()), |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    if rows.len() != ids.len() {
+        return Err(LcmError::not_found(
+            "a source summary of the summary does not exist",
+        ));
+    }
+    let mut m = Meta {
+        kind: "condensed",
+        depth: 0,
+        earliest: None,
+        latest: None,
+        descendant_count: 0,
+        descendant_tokens: 0,
+        source_message_tokens: 0,
+        file_ids: Vec::new(),
+        item_type: "summary",
+    };
+    for (conv, depth, content, tokens, e, l, created, dc, dtc, smtc, fids) in rows {
+        if conv != conversation_id {
+            return Err(LcmError::invalid(
+                "source summaries belong to another conversation",
+            ));
+        }
+        m.depth = m.depth.max(depth + 1);
+        for id in fids
+            .and_then(|s| serde_json::from_str::<Vec<String>>(&s).ok())
+            .unwrap_or_default()
+        {
+            if !m.file_ids.contains(&id) {
+                m.file_ids.push(id);
+            }
+        }
+        file_ids_in(&content, &mut m.file_ids);
+        m.descendant_count += dc + 1;
+        m.descendant_tokens += tokens + dtc;
+        m.source_message_tokens += smtc;
+        let (e, l) = (
+            iso(e).or_else(|| iso(Some(created.clone()))),
+            iso(l).or_else(|| iso(Some(created))),
+        );
+        if m.earliest.is_none() || e < m.earliest {
+            m.earliest = e;
+        }
+        if m.latest.is_none() || l > m.latest {
+            m.latest = l;
+        }
+    }
+    Ok(m)
+}
+
+/// The ordinals of the context items that hold the sources; they must be one
+/// contiguous run holding exactly the sources, in order.
+fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Result<(i64, i64)> {
+    let (column, keys): (&str, Vec<String>) = match sources {
+        Sources::Messages(ids) => ("message_id", ids.iter().map(|i| i.to_string()).collect()),
+        Sources::Summaries(ids) => ("summary_id", ids.clone()),
+    };
+    let sql = format!(
+        "SELECT ordinal, CAST({column} AS TEXT) FROM context_items WHERE conversation_id = ?1 AND {column} IN ({}) ORDER BY ordinal",
+        (0..keys.len()).map(|i| format!("?{}", i + 2)).collect::<Vec<_>>().join(",")
+    );
+    let mut stmt = tx.prepare(&sql)?;
+    let mut args: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(conversation_id)];
+    for k in &keys {
+        match sources {
+            Sources::Messages(_) => args.push(Box::new(k.parse::<i64>().unwrap_or_default())),
+            Sources::Summaries(_) => args.push(Box::new(k.clone())),
+        }
+    }
+    let found: Vec<(i64, String)> = stmt
+        .query_map(params_from_iter(args.iter()), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let in_order: Vec<&String> = found.iter().map(|(_, k)| k).collect();
+    let contiguous = found.windows(2).all(|w| w[1].0 == w[0].0 + 1);
+    if found.len() != keys.len() || !contiguous || in_order.iter().zip(&keys).any(|(a, b)| *a != b)
+    {
+        return Err(LcmError::new(
+            ErrorCode::InvalidInput,
+            "the sources are not one contiguous run of the context list, in order (they may have been compacted already)",
+        ));
+    }
+    Ok((found[0].0, found[found.len() - 1].0))
+}
+
+/// Replaces context items `[start, end]` by one summary item and renumbers the list
+/// to 0..n-1 (via negative temporary ordinals, so the primary key never collides).
+pub fn replace_context_range(
+    tx: &Transaction,
+    conversation_id: i64,
+    start: i64,
+    end: i64,
+    summary_id: &str,
+) -> Result<()> {
+    tx.execute(
+        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+        params![conversation_id, start, end],
+    )?;
+    tx.execute(
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, created_at) VALUES (?1, ?2, 'summary', ?3, ?4)",
+        params![conversation_id, start, summary_id, timestamp::now_sqlite()],
+    )?;
+    resequence(tx, conversation_id)
+}
+
+/// Renumbers a conversation's context items to 0..n-1 keeping their order; a no-op
+/// when they already are.
+pub fn resequence(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    let (n, max): (i64, Option<i64>) = tx.query_row(
+        "SELECT COUNT(*), MAX(ordinal) FROM context_items WHERE conversation_id = ?1",
+        [conversation_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let min: Option<i64> = tx.query_row(
+        "SELECT MIN(ordinal) FROM context_items WHERE conversation_id = ?1",
+        [conversation_id],
+        |r| r.get(0),
+    )?;
+    if n == 0 || (min == Some(0) && max == Some(n - 1)) {
+        return Ok(());
+    }
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS lcm_reseq (old INTEGER PRIMARY KEY, new INTEGER NOT NULL); DELETE FROM lcm_reseq;",
+    )?;
+    tx.execute(
+        "INSERT INTO lcm_reseq (old, new) SELECT ordinal, ROW_NUMBER() OVER (ORDER BY ordinal) - 1 FROM context_items WHERE conversation_id = ?1",
+        [conversation_id],
+    )?;
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - (SELECT new FROM lcm_reseq WHERE old = context_items.ordinal) WHERE conversation_id = ?1",
+        [conversation_id],
+    )?;
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1",
+        [conversation_id],
+    )?;
+    Ok(())
+}
+
+/// Writes the summary row, its FTS rows and its links, and replaces its sources in
+/// the context list — all in one transaction. Returns the new summary id.
+pub fn persist_summary(
+    conn: &mut Connection,
+    s: &NewSummary,
+    features: Features,
+) -> Result<String> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let id = persist_in(&tx, s, features)?;
+    tx.commit()?;
+    Ok(id)
+}
+
+/// [`persist_summary`] inside a caller's transaction.
+pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Result<String> {
+    let meta = match &s.sources {
+        Sources::Messages(ids) if !ids.is_empty() => leaf_meta(tx, s.conversation_id, ids)?,
+        Sources::Summaries(ids) if !ids.is_empty() => {
+            let unique: HashSet<&String> = ids.iter().collect();
+            if unique.len() != ids.len() {
+                return Err(LcmError::invalid(
+                    "a summary cannot list the same source twice",
+                ));
+            }
+            condensed_meta(tx, s.conversation_id, ids)?
+        }
+        _ => return Err(LcmError::invalid("a summary needs at least one source")),
+    };
+    let (start, end) = source_range(tx, s.conversation_id, &s.sources)?;
+    let id = new_summary_id(&s.content);
+    insert_row(tx, &id, s, &meta, features)?;
+    match &s.sources {
+        Sources::Messages(ids) => {
+            let mut st = tx.prepare_cached("INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?1, ?2, ?3)")?;
+            for (i, m) in ids.iter().enumerate() {
+                st.execute(params![id, m, i as i64])?;
+            }
+        }
+        Sources::Summaries(ids) => {
+            let mut st = tx.prepare_cached("INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) VALUES (?1, ?2, ?3)")?;
+            for (i, p) in ids.iter().enumerate() {
+                st.execute(params![id, p, i as i64])?;
+            }
+        }
+    }
+    debug_assert!(meta.item_type == "message" || meta.item_type == "summary");
+    replace_context_range(tx, s.conversation_id, start, end, &id)?;
+    Ok(id)
+}
+
+fn insert_row(
+    tx: &Transaction,
+    id: &str,
+    s: &NewSummary,
+    m: &Meta,
+    features: Features,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,
+            descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?
+    .execute(params![
+        id,
+        s.conversation_id,
+        m.kind,
+        m.depth,
+        s.content,
+        tokens::estimate(&s.content),
+        m.earliest,
+        m.latest,
+        m.descendant_count,
+        m.descendant_tokens,
+        m.source_message_tokens,
+        timestamp::now_sqlite(),
+        serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into()),
+        s.model
+    ])?;
+    index_summary(tx, id, &s.content, features)
+}
+
+/// Writes (or rewrites) a summary's rows in the full-text tables.
+pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Features) -> Result<()> {
+    if features.fts5 {
+        tx.prepare_cached("DELETE FROM summaries_fts WHERE summary_id = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("INSERT INTO summaries_fts (summary_id, content) VALUES (?1, ?2)")?
+            .execute(params![id, content])?;
+    }
+    if features.trigram {
+        tx.prepare_cached("DELETE FROM summaries_fts_cjk WHERE summary_id = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("INSERT INTO summaries_fts_cjk (summary_id, content) VALUES (?1, ?2)")?
+            .execute(params![id, content])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ingest::map_message;
+    use crate::store::conversations::SessionRef;
+    use crate::store::messages::{context_items, insert_batch};
+    use serde_json::json;
+
+    fn setup(n: usize) -> (Connection, i64, Vec<i64>) {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        let batch = (0..n)
+            .map(|i| map_message(&json!({"role":"user","content":format!("m{i} file_0123456789abcdef"),"timestamp": 1771313820000i64 + i as i64 * 60000}), None).unwrap())
+            .collect();
+        let out = insert_batch(
+            &mut conn,
+            &SessionRef {
+                session_id: "s".into(),
+                session_key: None,
+            },
+            batch,
+            true,
+        )
+        .unwrap();
+        let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
+        (conn, out.conversation_id, ids)
+    }
+
+    #[test]
+    fn leaf_then_condensed_keep_ordinals_and_metadata() {
+        let (mut conn, conv, ids) = setup(6);
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let leaf = |ids: &[i64]| NewSummary {
+            conversation_id: conv,
+            content: "leaf".into(),
+            model: "m".into(),
+            sources: Sources::Messages(ids.to_vec()),
+        };
+        let a = persist_summary(&mut conn, &leaf(&ids[0..2]), f).unwrap();
+        let b = persist_summary(&mut conn, &leaf(&ids[2..4]), f).unwrap();
+        let items = context_items(&conn, conv).unwrap();
+        assert_eq!(
+            items.iter().map(|i| i.ordinal).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(items[0].summary_id.as_deref(), Some(a.as_str()));
+        let c = persist_summary(
+            &mut conn,
+            &NewSummary {
+                conversation_id: conv,
+                content: "up".into(),
+                model: "m".into(),
+                sources: Sources::Summaries(vec![a.clone(), b.clone()]),
+            },
+            f,
+        )
+        .unwrap();
+        let s = crate::store::summaries::get(&conn, &c).unwrap().unwrap();
+        assert_eq!(
+            (s.depth, s.descendant_count, s.kind.as_str()),
+            (1, 2, "condensed")
+        );
+        assert_eq!(s.earliest_at.as_deref(), Some("2026-02-17T07:37:00.000Z"));
+        assert_eq!(s.latest_at.as_deref(), Some("2026-02-17T07:40:00.000Z"));
+        assert_eq!(s.file_ids, ["file_0123456789abcdef"]);
+        let items = context_items(&conn, conv).unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(
+            items.iter().map(|i| i.ordinal).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn non_contiguous_or_repeated_sources_are_rejected_without_writing() {
+        let (mut conn, conv, ids) = setup(4);
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let bad = NewSummary {
+            conversation_id: conv,
+            content: "x".into(),
+            model: "m".into(),
+            sources: Sources::Messages(vec![ids[0], ids[2]]),
+        };
+        assert!(persist_summary(&mut conn, &bad, f).is_err());
+        let n: i64 = conn
+            .query_row("SELECT COUNT(*) FROM summaries", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(context_items(&conn, conv).unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,102 @@
+//! Summarization: the low-level [`Summarizer`] (a prompt in, text out: host
+//! callback, Anthropic, OpenAI, offline extractive) and the [`SummaryPipeline`] the
+//! compaction engine calls (prompt rendering + escalation + level bookkeeping).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+
+/// One request to a summarizer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRequest {
+    /// The rendered prompt (the user message).
+    pub prompt: String,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Target length of the answer, in tokens.
+    pub target_tokens: i64,
+    /// Depth of the summary being built (0 = leaf).
+    pub depth: i64,
+    /// Whether this is the aggressive retry.
+    pub aggressive: bool,
+    /// Model hint (the configured model), if any.
+    pub model: Option<String>,
+    /// The source text alone (what the prompt wraps), for extractive summarizers.
+    pub source_text: String,
+}
+
+/// A summarizer's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryResponse {
+    /// The summary text (reasoning already stripped).
+    pub content: String,
+    /// The model that produced it.
+    pub model: String,
+}
+
+/// A prompt in, summary text out.
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    /// Produces a summary. Errors carry LCM_LLM_* / LCM_CALLBACK codes.
+    async fn summarize(&self, req: SummaryRequest) -> Result<SummaryResponse>;
+    /// A short name for logs and results (`offline`, `anthropic`, `callback`, …).
+    fn name(&self) -> &str;
+}
+
+/// How a summary was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// The normal prompt produced a smaller summary.
+    Normal,
+    /// The aggressive prompt was needed.
+    Aggressive,
+    /// Deterministic truncation (`[Truncated from N tokens]`).
+    Fallback,
+    /// The summary was over `summaryMaxOverageFactor` × target and was capped.
+    Capped,
+}
+
+/// What the compaction engine asks the pipeline for.
+#[derive(Debug, Clone, Default)]
+pub struct SummarizeInput {
+    /// Depth of the summary to build (0 = leaf, 1 = first condensed level, …).
+    pub depth: i64,
+    /// Source text with timestamp / time-range headers.
+    pub source_text: String,
+    /// Up to two preceding summaries (leaf and depth-1 builds only).
+    pub previous_context: Option<String>,
+    /// Number of source items.
+    pub child_count: usize,
+    /// Time range of the sources, formatted.
+    pub time_range: Option<String>,
+    /// Per-call operator instructions (override the configured ones).
+    pub custom_instructions: Option<String>,
+}
+
+/// The pipeline's answer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarizeOutput {
+    /// Final summary text.
+    pub content: String,
+    /// How it was obtained.
+    pub level: Level,
+    /// Model that produced it (`deterministic` for fallbacks).
+    pub model: String,
+    /// Estimated tokens of the source.
+    pub tokens_in: i64,
+    /// Estimated tokens of the summary.
+    pub tokens_out: i64,
+}
+
+/// Prompt rendering + summarizer + escalation, as one call. Errors: an auth error
+/// (`LCM_LLM_AUTH`) or a failing host callback means *no summary may be written*.
+#[async_trait]
+pub trait SummaryPipeline: Send + Sync {
+    /// Summarizes one chunk.
+    async fn run(&self, input: SummarizeInput) -> Result<SummarizeOutput>;
+}
