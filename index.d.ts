@@ -139,6 +139,15 @@ export interface ConversationStats {
   messageCount: number; messageTokens: number; summaryCount: number; contextItems: number; contextTokens: number
 }
 
+/** Parameters of `insertSummary`: exactly one of `messageIds` / `summaryIds`. */
+export interface InsertSummaryParams {
+  conversationId: number
+  content: string
+  messageIds?: number[]
+  summaryIds?: string[]
+  model?: string
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -183,6 +192,13 @@ export declare class LcmEngine {
   getSummaries(conversationId: number): Promise<Array<SummaryWithLinks>>
   /** Row counts and token totals of a conversation. */
   getStats(conversationId: number): Promise<ConversationStats>
+  /**
+   * Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
+   * `summaryIds` of one depth for a condensed node) by one summary with the given
+   * text, in one transaction; metadata is computed from the sources. Resolves with
+   * the new `sum_…` id. Compaction uses the same primitive.
+   */
+  insertSummary(params: InsertSummaryParams): Promise<string>
   /**
    * Finishes queued writes, checkpoints and closes the database. Later calls
    * reject with `LCM_CLOSED`. Closing twice is harmless.

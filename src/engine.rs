@@ -15,6 +15,7 @@ use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, ConversationRecord, SessionRef};
+use crate::store::dag::{self, NewSummary, Sources};
 use crate::store::messages::{self, ContextItem, ConversationStats, IngestOutcome};
 use crate::store::summaries::{self, SummaryRecord};
 use crate::store::{Store, StoreOptions};
@@ -336,10 +337,58 @@ impl Engine {
             .await
     }
 
+    /// Writes one summary over existing context items (messages for a leaf, summaries
+    /// of one depth for a condensed node) in one transaction, computing its metadata
+    /// from the sources. The low-level primitive under compaction; also used by
+    /// importers and tests.
+    pub fn insert_summary(
+        &self,
+        p: InsertSummaryParams,
+    ) -> impl Future<Output = Result<String>> + Send + 'static {
+        let features = self.store.features();
+        self.store.write(move |conn| {
+            let sources = match (p.message_ids, p.summary_ids) {
+                (Some(m), None) => Sources::Messages(m),
+                (None, Some(s)) => Sources::Summaries(s),
+                _ => {
+                    return Err(LcmError::invalid(
+                        "insertSummary needs exactly one of messageIds or summaryIds",
+                    ))
+                }
+            };
+            let s = NewSummary {
+                conversation_id: p.conversation_id,
+                content: p.content,
+                model: p.model.unwrap_or_else(|| "unknown".into()),
+                sources,
+            };
+            dag::persist_summary(conn, &s, features)
+        })
+    }
+
     /// Finishes pending writes and closes the database.
     pub async fn close(&self) -> Result<()> {
         self.store.close().await
     }
+}
+
+/// Parameters of `insertSummary`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InsertSummaryParams {
+    /// The conversation.
+    pub conversation_id: i64,
+    /// Summary text.
+    pub content: String,
+    /// Source messages (a leaf), in order.
+    #[serde(default)]
+    pub message_ids: Option<Vec<i64>>,
+    /// Source summaries of one depth (a condensed node), in order.
+    #[serde(default)]
+    pub summary_ids: Option<Vec<String>>,
+    /// Model name recorded on the row.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// A summary with its DAG links.

@@ -138,3 +138,12 @@ export interface SummaryWithLinks {
 export interface ConversationStats {
   messageCount: number; messageTokens: number; summaryCount: number; contextItems: number; contextTokens: number
 }
+
+/** Parameters of `insertSummary`: exactly one of `messageIds` / `summaryIds`. */
+export interface InsertSummaryParams {
+  conversationId: number
+  content: string
+  messageIds?: number[]
+  summaryIds?: string[]
+  model?: string
+}

@@ -197,6 +197,28 @@ impl LcmEngine {
         resolve_json(env, async move { engine.get_stats(conversation_id).await })
     }
 
+    /// Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
+    /// `summaryIds` of one depth for a condensed node) by one summary with the given
+    /// text, in one transaction; metadata is computed from the sources. Resolves with
+    /// the new `sum_…` id. Compaction uses the same primitive.
+    #[napi(
+        ts_args_type = "params: InsertSummaryParams",
+        ts_return_type = "Promise<string>"
+    )]
+    pub fn insert_summary<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        let engine = self.engine.clone();
+        let fut = async move {
+            let p = parse_params("insertSummary", &json)?;
+            engine.insert_summary(p).await
+        };
+        resolve_json(env, fut)
+    }
+
     /// Finishes queued writes, checkpoints and closes the database. Later calls
     /// reject with `LCM_CLOSED`. Closing twice is harmless.
     #[napi(ts_return_type = "Promise<void>")]
