@@ -88,6 +88,7 @@ pub struct IngestBatchResult {
 pub struct Engine {
     store: Store,
     opts: Arc<EngineOptions>,
+    compaction: Arc<crate::compaction::Coordinator>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -167,7 +168,13 @@ impl Engine {
         Ok(Engine {
             store,
             opts: Arc::new(opts),
+            compaction: Arc::default(),
         })
+    }
+
+    /// Compaction bookkeeping shared by this engine's calls (locks, cancel tokens).
+    pub fn compaction_coordinator(&self) -> &Arc<crate::compaction::Coordinator> {
+        &self.compaction
     }
 
     /// The options in force.
@@ -239,7 +246,7 @@ impl Engine {
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
         let fts = self.store.features().fts5;
-        let job = self.store.write(move |conn| {
+        self.store.write(move |conn| {
             let p = if single {
                 let one: IngestParams = parse_params("ingest", &json)?;
                 IngestBatchParams {
@@ -253,8 +260,7 @@ impl Engine {
                 parse_params::<IngestBatchParams>("ingestBatch", &json)?
             };
             write_batch(conn, p, &opts, fts)
-        });
-        async move { job.await }
+        })
     }
 
     /// Ingests a batch in one transaction; a bad message rejects the whole batch
@@ -265,10 +271,8 @@ impl Engine {
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
         let fts = self.store.features().fts5;
-        let job = self
-            .store
-            .write(move |conn| write_batch(conn, p, &opts, fts));
-        async move { job.await }
+        self.store
+            .write(move |conn| write_batch(conn, p, &opts, fts))
     }
 
     /// The conversation for a session, if any.

@@ -6,6 +6,7 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod compaction;
 pub mod config;
 pub mod engine;
 pub mod error;
