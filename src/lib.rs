@@ -11,6 +11,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod message;
+pub mod prompts;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;
