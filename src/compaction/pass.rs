@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use super::control::CancelToken;
 use super::select::{LeafChunk, SummaryChunk};
-use super::source::{self, Child, LeafMessage};
+use super::source::{self, SourceMessage, SourceSummary};
 use crate::error::{ErrorCode, Result};
+use crate::prompts::source as prompt_source;
 use crate::store::dag::{self, NewSummary, Sources};
 use crate::store::messages::{self, ContextItem};
 use crate::store::{summaries, Features, Store};
@@ -159,20 +160,15 @@ fn previous_context(c: &rusqlite::Connection, ids: &[String]) -> Result<Option<S
 fn leaf_input(c: &rusqlite::Connection, zone: &Zone, ids: &[i64]) -> Result<SummarizeInput> {
     let records = messages::records_by_ids(c, ids)?;
     let stored = messages::stored_by_ids(c, ids)?;
-    let msgs: Vec<LeafMessage> = records
+    let msgs: Vec<SourceMessage> = records
         .iter()
         .zip(&stored)
-        .map(|(r, s)| LeafMessage {
-            message_id: r.message_id,
-            role: r.role.clone(),
-            created_at: source::parse_time(Some(&r.created_at)),
-            text: source::message_text(s),
-        })
+        .map(|(r, s)| SourceMessage::new(&r.created_at, &r.role, &source::message_text(s)))
         .collect();
     Ok(SummarizeInput {
-        source_text: source::leaf_text(zone, &msgs),
+        source_text: prompt_source::leaf_source_text(&msgs, zone),
         child_count: msgs.len(),
-        time_range: source::span(zone, msgs.iter().map(|m| m.created_at)),
+        time_range: prompt_source::messages_time_range(&msgs, zone),
         ..SummarizeInput::default()
     })
 }
@@ -182,23 +178,18 @@ fn condensed_input(
     zone: &Zone,
     ids: &[String],
 ) -> Result<SummarizeInput> {
-    let children: Vec<Child> = summaries::by_ids(c, ids)?
+    let children: Vec<SourceSummary> = summaries::by_ids(c, ids)?
         .into_iter()
         .map(|s| {
-            let created = source::parse_time(Some(&s.created_at));
-            Child {
-                summary_id: s.summary_id,
-                earliest: source::parse_time(s.earliest_at.as_deref()).or(created),
-                latest: source::parse_time(s.latest_at.as_deref()).or(created),
-                content: s.content,
-            }
+            let at = |t: &Option<String>| t.clone().unwrap_or_else(|| s.created_at.clone());
+            SourceSummary::new(&at(&s.earliest_at), &at(&s.latest_at), &s.content)
         })
         .collect();
-    let times = children.iter().flat_map(|c| [c.earliest, c.latest]);
+    let children = source::in_time_order(children);
     Ok(SummarizeInput {
-        source_text: source::condensed_text(zone, &children),
+        source_text: prompt_source::condensed_source_text(&children, zone),
         child_count: children.len(),
-        time_range: source::span(zone, times),
+        time_range: prompt_source::summaries_time_range(&children, zone),
         ..SummarizeInput::default()
     })
 }

@@ -1,39 +1,10 @@
-//! Source text of a pass: what the summarizer reads. A leaf reads its messages as
-//! blocks `[<time> | <role>]\n<text>`; a condensed pass reads its children as
-//! `[<earliest> – <latest>]\n<content>`, in time order. Blocks are joined by a
-//! blank line. Times are formatted in the configured zone.
-
-use chrono::{DateTime, Utc};
+//! What the summarizer reads of each source. The block layout (`[time] [role]`
+//! headers for messages, `[earliest – latest]` for child summaries, blank-line
+//! separated) comes from [`crate::prompts::source`]; this module supplies the text
+//! of a stored message (including its tool calls) and the children's time order.
 
 use crate::message::rebuild::StoredMessage;
-use crate::timefmt::Zone;
-use crate::timestamp;
-
-/// One message of a leaf chunk, as read from the store.
-#[derive(Debug, Clone)]
-pub struct LeafMessage {
-    /// The message.
-    pub message_id: i64,
-    /// DB role.
-    pub role: String,
-    /// When it was written.
-    pub created_at: Option<DateTime<Utc>>,
-    /// What the summarizer should read (text, tool calls and results; no reasoning).
-    pub text: String,
-}
-
-/// One child of a condensed chunk, as read from the store.
-#[derive(Debug, Clone)]
-pub struct Child {
-    /// The summary.
-    pub summary_id: String,
-    /// Earliest source time (falls back to the row's creation time).
-    pub earliest: Option<DateTime<Utc>>,
-    /// Latest source time (falls back to the row's creation time).
-    pub latest: Option<DateTime<Utc>>,
-    /// The summary text.
-    pub content: String,
-}
+pub use crate::prompts::source::{SourceMessage, SourceSummary};
 
 /// The readable text of a stored message: text blocks, tool calls with their
 /// arguments, tool results and media markers, in block order. Reasoning is left out
@@ -71,59 +42,11 @@ fn tool_text(p: &crate::message::rebuild::StoredPart) -> String {
     }
 }
 
-/// Parses a stored time, if any.
-pub fn parse_time(v: Option<&str>) -> Option<DateTime<Utc>> {
-    v.and_then(timestamp::parse)
-}
-
-fn stamp(zone: &Zone, t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| zone.format_timestamp(t))
-        .unwrap_or_else(|| "unknown time".into())
-}
-
-/// The leaf source text; messages without text are left out.
-pub fn leaf_text(zone: &Zone, messages: &[LeafMessage]) -> String {
-    messages
-        .iter()
-        .filter(|m| !m.text.trim().is_empty())
-        .map(|m| {
-            format!(
-                "[{} | {}]\n{}",
-                stamp(zone, m.created_at),
-                m.role,
-                m.text.trim()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
-/// The condensed source text, children in time order (stable for equal times).
-pub fn condensed_text(zone: &Zone, children: &[Child]) -> String {
-    let mut ordered: Vec<&Child> = children
-        .iter()
-        .filter(|c| !c.content.trim().is_empty())
-        .collect();
-    ordered.sort_by_key(|c| (c.earliest, c.latest));
-    ordered
-        .iter()
-        .map(|c| {
-            format!(
-                "[{} – {}]\n{}",
-                stamp(zone, c.earliest),
-                stamp(zone, c.latest),
-                c.content.trim()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
-/// The formatted span of a set of times (`None` when no time is known).
-pub fn span(zone: &Zone, times: impl IntoIterator<Item = Option<DateTime<Utc>>>) -> Option<String> {
-    let known: Vec<DateTime<Utc>> = times.into_iter().flatten().collect();
-    let (min, max) = (known.iter().min()?, known.iter().max()?);
-    Some(zone.format_range(*min, *max))
+/// Children of a condensed pass in time order (stable for equal times), so the
+/// summarizer reads them chronologically.
+pub fn in_time_order(mut children: Vec<SourceSummary>) -> Vec<SourceSummary> {
+    children.sort_by_key(|c| (c.earliest_at.or(c.latest_at), c.latest_at));
+    children
 }
 
 #[cfg(test)]
@@ -131,63 +54,15 @@ mod tests {
     use super::*;
     use crate::message::rebuild::StoredPart;
 
-    fn t(s: &str) -> Option<DateTime<Utc>> {
-        timestamp::parse(s)
-    }
-
     #[test]
-    fn leaf_blocks_carry_time_and_role_and_skip_empty_messages() {
-        let z = Zone::parse("America/Los_Angeles").unwrap();
-        let ms = vec![
-            LeafMessage {
-                message_id: 1,
-                role: "user".into(),
-                created_at: t("2026-02-17T23:37:00Z"),
-                text: "deploy it".into(),
-            },
-            LeafMessage {
-                message_id: 2,
-                role: "assistant".into(),
-                created_at: t("2026-02-17T23:38:00Z"),
-                text: "  ".into(),
-            },
-            LeafMessage {
-                message_id: 3,
-                role: "tool".into(),
-                created_at: t("2026-02-17T23:39:00Z"),
-                text: "ok".into(),
-            },
+    fn children_are_read_in_time_order() {
+        let kids = vec![
+            SourceSummary::new("2026-02-18T10:00:00Z", "2026-02-18T11:00:00Z", "b"),
+            SourceSummary::new("2026-02-17T10:00:00Z", "2026-02-17T11:00:00Z", "a"),
+            SourceSummary::new("2026-02-18T10:00:00Z", "2026-02-18T10:30:00Z", "c"),
         ];
-        assert_eq!(
-            leaf_text(&z, &ms),
-            "[2026-02-17 15:37 PST | user]\ndeploy it\n\n[2026-02-17 15:39 PST | tool]\nok"
-        );
-        assert_eq!(
-            span(&z, ms.iter().map(|m| m.created_at)).as_deref(),
-            Some("2026-02-17 15:37–15:39 PST")
-        );
-    }
-
-    #[test]
-    fn condensed_children_are_in_time_order_with_range_headers() {
-        let z = Zone::utc();
-        let c = |id: &str, e: &str, l: &str| Child {
-            summary_id: id.into(),
-            earliest: t(e),
-            latest: t(l),
-            content: format!("about {id}"),
-        };
-        let text = condensed_text(
-            &z,
-            &[
-                c("b", "2026-02-18T10:00:00Z", "2026-02-18T11:00:00Z"),
-                c("a", "2026-02-17T10:00:00Z", "2026-02-17T11:00:00Z"),
-            ],
-        );
-        assert_eq!(
-            text,
-            "[2026-02-17 10:00 UTC – 2026-02-17 11:00 UTC]\nabout a\n\n[2026-02-18 10:00 UTC – 2026-02-18 11:00 UTC]\nabout b"
-        );
+        let order: Vec<String> = in_time_order(kids).into_iter().map(|k| k.content).collect();
+        assert_eq!(order, ["a", "c", "b"]);
     }
 
     #[test]
