@@ -68,12 +68,8 @@ impl Engine {
     }
 
     /// Whether the session's context is over the threshold (reads only).
-    pub async fn evaluate_with(
-        &self,
-        pipeline: Arc<dyn SummaryPipeline>,
-        p: EvaluateParams,
-    ) -> Result<Evaluation> {
-        self.compactor(pipeline).evaluate(p).await
+    pub async fn evaluate(&self, p: EvaluateParams) -> Result<Evaluation> {
+        super::evaluate(self.store(), self.options(), p).await
     }
 
     /// Compacts with the given pipeline; cancellable by session from the moment it

@@ -194,47 +194,50 @@ fn check_budget(budget: i64) -> Result<()> {
     Ok(())
 }
 
-impl Compactor {
-    /// Whether the session's context is over the threshold.
-    pub async fn evaluate(&self, p: EvaluateParams) -> Result<Evaluation> {
-        check_budget(p.token_budget)?;
-        let session = SessionRef {
-            session_id: p.session_id,
-            session_key: p.session_key,
-        };
-        let limits = select::Limits::from_options(&self.opts);
-        let (conversation_id, items) = self
-            .store
-            .read(move |c| {
-                let Some(conv) = conversations::find(c, &session)? else {
-                    return Ok((None, Vec::new()));
-                };
-                Ok((
-                    Some(conv.conversation_id),
-                    messages::context_items(c, conv.conversation_id)?,
-                ))
-            })
-            .await?;
-        let stored = pass::snapshot_tokens(&items);
-        let observed = p.current_token_count.filter(|n| *n > 0);
-        let current = stored.max(observed.unwrap_or(0));
-        let threshold = threshold_for(self.opts.context_threshold, p.token_budget);
-        let raw = select::raw_tokens_before(&items, select::fresh_tail_start(&items, &limits));
-        let due = over_threshold(current, threshold);
-        Ok(Evaluation {
-            should_compact: due,
-            reason: if due { "threshold" } else { "none" }.into(),
-            current_tokens: current,
-            threshold,
-            token_budget: p.token_budget,
-            stored_tokens: stored,
-            observed_tokens: observed,
-            raw_tokens_outside_tail: raw,
-            leaf_trigger: raw >= self.opts.leaf_chunk_tokens,
-            conversation_id,
+/// Whether the session's context is over the threshold (reads only).
+pub async fn evaluate(
+    store: &Store,
+    opts: &EngineOptions,
+    p: EvaluateParams,
+) -> Result<Evaluation> {
+    check_budget(p.token_budget)?;
+    let session = SessionRef {
+        session_id: p.session_id,
+        session_key: p.session_key,
+    };
+    let limits = select::Limits::from_options(opts);
+    let (conversation_id, items) = store
+        .read(move |c| {
+            let Some(conv) = conversations::find(c, &session)? else {
+                return Ok((None, Vec::new()));
+            };
+            Ok((
+                Some(conv.conversation_id),
+                messages::context_items(c, conv.conversation_id)?,
+            ))
         })
-    }
+        .await?;
+    let stored = pass::snapshot_tokens(&items);
+    let observed = p.current_token_count.filter(|n| *n > 0);
+    let current = stored.max(observed.unwrap_or(0));
+    let threshold = threshold_for(opts.context_threshold, p.token_budget);
+    let raw = select::raw_tokens_before(&items, select::fresh_tail_start(&items, &limits));
+    let due = over_threshold(current, threshold);
+    Ok(Evaluation {
+        should_compact: due,
+        reason: if due { "threshold" } else { "none" }.into(),
+        current_tokens: current,
+        threshold,
+        token_budget: p.token_budget,
+        stored_tokens: stored,
+        observed_tokens: observed,
+        raw_tokens_outside_tail: raw,
+        leaf_trigger: raw >= opts.leaf_chunk_tokens,
+        conversation_id,
+    })
+}
 
+impl Compactor {
     /// Compacts the session's conversation. Waits for any other compaction of the
     /// same conversation; summarizer failures, cancellation and bounds end the call
     /// with a result, database failures reject.

@@ -248,17 +248,13 @@ async fn the_threshold_is_floored_and_strict() {
     assert!(!over_threshold(750, 750));
     assert!(over_threshold(751, 750));
     let (engine, _) = engine_with(small_options(), 10, 100).await;
-    let fake = Arc::new(Fake::default());
     let stored = engine
-        .evaluate_with(
-            fake.clone(),
-            EvaluateParams {
-                session_id: "s1".into(),
-                session_key: None,
-                token_budget: 1_000_000,
-                current_token_count: None,
-            },
-        )
+        .evaluate(EvaluateParams {
+            session_id: "s1".into(),
+            session_key: None,
+            token_budget: 1_000_000,
+            current_token_count: None,
+        })
         .await
         .unwrap()
         .stored_tokens;
@@ -270,26 +266,20 @@ async fn the_threshold_is_floored_and_strict() {
         token_budget: budget,
         current_token_count: current,
     };
-    let e = engine
-        .evaluate_with(fake.clone(), at(budget, None))
-        .await
-        .unwrap();
+    let e = engine.evaluate(at(budget, None)).await.unwrap();
     assert_eq!(e.threshold, threshold_for(0.75, budget));
     assert_eq!(e.should_compact, stored > e.threshold);
     let e = engine
-        .evaluate_with(fake.clone(), at(budget, Some(e.threshold)))
+        .evaluate(at(budget, Some(e.threshold)))
         .await
         .unwrap();
     assert_eq!(e.current_tokens, stored.max(e.threshold));
     let e = engine
-        .evaluate_with(fake.clone(), at(budget, Some(e.threshold + 1)))
+        .evaluate(at(budget, Some(e.threshold + 1)))
         .await
         .unwrap();
     assert!(e.should_compact, "the observed count wins when higher");
-    let bad = engine
-        .evaluate_with(fake.clone(), at(0, None))
-        .await
-        .unwrap_err();
+    let bad = engine.evaluate(at(0, None)).await.unwrap_err();
     assert_eq!(bad.code, ErrorCode::InvalidInput);
 }
 
