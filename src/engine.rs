@@ -245,8 +245,7 @@ impl Engine {
         single: bool,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let fts = self.store.features().fts5;
-        self.store.write(move |conn| {
+        let job = self.store.write(move |conn| {
             let p = if single {
                 let one: IngestParams = parse_params("ingest", &json)?;
                 IngestBatchParams {
@@ -259,8 +258,9 @@ impl Engine {
             } else {
                 parse_params::<IngestBatchParams>("ingestBatch", &json)?
             };
-            write_batch(conn, p, &opts, fts)
-        })
+            write_batch(conn, p, &opts)
+        });
+        async move { job.await }
     }
 
     /// Ingests a batch in one transaction; a bad message rejects the whole batch
@@ -270,9 +270,8 @@ impl Engine {
         p: IngestBatchParams,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let fts = self.store.features().fts5;
-        self.store
-            .write(move |conn| write_batch(conn, p, &opts, fts))
+        let job = self.store.write(move |conn| write_batch(conn, p, &opts));
+        async move { job.await }
     }
 
     /// The conversation for a session, if any.
@@ -413,7 +412,6 @@ fn write_batch(
     conn: &mut rusqlite::Connection,
     p: IngestBatchParams,
     opts: &EngineOptions,
-    fts: bool,
 ) -> Result<IngestBatchResult> {
     if p.is_heartbeat || p.messages.is_empty() {
         return Ok(IngestBatchResult {
@@ -436,7 +434,7 @@ fn write_batch(
     let IngestOutcome {
         conversation_id,
         messages,
-    } = messages::insert_batch(conn, &session, mapped, fts)?;
+    } = messages::insert_batch(conn, &session, mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),

@@ -34,12 +34,12 @@ pub struct IngestOutcome {
 }
 
 /// Writes a batch of mapped messages in one transaction: conversation lookup or
-/// creation, replay filtering, message, part, FTS and context-item rows.
+/// creation, replay filtering, message, part and context-item rows. Full-text
+/// indexing follows in batches on the writer thread (`store::fts_lag`).
 pub fn insert_batch(
     conn: &mut Connection,
     session: &SessionRef,
     batch: Vec<NewMessage>,
-    fts: bool,
 ) -> Result<IngestOutcome> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let conversation_id = conversations::find_or_create(&tx, session)?;
@@ -91,7 +91,7 @@ pub fn insert_batch(
             session_id: &session_id,
             now: &now,
         };
-        let message_id = insert_one(&tx, &at, &m, fts)?;
+        let message_id = insert_one(&tx, &at, &m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),
@@ -158,7 +158,7 @@ struct Position<'a> {
     now: &'a str,
 }
 
-fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Result<i64> {
+fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
     let Position {
         conversation_id,
         seq,
@@ -201,10 +201,6 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Res
             p.tool_output,
             p.metadata
         ])?;
-    }
-    if fts {
-        tx.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")?
-            .execute(params![message_id, m.content])?;
     }
     tx.prepare_cached(
         "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, created_at) VALUES (?1, ?2, 'message', ?3, ?4)",

@@ -2,10 +2,23 @@
 //! callback, Anthropic, OpenAI, offline extractive) and the [`SummaryPipeline`] the
 //! compaction engine calls (prompt rendering + escalation + level bookkeeping).
 
+pub mod anthropic;
+pub mod fallback;
+pub mod http;
+pub mod normalize;
+pub mod offline;
+pub mod openai;
+pub mod pipeline;
+mod select;
+pub mod targets;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+
+pub use pipeline::{EscalatingPipeline, PipelineSettings};
+pub use select::{build_pipeline, build_summarizer, max_output_tokens, Provider, ProviderConfig};
 
 /// One request to a summarizer.
 #[derive(Debug, Clone, Serialize)]
