@@ -46,7 +46,11 @@ function parseArgs(argv) {
 }
 
 function generatorPath() {
-  const candidates = [path.join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), path.join(root, 'bench', 'gen-workload.mjs')]
+  const candidates = [
+    path.join(root, '..', 'shared', 'bench', 'gen-workload.mjs'),
+    path.join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), // a git worktree under <repo>/wt/
+    path.join(root, 'bench', 'gen-workload.mjs'),
+  ]
   const found = candidates.find((p) => fs.existsSync(p))
   if (!found) throw new Error('gen-workload.mjs not found (expected ../shared/bench/ beside the checkout); pass --input FILE')
   return found

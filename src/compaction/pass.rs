@@ -245,12 +245,16 @@ pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<Pass
     let started = Instant::now();
     let input = prepare(env, plan).await?;
     let out = tokio::select! {
+        biased;
+        _ = env.cancel.cancelled() => return Ok(PassEnd::Cancelled),
         out = summarize(env, input) => match out {
             Ok(out) => out,
             Err(e) => return Ok(PassEnd::SummarizerFailed(e)),
         },
-        _ = env.cancel.cancelled() => return Ok(PassEnd::Cancelled),
     };
+    if env.cancel.is_cancelled() {
+        return Ok(PassEnd::Cancelled);
+    }
     let summary = NewSummary {
         conversation_id: env.conversation_id,
         content: out.content.clone(),
