@@ -38,7 +38,7 @@ function callbackSummarizer({ failAt = Infinity, delayMs = 0 } = {}) {
   return { fn, state }
 }
 
-const CALLBACK_OPTION = 'summarize'
+const CALLBACK_OPTION = 'summarizer'
 
 async function loaded(n, seed, options) {
   const { messages } = workload(n, seed)

@@ -15,15 +15,8 @@ use super::js::{parse, stringify, to_napi_error};
 use super::LcmEngine;
 use crate::compaction::api::AfterTurnParams;
 use crate::compaction::{CancelToken, CompactParams, EvaluateParams, Hooks, PassRecord};
-use crate::engine::{parse_params, Engine};
+use crate::engine::parse_params;
 use crate::error::Result as CoreResult;
-use crate::summarize::SummaryPipeline;
-
-/// The summarization pipeline for a call: prompts (with the configured override
-/// directory), the configured summarizer and escalation.
-fn pipeline_of(engine: &Engine) -> CoreResult<Arc<dyn SummaryPipeline>> {
-    crate::summarize::build_pipeline(engine.options(), None)
-}
 
 /// The `onProgress` function of a params object, as a progress hook.
 fn progress_hook(obj: &Object) -> Result<Option<crate::compaction::ProgressFn>> {
@@ -187,10 +180,8 @@ impl LcmEngine {
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let (json, hooks, abort) = read_params(env, params)?;
-        let started = parse_params::<CompactParams>("compact", &json).and_then(|p| {
-            let pipeline = pipeline_of(&self.engine)?;
-            Ok(self.engine.compact_with(pipeline, p, hooks))
-        });
+        let started =
+            parse_params::<CompactParams>("compact", &json).map(|p| self.engine.compact(p, hooks));
         settle(env, async move { started?.await }, abort)
     }
 
@@ -207,10 +198,8 @@ impl LcmEngine {
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let (json, hooks, abort) = read_params(env, params)?;
-        let started = parse_params::<AfterTurnParams>("afterTurn", &json).and_then(|p| {
-            let pipeline = pipeline_of(&self.engine)?;
-            Ok(self.engine.after_turn_with(pipeline, p, hooks))
-        });
+        let started = parse_params::<AfterTurnParams>("afterTurn", &json)
+            .map(|p| self.engine.after_turn(p, hooks));
         settle(env, async move { started?.await }, abort)
     }
 

@@ -148,6 +148,106 @@ export interface InsertSummaryParams {
   model?: string
 }
 
+/* ── Prompts and summarizers ─────────────────────────────────────────────── */
+
+/** What the summarizer is asked: the exact prompt pair plus its inputs. */
+export interface SummaryRequest {
+  /** The rendered prompt (the user message). */
+  prompt: string
+  /** The system prompt. */
+  systemPrompt: string
+  /** Target length of the answer, in tokens. */
+  targetTokens: number
+  /** Depth of the summary being built (0 = leaf). */
+  depth: number
+  /** True on the aggressive retry after a summary that was not smaller than its input. */
+  aggressive: boolean
+  /** The configured `summaryModel`, if any. */
+  model: string | null
+  /** The source text alone (what the prompt wraps). */
+  sourceText: string
+}
+
+/**
+ * A host summarizer: returns the summary text, or `{ content, model? }`, directly or
+ * as a Promise. A throw, a rejection, another return type or no answer within
+ * `summaryTimeoutMs` fails the summarization with `LCM_CALLBACK` (nothing is written).
+ */
+export type SummarizerCallback = (
+  request: SummaryRequest,
+) => string | { content: string; model?: string } | Promise<string | { content: string; model?: string }>
+
+/** Summarizer options of `LcmEngine.open` (merged into `LcmOptions`). */
+export interface LcmOptions {
+  /** Host summarizer; wins over `summaryProvider`. */
+  summarizer?: SummarizerCallback
+  /** First retry backoff in ms; doubles per retry (default 500). */
+  summaryRetryBaseMs?: number
+  /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
+  summaryRetryMaxWaitMs?: number
+}
+
+/** Parameters of `summarizeText`. */
+export interface SummarizeTextParams {
+  /** 0 = leaf (default), 1, 2, 3+ = condensed depths. */
+  depth?: number
+  /** Source text with `[timestamp] [role]` or `[time range]` headers. */
+  sourceText: string
+  /** Preceding summary (leaf and depth-1 prompts only). */
+  previousContext?: string
+  /** Number of source items (default: blank-line separated blocks). */
+  childCount?: number
+  /** Formatted time range of the sources. */
+  timeRange?: string
+  /** Instructions for this call instead of the configured `customInstructions`. */
+  customInstructions?: string
+}
+
+/** How a summary was obtained. */
+export type SummaryLevel = 'normal' | 'aggressive' | 'fallback' | 'capped'
+
+/** Result of `summarizeText` (what compaction would write). */
+export interface SummarizeResult {
+  content: string
+  /** normal; aggressive retry; `[Truncated from N tokens]` fallback; `[Capped …]` cap. */
+  level: SummaryLevel
+  /** The model that produced it (`deterministic` for the fallback). */
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+/** Parameters of `renderPrompt`. */
+export interface RenderPromptParams {
+  /** 0 = leaf (default), 1 = d1, 2 = d2, 3 and more = d3. */
+  depth?: number
+  /** The aggressive leaf policy. */
+  aggressive?: boolean
+  /** Default: computed from `sourceText` as the pipeline does. */
+  targetTokens?: number
+  previousContext?: string
+  childCount?: number
+  timeRange?: string
+  sourceText?: string
+  customInstructions?: string
+  /** Override directory (default `~/.config/lcm-tui/prompts`, like the engine). */
+  promptDir?: string
+  /** Used for the default target (default 2400). */
+  leafTargetTokens?: number
+  /** Used for the default target (default 2000). */
+  condensedTargetTokens?: number
+}
+
+/** A rendered prompt and where its template came from. */
+export interface RenderedPrompt {
+  prompt: string
+  systemPrompt: string
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  template: string
+  /** 'embedded' or the override file's path. */
+  source: string
+  targetTokens: number
+
 /* ── Compaction ─────────────────────────────────────────────────────────────── */
 
 /** Parameters of `evaluate`. */

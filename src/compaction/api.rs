@@ -72,6 +72,26 @@ impl Engine {
         super::evaluate(self.store(), self.options(), p).await
     }
 
+    /// Compacts with the engine's pipeline; cancellable by session from the moment
+    /// it is called.
+    pub fn compact(
+        &self,
+        p: CompactParams,
+        hooks: Hooks,
+    ) -> impl Future<Output = Result<CompactResult>> + Send + 'static {
+        self.compact_with(self.pipeline(), p, hooks)
+    }
+
+    /// Ingests the turn's new messages and runs a threshold sweep, with the engine's
+    /// pipeline (see [`Engine::after_turn_with`]).
+    pub fn after_turn(
+        &self,
+        p: AfterTurnParams,
+        hooks: Hooks,
+    ) -> impl Future<Output = Result<AfterTurnResult>> + Send + 'static {
+        self.after_turn_with(self.pipeline(), p, hooks)
+    }
+
     /// Compacts with the given pipeline; cancellable by session from the moment it
     /// is called.
     pub fn compact_with(

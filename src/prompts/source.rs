@@ -6,8 +6,27 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::error::{LcmError, Result};
 use crate::timefmt::Zone;
 use crate::timestamp;
+
+/// A time from a JSON value: epoch milliseconds, or a timestamp string (ISO,
+/// RFC 3339, SQLite UTC text); `LCM_INVALID_INPUT` otherwise.
+pub fn parse_time_value(v: &serde_json::Value) -> Result<DateTime<Utc>> {
+    let t = match v {
+        serde_json::Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
+            .and_then(timestamp::from_millis),
+        serde_json::Value::String(s) => timestamp::parse(s),
+        _ => None,
+    };
+    t.ok_or_else(|| {
+        LcmError::invalid(format!(
+            "not a timestamp: {v}; pass epoch milliseconds, an ISO string or a Date"
+        ))
+    })
+}
 
 /// One message of a leaf chunk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -153,6 +172,21 @@ mod tests {
             messages_time_range(&msgs, &la).unwrap(),
             "2026-02-17 15:37–17:21 PST"
         );
+    }
+
+    #[test]
+    fn time_values() {
+        use serde_json::json;
+        let t = parse_time_value(&json!(1771371420000i64)).unwrap();
+        assert_eq!(Zone::utc().format_timestamp(t), "2026-02-17 23:37 UTC");
+        assert_eq!(
+            parse_time_value(&json!("2026-02-17T23:37:00.000Z")).unwrap(),
+            t
+        );
+        assert_eq!(parse_time_value(&json!("2026-02-17 23:37:00")).unwrap(), t);
+        assert!(parse_time_value(&json!("yesterday")).is_err());
+        assert!(parse_time_value(&json!(null)).is_err());
+        assert!(parse_time_value(&json!(1e300)).is_err());
     }
 
     #[test]
