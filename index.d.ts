@@ -247,6 +247,136 @@ export interface RenderedPrompt {
   /** 'embedded' or the override file's path. */
   source: string
   targetTokens: number
+
+/* ── Compaction ─────────────────────────────────────────────────────────────── */
+
+/** Parameters of `evaluate`. */
+export interface EvaluateParams {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget in tokens (> 0). */
+  tokenBudget: number
+  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
+  currentTokenCount?: number
+}
+
+/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
+export interface Evaluation {
+  shouldCompact: boolean
+  reason: 'threshold' | 'none'
+  /** max(storedTokens, currentTokenCount). */
+  currentTokens: number
+  /** floor(contextThreshold × tokenBudget). */
+  threshold: number
+  tokenBudget: number
+  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
+  storedTokens: number
+  observedTokens: number | null
+  /** Raw message tokens outside the fresh tail (diagnostic). */
+  rawTokensOutsideTail: number
+  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
+  leafTrigger: boolean
+  conversationId: number | null
+}
+
+/**
+ * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
+ * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
+ * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
+ * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
+ * equality still compacts once.
+ */
+export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
+
+/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
+export interface CompactionPass {
+  kind: 'leaf' | 'condensed'
+  /** Depth of the new summary (0 for a leaf). */
+  depth: number
+  summaryId: string
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
+  /** Estimated tokens of the source text. */
+  tokensIn: number
+  /** Estimated tokens of the summary. */
+  tokensOut: number
+  model: string
+  ms: number
+  /** Messages (leaf) or summaries (condensed) replaced. */
+  sourceCount: number
+  contextTokensBefore: number
+  contextTokensAfter: number
+}
+
+/** Parameters of `compact`. */
+export interface CompactParams {
+  sessionId: string
+  sessionKey?: string
+  tokenBudget: number
+  /** Default 'sweep'. */
+  mode?: CompactMode
+  /** Compact even when under the threshold. */
+  force?: boolean
+  currentTokenCount?: number
+  /** Instructions for this call's prompts (override the configured `customInstructions`). */
+  customInstructions?: string
+  /** Target of `untilUnder` (default tokenBudget). */
+  targetTokens?: number
+  /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
+  signal?: AbortSignal
+  /** Called with each pass as it is written (fire-and-forget; must not throw). */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `compact`; "nothing to do" is a result, never an exception. */
+export interface CompactResult {
+  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
+  ok: boolean
+  /** True only if at least one summary was written. */
+  compacted: boolean
+  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
+   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
+   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
+  reason: string
+  /** Nothing is left to compact and the context is still over the target. */
+  exhausted: boolean
+  aborted: boolean
+  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
+  errorCode: string | null
+  mode: CompactMode
+  conversationId: number | null
+  tokensBefore: number
+  tokensAfter: number
+  currentTokens: number
+  threshold: number
+  /** The goal compacted toward: the threshold, or the untilUnder target. */
+  targetTokens: number
+  rounds: number
+  passes: CompactionPass[]
+}
+
+/** Parameters of `afterTurn` (the plugin's lifecycle hook). */
+export interface AfterTurnParams {
+  sessionId: string
+  sessionKey?: string
+  /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
+  messages: AgentMessage[]
+  prePromptMessageCount: number
+  tokenBudget: number
+  currentTokenCount?: number
+  /** Transcript entry ids parallel to the new messages. */
+  entryIds?: Array<string | null>
+  /** Heartbeat turns are neither stored nor compacted. */
+  isHeartbeat?: boolean
+  customInstructions?: string
+  signal?: AbortSignal
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `afterTurn`. */
+export interface AfterTurnResult {
+  ingest: IngestBatchResult
+  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
+  compaction: CompactResult
 }
 
 /**
@@ -262,6 +392,34 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * `LcmEngine.open(options)`; every method is async and runs off the JS thread.
  */
 export declare class LcmEngine {
+  /**
+   * Whether the session's context is over the threshold:
+   * `currentTokens = max(stored, currentTokenCount)`, `threshold =
+   * floor(contextThreshold × tokenBudget)`, due when strictly greater. Reads only.
+   */
+  evaluate(params: EvaluateParams): Promise<Evaluation>
+  /**
+   * Compacts the session's conversation (`mode`: incremental, sweep, untilUnder).
+   * Summarizer calls run with no database connection held; each pass is written
+   * in one transaction. Resolves with a result even when there is nothing to do,
+   * the summarizer fails (`ok: false`, `errorCode`) or the call is aborted.
+   * Rejects only for bad parameters and database failures.
+   */
+  compact(params: CompactParams): Promise<CompactResult>
+  /**
+   * The plugin's lifecycle hook: ingests `messages.slice(prePromptMessageCount)`
+   * in one batch, then runs a threshold sweep when the context is over the
+   * threshold. Resolves with `{ ingest, compaction }`.
+   */
+  afterTurn(params: AfterTurnParams): Promise<AfterTurnResult>
+  /**
+   * Stops every running compaction of the session (matched by session id or
+   * key) between passes; an in-flight summarizer call is abandoned and nothing
+   * of it is written. Returns how many calls were running.
+   */
+  cancel(session: string): number
+  /** `PRAGMA integrity_check` rows: `['ok']` for a sound database. */
+  integrityCheck(): Promise<string[]>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,
