@@ -29,7 +29,7 @@ function callbackSummarizer({ failAt = Infinity, delayMs = 0 } = {}) {
     try {
       if (delayMs) await new Promise((r) => setTimeout(r, delayMs))
       if (state.calls >= failAt) throw new Error('host summarizer refused')
-      const words = String(req.sourceText ?? req.prompt).split(/\s+/).slice(0, 40).join(' ')
+      const words = String(req.sourceText ?? req.prompt).split(/\s+/).slice(0, 180).join(' ')
       return `Depth ${req.depth} summary ${state.calls}: ${words}`
     } finally {
       state.inFlight--
@@ -241,18 +241,22 @@ describe('failures, cancellation and concurrency', () => {
   it('two concurrent compactions of one conversation never interleave passes; ingest is not blocked', async () => {
     const { engine, conversationId, baseline } = await loaded(1000, 13, SMALL)
     const order = []
-    const a = engine.compact({ sessionId: 's', tokenBudget: 4000, force: true, onProgress: () => order.push('a') })
-    const b = engine.compact({ sessionId: 's', tokenBudget: 4000, force: true, mode: 'incremental', onProgress: () => order.push('b') })
-    const t0 = Date.now()
+    const done = {}
+    const a = engine.compact({ sessionId: 's', tokenBudget: 4000, force: true, onProgress: () => order.push('a') }).then((r) => ((done.a = Date.now()), r))
+    const b = engine.compact({ sessionId: 's', tokenBudget: 4000, force: true, mode: 'incremental', onProgress: () => order.push('b') }).then((r) => ((done.b = Date.now()), r))
     await engine.ingest({ sessionId: 's', message: { role: 'user', content: 'arrives mid-compaction', timestamp: Date.now() } })
-    const ingestMs = Date.now() - t0
+    done.ingest = Date.now()
     const [ra, rb] = await Promise.all([a, b])
     await new Promise((res) => setTimeout(res, 20))
     expect(ra.ok && rb.ok).toBe(true)
-    expect(ra.passes.length).toBeGreaterThan(5)
-    // b waited for a's lock: all of a's passes come before any of b's.
-    expect(order.join('')).toBe('a'.repeat(ra.passes.length) + 'b'.repeat(rb.passes.length))
-    expect(ingestMs).toBeLessThan(ra.passes.reduce((t, p) => t + p.ms, 0))
+    expect(ra.passes.length + rb.passes.length).toBeGreaterThan(5)
+    // Whichever took the conversation's lock first ran all its passes before the other's.
+    const seq = order.join('')
+    const aFirst = 'a'.repeat(ra.passes.length) + 'b'.repeat(rb.passes.length)
+    const bFirst = 'b'.repeat(rb.passes.length) + 'a'.repeat(ra.passes.length)
+    expect([aFirst, bFirst]).toContain(seq)
+    // The ingest did not wait for the compactions (no LLM call or lock in its path).
+    expect(done.ingest).toBeLessThan(Math.max(done.a, done.b))
     const stats = await engine.getStats(conversationId)
     expect(stats.summaryCount).toBe(ra.passes.length + rb.passes.length)
     expect(stats.messageCount).toBe(1001)
