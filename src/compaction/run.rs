@@ -197,10 +197,14 @@ impl<'a> Run<'a> {
         rec
     }
 
-    /// Repeats a kind of pass until none is eligible or one stops reducing tokens.
-    async fn phase(&mut self, choose: &Chooser<'_>) -> Result<()> {
+    /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
+    /// (when given) the context is at or under `until`.
+    async fn phase(&mut self, choose: &Chooser<'_>, until: Option<i64>) -> Result<()> {
         while let Some(rec) = self.step(choose).await? {
             if rec.context_tokens_after >= rec.context_tokens_before {
+                break;
+            }
+            if until.is_some_and(|t| rec.context_tokens_after <= t) {
                 break;
             }
         }
@@ -208,14 +212,16 @@ impl<'a> Run<'a> {
     }
 
     /// Leaf passes, then condensation shallowest first; while still over `target`,
-    /// condensation again with the hard fanout.
+    /// condensation with the hard fanout until the context is at or under it.
     async fn sweep(&mut self, target: i64) -> Result<()> {
         self.sweep_passes = 0;
         self.rounds += 1;
-        self.phase(&leaf_plan(self.limits)).await?;
-        self.phase(&shallowest_plan(self.limits, false)).await?;
+        self.phase(&leaf_plan(self.limits), None).await?;
+        self.phase(&shallowest_plan(self.limits, false), None)
+            .await?;
         if self.stop.is_none() && self.current_tokens().await? > target {
-            self.phase(&shallowest_plan(self.limits, true)).await?;
+            self.phase(&shallowest_plan(self.limits, true), Some(target))
+                .await?;
         }
         Ok(())
     }

@@ -759,3 +759,44 @@ async fn integrity_check_reports_ok() {
     let (engine, _) = engine_with(small_options(), 2, 10).await;
     assert_eq!(engine.integrity_check().await.unwrap(), ["ok"]);
 }
+
+#[tokio::test]
+async fn the_pressure_phase_stops_once_under_the_target() {
+    // Six leaves at leafMinFanout 7: the normal phase condenses nothing; under
+    // pressure the hard fanout condenses one pair at a time and stops as soon as the
+    // context is at or under the threshold.
+    let opts = EngineOptions {
+        leaf_min_fanout: 7,
+        fresh_tail_count: 2,
+        leaf_chunk_tokens: 200,
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 14, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000_000)
+        },
+    )
+    .await;
+    assert_eq!(
+        r.passes.len(),
+        6,
+        "six leaves, no condensation under the threshold"
+    );
+    let items = engine.get_context_items(conv).await.unwrap();
+    let now: i64 = items.iter().map(|i| i.token_count).sum();
+    // A threshold just under the current size: one hard-fanout pass is enough.
+    let budget = (now - 1) * 4 / 3;
+    let r = compact(&engine, &fake, params(Mode::Sweep, budget)).await;
+    assert_eq!(r.passes.len(), 1, "{:?}", r.passes);
+    assert_eq!(
+        (r.passes[0].kind, r.passes[0].source_count),
+        (PassKind::Condensed, 2)
+    );
+    assert!(r.tokens_after <= r.threshold);
+    check_invariants(&engine, conv).await;
+}
