@@ -619,10 +619,15 @@ async fn one_conversation_compacts_serially_others_in_parallel() {
         1,
         "same conversation never overlaps"
     );
-    assert!(ra.unwrap().compacted);
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert!(
-        !rb.unwrap().compacted,
-        "the second call found the work done"
+        ra.compacted != rb.compacted,
+        "whichever got the lock second found the work done"
+    );
+    let stats = engine.get_stats(c1).await.unwrap();
+    assert_eq!(
+        stats.summary_count as usize,
+        ra.passes.len() + rb.passes.len()
     );
     check_invariants(&engine, c1).await;
     let fake = Arc::new(Fake {
@@ -793,9 +798,10 @@ async fn the_pressure_phase_stops_once_under_the_target() {
     let budget = (now - 1) * 4 / 3;
     let r = compact(&engine, &fake, params(Mode::Sweep, budget)).await;
     assert_eq!(r.passes.len(), 1, "{:?}", r.passes);
-    assert_eq!(
-        (r.passes[0].kind, r.passes[0].source_count),
-        (PassKind::Condensed, 2)
+    assert_eq!(r.passes[0].kind, PassKind::Condensed);
+    assert!(
+        (2..6).contains(&r.passes[0].source_count),
+        "hard fanout 2, chunk cap"
     );
     assert!(r.tokens_after <= r.threshold);
     check_invariants(&engine, conv).await;
