@@ -281,7 +281,7 @@ impl Engine {
         single: bool,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let job = self.store.write(move |conn| {
+        self.store.write(move |conn| {
             let p = if single {
                 let one: IngestParams = parse_params("ingest", &json)?;
                 IngestBatchParams {
@@ -295,8 +295,7 @@ impl Engine {
                 parse_params::<IngestBatchParams>("ingestBatch", &json)?
             };
             write_batch(conn, p, &opts)
-        });
-        async move { job.await }
+        })
     }
 
     /// Ingests a batch in one transaction; a bad message rejects the whole batch
@@ -306,8 +305,7 @@ impl Engine {
         p: IngestBatchParams,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let job = self.store.write(move |conn| write_batch(conn, p, &opts));
-        async move { job.await }
+        self.store.write(move |conn| write_batch(conn, p, &opts))
     }
 
     /// The conversation for a session, if any.
