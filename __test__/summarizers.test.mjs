@@ -147,6 +147,15 @@ describe('escalation', () => {
     expect(out.content).toMatch(/\n\[Capped from 1125 tokens to ~512\]$/)
   })
 
+  it('validates parameters and refuses to run on a closed engine', async () => {
+    const { e, calls } = await scripted([GOOD])
+    await rejectsWithCode(e.summarizeText({ depth: -1, sourceText: SOURCE }), 'LCM_INVALID_INPUT')
+    await rejectsWithCode(e.summarizeText({ sourceTxt: SOURCE }), 'LCM_INVALID_INPUT')
+    await e.close()
+    await rejectsWithCode(e.summarizeText({ sourceText: SOURCE }), 'LCM_CLOSED')
+    expect(calls).toHaveLength(0)
+  })
+
   it('marks an empty source as a fallback without calling the summarizer', async () => {
     const { e, calls } = await scripted([])
     expect(await e.summarizeText({ sourceText: '  \n ' })).toMatchObject({ content: '[Truncated from 0 tokens]', level: 'fallback' })
