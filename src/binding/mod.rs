@@ -63,7 +63,7 @@ impl LcmEngine {
                     };
                     let opts = EngineOptions::from_json(v)?;
                     let timeout = std::time::Duration::from_millis(opts.summary_timeout_ms);
-                    let cb = callback.map(|f| summarizer::CallbackSummarizer::new(f, timeout));
+                    let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
                     Engine::open_with(opts, cb).await
                 }
                 .await;

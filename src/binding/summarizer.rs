@@ -102,7 +102,7 @@ pub struct CallbackSummarizer {
 
 impl CallbackSummarizer {
     /// Wraps the function; a call that has not settled after `timeout` fails.
-    pub fn new(tsfn: CallbackFn, timeout: Duration) -> Arc<dyn Summarizer> {
+    pub fn shared(tsfn: CallbackFn, timeout: Duration) -> Arc<dyn Summarizer> {
         Arc::new(CallbackSummarizer {
             tsfn: Arc::new(tsfn),
             timeout,
@@ -139,6 +139,15 @@ fn response_from(v: Value, fallback_model: Option<&str>) -> crate::error::Result
     }
 }
 
+/// A rejection, or a Promise collected without ever settling (its resolvers were
+/// dropped: napi reports the channel as canceled).
+fn rejection(reason: &str) -> LcmError {
+    if reason.contains("canceled") {
+        return callback_err("returned a Promise that never settled (it was garbage-collected)");
+    }
+    callback_err(format!("rejected: {reason}"))
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -158,9 +167,7 @@ impl CallbackSummarizer {
             .await
             .map_err(|e| callback_err(format!("threw: {}", e.reason)))?;
         let AnyJson(value) = match returned {
-            Either::A(promise) => promise
-                .await
-                .map_err(|e| callback_err(format!("rejected: {}", e.reason)))?,
+            Either::A(promise) => promise.await.map_err(|e| rejection(&e.reason))?,
             Either::B(v) => v,
         };
         value.map_err(|why| {

@@ -59,6 +59,7 @@ fn every_depth_renders_the_required_structure() {
                 with_prev,
                 "depth {depth}"
             );
+            assert_eq!(p.contains("<previous_context>"), with_prev, "depth {depth}");
             assert!(!p.contains("Operator instructions"), "{p}");
         }
     }

@@ -168,8 +168,8 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
     } = *at;
     let created = m.created_at.as_deref().unwrap_or(now);
     tx.prepare_cached(
-        "INSERT INTO messages (conversation_id, seq, role, content, token_count, identity_hash, transcript_entry_id, lcm_envelope, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO messages (conversation_id, seq, role, content, token_count, transcript_entry_id, lcm_envelope, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         conversation_id,
@@ -177,7 +177,6 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
         m.role,
         m.content,
         m.token_count,
-        m.identity_hash,
         m.transcript_entry_id,
         m.envelope,
         created
@@ -189,7 +188,7 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
     )?;
     for p in &m.parts {
         part_stmt.execute(params![
-            uuid::Uuid::now_v7().to_string(),
+            part_id(message_id, p.ordinal),
             message_id,
             session_id,
             p.part_type,
@@ -207,6 +206,12 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
     )?
     .execute(params![conversation_id, ordinal, message_id, now])?;
     Ok(message_id)
+}
+
+/// Part ids: short, unique (one per message and ordinal) and increasing, so the
+/// primary-key index grows at its end instead of scattering random UUIDs.
+pub fn part_id(message_id: i64, ordinal: i64) -> String {
+    format!("{message_id:010}.{ordinal}")
 }
 
 /// A `messages` row without its parts.

@@ -218,75 +218,100 @@ fn base_score(text: &str, role: &str, code: bool, depth: i64) -> (Signals, i32) 
     (s, score)
 }
 
-fn parse(source: &str, depth: i64) -> Parsed {
-    let mut p = Parsed {
-        depth,
-        ..Parsed::default()
-    };
-    let mut seen = HashSet::new();
-    let mut in_code = false;
-    for chunk in source.split("\n\n") {
+/// Builds [`Parsed`] line by line.
+struct Parser {
+    p: Parsed,
+    seen: HashSet<String>,
+    in_code: bool,
+    /// Whether the current block already has a unit with a positive score.
+    block_has_signal: bool,
+}
+
+impl Parser {
+    /// Starts a block when the chunk opens with a header (or nothing exists yet);
+    /// returns the chunk's lines after the header.
+    fn start_chunk<'a>(&mut self, chunk: &'a str) -> std::iter::Peekable<std::str::Lines<'a>> {
         let mut lines = chunk.lines().peekable();
         let first = lines.peek().map(|l| l.trim()).unwrap_or("");
-        if HEADER.is_match(first) || p.blocks.is_empty() {
-            let header = HEADER.is_match(first).then(|| first.to_owned());
+        let header = HEADER.is_match(first).then(|| first.to_owned());
+        if header.is_some() || self.p.blocks.is_empty() {
             if header.is_some() {
                 lines.next();
             }
-            let role = header.as_deref().map(role_of).unwrap_or_default();
-            let short = header.as_deref().and_then(short_header);
-            p.blocks.push(Block {
+            self.p.blocks.push(Block {
+                role: header.as_deref().map(role_of).unwrap_or_default(),
+                short: header.as_deref().and_then(short_header),
                 header,
-                short,
-                role,
             });
+            self.block_has_signal = false;
         }
-        let block = p.blocks.len() - 1;
-        for line in lines {
-            let t = line.trim();
-            if t.starts_with("```") {
-                in_code = !in_code;
-                continue;
-            }
-            if t.is_empty() || MARKER.is_match(t) || (depth >= 1 && HEADER.is_match(t)) {
-                continue;
-            }
-            if let Some(items) = footer_items(t) {
-                p.inherited.extend(items);
-                continue;
-            }
-            let parts = if in_code || estimate(t) <= SPLIT_ABOVE_TOKENS {
-                vec![t]
-            } else {
-                sentences(t)
-            };
-            for s in parts {
-                let opening = !p.units.iter().any(|u| u.block == block && u.score > 0);
-                let key = s
-                    .to_lowercase()
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if !seen.insert(key) {
-                    p.repeats += 1;
-                    continue;
-                }
-                let role = p.blocks[block].role.as_str();
-                let (signals, mut score) = base_score(s, role, in_code, depth);
-                if opening && role == "user" && score > 0 {
-                    score += 1;
-                }
-                p.units.push(Unit {
-                    text: s.to_owned(),
-                    block,
-                    score,
-                    signals,
-                    code: in_code,
-                });
-            }
+        lines
+    }
+
+    fn line(&mut self, line: &str) {
+        let t = line.trim();
+        if t.starts_with("```") {
+            self.in_code = !self.in_code;
+            return;
+        }
+        if t.is_empty() || MARKER.is_match(t) || (self.p.depth >= 1 && HEADER.is_match(t)) {
+            return;
+        }
+        if let Some(items) = footer_items(t) {
+            self.p.inherited.extend(items);
+            return;
+        }
+        if self.in_code || estimate(t) <= SPLIT_ABOVE_TOKENS {
+            self.unit(t);
+        } else {
+            sentences(t).into_iter().for_each(|s| self.unit(s));
         }
     }
-    p
+
+    fn unit(&mut self, s: &str) {
+        let key = s
+            .to_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !self.seen.insert(key) {
+            self.p.repeats += 1;
+            return;
+        }
+        let block = self.p.blocks.len() - 1;
+        let role = self.p.blocks[block].role.as_str();
+        let (signals, mut score) = base_score(s, role, self.in_code, self.p.depth);
+        // The first meaningful line a user writes in a message usually states the goal.
+        if !self.block_has_signal && role == "user" && score > 0 {
+            score += 1;
+        }
+        self.block_has_signal |= score > 0;
+        self.p.units.push(Unit {
+            text: s.to_owned(),
+            block,
+            score,
+            signals,
+            code: self.in_code,
+        });
+    }
+}
+
+fn parse(source: &str, depth: i64) -> Parsed {
+    let mut parser = Parser {
+        p: Parsed {
+            depth,
+            ..Parsed::default()
+        },
+        seen: HashSet::new(),
+        in_code: false,
+        block_has_signal: false,
+    };
+    for chunk in source.split("\n\n") {
+        for line in parser.start_chunk(chunk) {
+            parser.line(line);
+        }
+    }
+    parser.p
 }
 
 /// The token budget of the body: the target, at most 60 % (35 % aggressive) of the input.
