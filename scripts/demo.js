@@ -111,6 +111,37 @@ function printTree(summaries, items) {
   for (const it of items) if (it.itemType === 'summary') walk(it.summaryId, 1)
 }
 
+function messageText(m) {
+  if (typeof m.content === 'string') return m.content
+  return (m.content ?? [])
+    .map((b) => (b.type === 'text' ? b.text : b.type === 'toolCall' ? `[tool call ${b.name}]` : `[${b.type}]`))
+    .join(' ')
+}
+
+/** The start of the context the model would see (assembly, when the addon has it). */
+async function printAssembled(engine, sessionId, budget) {
+  const r = await engine.assemble({ sessionId, tokenBudget: budget })
+  console.log(`\nassembled context (${fmt(r.messages.length)} messages, ~${fmt(r.estimatedTokens)} tokens), first lines:`)
+  const lines = r.messages.flatMap((m) => messageText(m).split('\n').map((l) => `  ${m.role.padEnd(10)} ${head(l, 100)}`))
+  for (const line of lines.slice(0, 24)) console.log(line)
+  if (lines.length > 24) console.log(`  … ${fmt(lines.length - 24)} more lines`)
+}
+
+/** Without assembly in the addon: the context list, summaries with their heads. */
+function printContextList(items, summaries) {
+  console.log('\ncontext list, first entries (this build has no assemble(); assembly wraps summaries in XML):')
+  const byId = new Map(summaries.map((s) => [s.summaryId, s]))
+  for (const it of items.slice(0, 12)) {
+    if (it.itemType === 'summary') {
+      const s = byId.get(it.summaryId)
+      console.log(`  #${it.ordinal} summary d${s.depth} [${range(s)}] ${head(s.content, 90)}`)
+    } else {
+      console.log(`  #${it.ordinal} ${it.role} (${fmt(it.tokenCount)} tok)`)
+    }
+  }
+  if (items.length > 12) console.log(`  … ${items.length - 12} more (the fresh tail is raw messages)`)
+}
+
 async function main() {
   const o = parseArgs(process.argv)
   const { LcmEngine } = require(path.join(root, 'index.js'))
@@ -159,18 +190,8 @@ async function main() {
   console.log(`tokens        ${fmt(stats.messageTokens)} stored → ${fmt(stats.contextTokens)} in context (${items.length} items)`)
   console.log('\nsummary DAG (context order, sources indented):')
   printTree(summaries, items)
-  console.log('\ncontext list, first lines (what assembly turns into the model context):')
-  const byId = new Map(summaries.map((s) => [s.summaryId, s]))
-  const shown = items.slice(0, 12)
-  for (const it of shown) {
-    if (it.itemType === 'summary') {
-      const s = byId.get(it.summaryId)
-      console.log(`  #${it.ordinal} summary d${s.depth} [${range(s)}] ${head(s.content, 90)}`)
-    } else {
-      console.log(`  #${it.ordinal} ${it.role} (${fmt(it.tokenCount)} tok)`)
-    }
-  }
-  if (items.length > shown.length) console.log(`  … ${items.length - shown.length} more (the fresh tail is raw messages)`)
+  if (typeof engine.assemble === 'function') await printAssembled(engine, sessionId, o.budget)
+  else printContextList(items, summaries)
   const check = await engine.integrityCheck()
   console.log(`\nintegrity     ${check.join(', ')}`)
   await engine.close()
