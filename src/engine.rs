@@ -410,8 +410,10 @@ impl Engine {
         })
     }
 
-    /// Finishes pending writes and closes the database.
+    /// Finishes pending writes and closes the database. Running compactions are
+    /// cancelled first (an in-flight summarizer call is abandoned).
     pub async fn close(&self) -> Result<()> {
+        self.compaction.cancel_all();
         self.store.close().await
     }
 }

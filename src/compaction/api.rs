@@ -32,7 +32,8 @@ pub struct AfterTurnParams {
     /// The host's observed token count of the live context, if known.
     #[serde(default)]
     pub current_token_count: Option<i64>,
-    /// Transcript entry ids parallel to the new messages (null where unknown).
+    /// Transcript entry ids (null where unknown), parallel to `messages` or to the
+    /// new messages only.
     #[serde(default)]
     pub entry_ids: Option<Vec<Option<String>>>,
     /// Heartbeat turns are neither stored nor compacted.
@@ -121,11 +122,20 @@ impl Engine {
         hooks: Hooks,
     ) -> impl Future<Output = Result<AfterTurnResult>> + Send + 'static {
         let start = p.pre_prompt_message_count.min(p.messages.len());
+        // Entry ids may be parallel to `messages` (sliced the same way) or to the new
+        // messages only.
+        let entry_ids = p.entry_ids.clone().map(|ids| {
+            if ids.len() == p.messages.len() {
+                ids[start..].to_vec()
+            } else {
+                ids
+            }
+        });
         let ingest = self.ingest_batch(IngestBatchParams {
             session_id: p.session_id.clone(),
             session_key: p.session_key.clone(),
             messages: p.messages[start..].to_vec(),
-            entry_ids: p.entry_ids.clone(),
+            entry_ids,
             is_heartbeat: p.is_heartbeat,
         });
         let params = CompactParams {

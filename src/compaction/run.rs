@@ -122,10 +122,8 @@ impl<'a> Run<'a> {
                 pipeline: compactor.pipeline.as_ref(),
                 zone,
                 conversation_id,
-                custom_instructions: p
-                    .custom_instructions
-                    .clone()
-                    .or_else(|| compactor.opts.custom_instructions.clone()),
+                // The pipeline falls back to the configured instructions.
+                custom_instructions: p.custom_instructions.clone(),
                 cancel: &hooks.cancel,
             },
             compactor,

@@ -806,3 +806,86 @@ async fn the_pressure_phase_stops_once_under_the_target() {
     assert!(r.tokens_after <= r.threshold);
     check_invariants(&engine, conv).await;
 }
+
+#[tokio::test]
+async fn closing_the_engine_abandons_a_running_compaction() {
+    let (engine, _) = engine_with(small_options(), 40, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_secs(30)),
+        ..Fake::default()
+    });
+    let task = tokio::spawn(engine.compact_with(
+        fake.clone(),
+        params(Mode::Sweep, 1_000),
+        Hooks::default(),
+    ));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    engine.close().await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the compaction ends without waiting for the summarizer")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    match r {
+        Ok(r) => assert!(r.aborted && !r.compacted, "{r:?}"),
+        Err(e) => assert_eq!(e.code, ErrorCode::Closed),
+    }
+}
+
+#[tokio::test]
+async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let fake = Arc::new(Fake::default());
+    let msgs: Vec<serde_json::Value> = (0..4)
+        .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("m{i}")}))
+        .collect();
+    let turn = |n: usize, pre: usize, ids: Vec<Option<String>>| api::AfterTurnParams {
+        session_id: "s1".into(),
+        session_key: None,
+        messages: msgs[..n].to_vec(),
+        pre_prompt_message_count: pre,
+        token_budget: 1_000_000,
+        current_token_count: None,
+        entry_ids: Some(ids),
+        is_heartbeat: false,
+        custom_instructions: None,
+        _signal: None,
+    };
+    let id = |i: usize| Some(format!("e{i}"));
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(2, 0, vec![id(0), id(1)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 2);
+    // Whole-transcript ids are sliced like the messages; new-only ids are taken as is.
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(3, 2, vec![id(0), id(1), id(2)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 1);
+    let r = engine
+        .after_turn_with(fake.clone(), turn(4, 3, vec![id(3)]), Hooks::default())
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 1);
+    // A replayed turn (same entry ids) is not stored twice.
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(4, 2, vec![id(0), id(1), id(2), id(3)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 0);
+    assert_eq!(r.compaction.reason, "below threshold");
+}
