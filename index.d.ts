@@ -363,7 +363,7 @@ export interface AfterTurnParams {
   prePromptMessageCount: number
   tokenBudget: number
   currentTokenCount?: number
-  /** Transcript entry ids parallel to the new messages. */
+  /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
   entryIds?: Array<string | null>
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
