@@ -223,6 +223,22 @@ describe('failures, cancellation and concurrency', () => {
     await engine.close()
   })
 
+  it('a throwing onProgress neither crashes the process nor stops the sweep', async () => {
+    const { engine, conversationId, baseline } = await loaded(300, 15, SMALL)
+    const uncaught = []
+    const onUncaught = (e) => uncaught.push(e)
+    process.on('uncaughtException', onUncaught)
+    let calls = 0
+    const r = await engine.compact({ sessionId: 's', tokenBudget: 4000, force: true, onProgress: () => { calls++; throw new Error('listener bug') } })
+    await new Promise((res) => setTimeout(res, 50))
+    process.off('uncaughtException', onUncaught)
+    expect(r.ok && r.compacted).toBe(true)
+    expect(calls).toBe(r.passes.length)
+    expect(uncaught).toEqual([])
+    await checkInvariants(engine, conversationId, baseline)
+    await engine.close()
+  })
+
   it('cancel(sessionId) right after compact() stops it at once', async () => {
     const { engine, conversationId, baseline } = await loaded(600, 12, SMALL)
     const pending = engine.compact({ sessionId: 's', tokenBudget: 4000, force: true })

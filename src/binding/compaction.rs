@@ -1,7 +1,7 @@
 //! Compaction methods of `LcmEngine`: `evaluate`, `compact`, `afterTurn`, `cancel`
 //! and `integrityCheck`. Functions in the params object (`onProgress`) disappear
 //! in `JSON.stringify`, so they are read first: `onProgress` becomes a weak,
-//! fire-and-forget threadsafe function; an AbortSignal gets a one-shot `abort`
+//! fire-and-forget threadsafe function whose throws are swallowed; an AbortSignal gets a one-shot `abort`
 //! listener that trips the call's native cancel token and is removed when the call
 //! settles.
 
@@ -32,7 +32,9 @@ fn progress_hook(obj: &Object) -> Result<Option<crate::compaction::ProgressFn>> 
         .build_callback(|ctx| Ok(ctx.value))?;
     Ok(Some(Arc::new(move |rec: &PassRecord| {
         if let Ok(v) = serde_json::to_value(rec) {
-            tsfn.call(v, ThreadsafeFunctionCallMode::NonBlocking);
+            // A throwing listener must not become an uncaught exception: its error
+            // (and any return value) is dropped.
+            tsfn.call_with_return_value(v, ThreadsafeFunctionCallMode::NonBlocking, |_, _| Ok(()));
         }
     })))
 }

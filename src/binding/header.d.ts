@@ -323,7 +323,7 @@ export interface CompactParams {
   targetTokens?: number
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
-  /** Called with each pass as it is written (fire-and-forget; must not throw). */
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
   onProgress?: (pass: CompactionPass) => void
 }
 
