@@ -164,8 +164,10 @@ describe('the event loop stays free', () => {
     h.disable()
     const maxMs = h.max / 1e6
     console.log(`ingest: ${Math.round(messages.length / secs)} msgs/s, event-loop max delay ${maxMs.toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms`)
-    // Loose bound: the suite runs beside other processes on a 2-core machine.
-    expect(maxMs).toBeLessThan(100)
+    // Loose bounds: the suite shares a 2-core machine with other processes, so single
+    // scheduling hiccups happen; blocking the loop on SQLite would show as seconds.
+    expect(h.percentile(99) / 1e6).toBeLessThan(25)
+    expect(maxMs).toBeLessThan(300)
     const conv = await e.getConversation({ sessionId: 'loop' })
     expect((await e.getStats(conv.conversationId)).messageCount).toBe(10000)
     await e.close()
