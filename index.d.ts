@@ -249,6 +249,60 @@ export interface RenderedPrompt {
   targetTokens: number
 }
 
+/** One template of `listPrompts`. */
+export interface PromptEntry {
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  name: string
+  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
+  file: string
+  source: 'embedded' | 'override'
+  /** The override file that wins, if any. */
+  path: string | null
+  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
+  shadowed: string[]
+  /** Why the override cannot be used (the engine would refuse to open), if so. */
+  error: string | null
+}
+
+/** Result of `listPrompts`. */
+export interface PromptList {
+  /** The override directory consulted. */
+  dir: string
+  dirExists: boolean
+  templates: PromptEntry[]
+}
+
+/** Result of `exportPrompts`. */
+export interface PromptExportReport {
+  dir: string
+  /** Files written. */
+  written: string[]
+  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
+  skipped: Array<{ path: string; reason: string }>
+}
+
+/** Result of `showPrompt`. */
+export interface ShownPrompt {
+  name: string
+  source: 'embedded' | 'override'
+  path: string | null
+  /** The template text as written. */
+  text: string
+}
+
+/** Result of `diffPrompt`. */
+export interface PromptDiff {
+  name: string
+  /** The override directory consulted. */
+  dir: string
+  /** The override file, or null when there is none. */
+  path: string | null
+  /** The override equals the embedded default byte for byte. */
+  identical: boolean
+  /** Unified diff embedded → override ('' when identical), null without an override. */
+  diff: string | null
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -317,6 +371,19 @@ export declare class LcmEngine {
 }
 
 /**
+ * A unified diff of a template's override against its embedded default (`diff` is
+ * null when there is no override).
+ */
+export declare function diffPrompt(name: string, promptDir?: string): PromptDiff
+
+/**
+ * Writes the embedded templates as editable `<name>.jinja` files into `dir`
+ * (default `~/.config/lcm-tui/prompts`). Existing files are skipped (and reported)
+ * unless `force`. Throws `LCM_IO` when the directory cannot be written.
+ */
+export declare function exportPrompts(params?: { dir?: string; force?: boolean }): PromptExportReport
+
+/**
  * `2026-02-17 15:37–17:21 PST` within a day, `2026-02-17 – 2026-02-18` across days.
  * Throws `LCM_CONFIG` for an unknown zone.
  */
@@ -329,11 +396,31 @@ export declare function formatTimeRange(earliest: number | string | Date, latest
 export declare function formatTimestamp(value: number | string | Date, timezone?: string): string
 
 /**
+ * Each template and where it comes from: embedded, or the override file in
+ * `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
+ * override cannot be used.
+ */
+export declare function listPrompts(promptDir?: string): PromptList
+
+/**
  * Renders the summarization prompt for a depth (0 leaf, 1, 2, 3+) exactly as the
  * engine would send it, with the system prompt, the template used and its source
  * (`embedded` or the override file). Throws `LCM_TEMPLATE` for a broken override.
  */
 export declare function renderPrompt(params: RenderPromptParams): RenderedPrompt
+
+/**
+ * Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
+ * thread, writing to the process's stdout and stderr. Resolves with the exit code:
+ * 0 success, 1 the job failed, 2 bad usage.
+ */
+export declare function runCli(argv: Array<string>): Promise<number>
+
+/**
+ * The active text of a template (`leaf`, `condensed-d1`, …; case-insensitive,
+ * extension optional): the override file as written, else the embedded default.
+ */
+export declare function showPrompt(name: string, promptDir?: string): ShownPrompt
 
 /** The SQLite library version compiled into the addon. */
 export declare function sqliteVersion(): string

@@ -248,3 +248,57 @@ export interface RenderedPrompt {
   source: string
   targetTokens: number
 }
+
+/** One template of `listPrompts`. */
+export interface PromptEntry {
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  name: string
+  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
+  file: string
+  source: 'embedded' | 'override'
+  /** The override file that wins, if any. */
+  path: string | null
+  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
+  shadowed: string[]
+  /** Why the override cannot be used (the engine would refuse to open), if so. */
+  error: string | null
+}
+
+/** Result of `listPrompts`. */
+export interface PromptList {
+  /** The override directory consulted. */
+  dir: string
+  dirExists: boolean
+  templates: PromptEntry[]
+}
+
+/** Result of `exportPrompts`. */
+export interface PromptExportReport {
+  dir: string
+  /** Files written. */
+  written: string[]
+  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
+  skipped: Array<{ path: string; reason: string }>
+}
+
+/** Result of `showPrompt`. */
+export interface ShownPrompt {
+  name: string
+  source: 'embedded' | 'override'
+  path: string | null
+  /** The template text as written. */
+  text: string
+}
+
+/** Result of `diffPrompt`. */
+export interface PromptDiff {
+  name: string
+  /** The override directory consulted. */
+  dir: string
+  /** The override file, or null when there is none. */
+  path: string | null
+  /** The override equals the embedded default byte for byte. */
+  identical: boolean
+  /** Unified diff embedded → override ('' when identical), null without an override. */
+  diff: string | null
+}
