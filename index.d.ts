@@ -303,6 +303,106 @@ export interface PromptDiff {
   diff: string | null
 }
 
+/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
+export interface RewriteSelector {
+  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
+  summaryId?: string
+  /** With `summaryId`: include the summaries beneath it (default true). */
+  subtree?: boolean
+  /** Every summary of this depth (0 = leaves). */
+  depth?: number
+  /** Every summary of the conversation. */
+  all?: boolean
+}
+
+/** Parameters of `planRewrite`. */
+export interface PlanRewriteParams extends RewriteSelector {
+  conversationId: number
+}
+
+/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
+export interface PlannedRewrite {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number
+  tokenCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  createdAt: string
+}
+
+/** One summary of a rewrite report. */
+export interface RewriteEntry {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  childCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
+  timeRange: string | null
+  oldContent: string
+  /** Equal to `oldContent` when skipped. */
+  newContent: string
+  oldTokens: number
+  newTokens: number
+  /** newTokens − oldTokens. */
+  delta: number
+  /** Unified diff old → new ('' when equal). */
+  diff: string
+  /** How the pipeline got the text; null when skipped. */
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
+  model: string | null
+  /** Written to the database (apply). */
+  applied: boolean
+  /** Why the summary was left as it is (no linked sources, or no source text). */
+  skipped: string | null
+}
+
+/** An `onProgress` event: one more summary done. */
+export interface RewriteProgress {
+  completed: number
+  total: number
+  entry: RewriteEntry
+}
+
+/** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
+export interface RewriteParams extends RewriteSelector {
+  conversationId: number
+  selector?: RewriteSelector
+  /** Write the new texts (default false: a dry run writes nothing). */
+  apply?: boolean
+  /** Timestamp / time-range headers in the source text (default true). */
+  timestamps?: boolean
+  /** Prompt override directory for this run. */
+  promptDir?: string
+  /** Summarizer model for this run. */
+  model?: string
+  /** Summarizer for this run: 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: the engine's, e.g. the host callback). */
+  provider?: string
+  /** Provider base URL for this run. */
+  baseUrl?: string
+  /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
+  concurrency?: number
+  /** Called after each summary, in plan order. */
+  onProgress?: (event: RewriteProgress) => void
+}
+
+/** Result of `rewrite`. */
+export interface RewriteReport {
+  conversationId: number
+  dryRun: boolean
+  planned: number
+  entries: RewriteEntry[]
+  oldTokens: number
+  newTokens: number
+  delta: number
+  /** Always null on a resolved promise (a failed run rejects). */
+  error: { summaryId: string; depth: number; code: string; message: string } | null
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -316,6 +416,22 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * `LcmEngine.open(options)`; every method is async and runs off the JS thread.
  */
 export declare class LcmEngine {
+  /**
+   * The summaries a rewrite would touch, in order: bottom-up by depth, chronological
+   * within a depth; `summaryId` means that summary and everything beneath it
+   * (`subtree: false` for the summary alone). Rejects `LCM_NOT_FOUND` naming what
+   * exists for unknown conversations, summaries or depths.
+   */
+  planRewrite(params: PlanRewriteParams): Promise<Array<PlannedRewrite>>
+  /**
+   * Rewrites summaries in place with the current prompts. A dry run (the default)
+   * writes nothing; `apply: true` updates each summary's content and token count
+   * (and its full-text rows) in its own transaction. Resolves with the report; a
+   * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
+   * stopping the run — rewrites applied before it stay, and were reported through
+   * `onProgress`.
+   */
+  rewrite(params: RewriteParams): Promise<RewriteReport>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,

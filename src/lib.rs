@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod message;
 pub mod prompts;
+pub mod rewrite;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;

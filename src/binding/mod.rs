@@ -7,6 +7,7 @@
 mod cli_fns;
 mod js;
 mod prompt_fns;
+mod rewrite_fns;
 mod summarizer;
 
 use std::sync::Arc;

@@ -19,6 +19,7 @@ pub mod error;
 pub mod output;
 pub mod progress;
 pub mod prompts;
+pub mod rewrite;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,8 @@ pub struct GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Rewrite summaries in place with the current prompts (dry run unless --apply)
+    Rewrite(rewrite::RewriteArgs),
     /// List, export, show, diff and render the summarization prompt templates
     Prompts(prompts::PromptsArgs),
 }
@@ -97,8 +100,9 @@ impl Ctx<'_> {
         db::resolve(self.global.db.as_deref())
     }
 
-    /// Runs a future to completion on the command's runtime.
-    pub fn block_on<F: Future>(&mut self, fut: F) -> Result<F::Output, CliError> {
+    /// The command's async runtime (created on first use). `Handle::block_on` on it
+    /// lets a caller keep using `ctx.out` while a future runs.
+    pub fn handle(&mut self) -> Result<tokio::runtime::Handle, CliError> {
         if self.runtime.is_none() {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -109,9 +113,14 @@ impl Ctx<'_> {
             self.runtime = Some(rt);
         }
         match &self.runtime {
-            Some(rt) => Ok(rt.block_on(fut)),
+            Some(rt) => Ok(rt.handle().clone()),
             None => Err(CliError::failure("no async runtime")),
         }
+    }
+
+    /// Runs a future to completion on the command's runtime.
+    pub fn block_on<F: Future>(&mut self, fut: F) -> Result<F::Output, CliError> {
+        Ok(self.handle()?.block_on(fut))
     }
 
     /// Opens the engine on the database for writing (the file must exist).
@@ -130,6 +139,7 @@ impl Ctx<'_> {
 
 fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
     match command {
+        Command::Rewrite(a) => rewrite::run(a, ctx),
         Command::Prompts(a) => prompts::run(a, ctx),
     }
 }
