@@ -24,7 +24,7 @@ use crate::prompts::{render_params, PromptKind, RenderParams};
 ))]
 #[command(group(ArgGroup::new("export_like").args(["export", "dump"])))]
 pub struct PromptsArgs {
-    /// Show each template's source: embedded, or the override file that wins
+    /// Show each template's source: embedded, or the override file that wins (exit 1 if an override is broken)
     #[arg(long)]
     pub list: bool,
     /// Write the embedded defaults as editable .jinja files into DIR [default: the override directory]
