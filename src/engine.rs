@@ -95,6 +95,7 @@ pub struct Engine {
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
     compaction: Arc<crate::compaction::Coordinator>,
+    callback: Option<Arc<dyn Summarizer>>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -176,7 +177,8 @@ impl Engine {
         opts.validate()?;
         let zone = Zone::resolve(opts.timezone.as_deref())?;
         let o = opts.clone();
-        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, callback))
+        let cb = callback.clone();
+        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, cb))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
         let store_opts = StoreOptions {
@@ -193,6 +195,7 @@ impl Engine {
             pipeline,
             zone,
             compaction: Arc::default(),
+            callback,
         })
     }
 
@@ -204,6 +207,12 @@ impl Engine {
     /// The summarization pipeline (prompts + summarizer + escalation) compaction uses.
     pub fn pipeline(&self) -> Arc<dyn SummaryPipeline> {
         self.pipeline.clone()
+    }
+
+    /// The host's summarizer callback, if the engine was opened with one (per-call
+    /// pipelines, e.g. a rewrite with another prompt directory, reuse it).
+    pub fn summarizer_callback(&self) -> Option<Arc<dyn Summarizer>> {
+        self.callback.clone()
     }
 
     /// The timezone for prompt headers and ranges (`timezone`, else `TZ`, else UTC).

@@ -7,11 +7,13 @@
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
 pub mod compaction;
+pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod message;
 pub mod prompts;
+pub mod rewrite;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;

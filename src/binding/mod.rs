@@ -5,8 +5,10 @@
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
 mod compaction;
+mod cli_fns;
 mod js;
 mod prompt_fns;
+mod rewrite_fns;
 mod summarizer;
 
 use std::sync::Arc;
