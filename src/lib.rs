@@ -6,8 +6,8 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
-pub mod compaction;
 pub mod cli;
+pub mod compaction;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -4,8 +4,8 @@
 //! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
-mod compaction;
 mod cli_fns;
+mod compaction;
 mod js;
 mod prompt_fns;
 mod rewrite_fns;
