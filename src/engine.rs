@@ -88,6 +88,8 @@ pub struct IngestBatchResult {
 pub struct Engine {
     store: Store,
     opts: Arc<EngineOptions>,
+    /// Recall state: in-memory grants and message catalog (see `retrieval`).
+    pub(crate) recall: Arc<crate::retrieval::RecallState>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -167,6 +169,7 @@ impl Engine {
         Ok(Engine {
             store,
             opts: Arc::new(opts),
+            recall: Arc::default(),
         })
     }
 
@@ -286,7 +289,8 @@ impl Engine {
         self.store.read(conversations::list).await
     }
 
-    /// Every stored message of a conversation, rebuilt as ingested, in seq order.
+    /// Every stored message of a conversation in seq order, in stored form (large
+    /// files as `[LCM File: …]` references); `get_messages_with` re-inlines them.
     pub async fn get_messages(&self, conversation_id: i64) -> Result<Vec<Value>> {
         self.store
             .read(move |c| {
@@ -407,7 +411,7 @@ pub struct SummaryWithLinks {
 /// Validates, maps and writes one batch (runs on the writer thread).
 fn write_batch(
     conn: &mut rusqlite::Connection,
-    p: IngestBatchParams,
+    mut p: IngestBatchParams,
     opts: &EngineOptions,
     fts: bool,
 ) -> Result<IngestBatchResult> {
@@ -424,11 +428,15 @@ fn write_batch(
                 .collect(),
         });
     }
-    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let session = SessionRef {
-        session_id: p.session_id,
-        session_key: p.session_key,
+        session_id: p.session_id.clone(),
+        session_key: p.session_key.clone(),
     };
+    if !p.session_id.trim().is_empty() {
+        let large = crate::largefiles::intercept::Settings::from_options(opts);
+        crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
+    }
+    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let IngestOutcome {
         conversation_id,
         messages,

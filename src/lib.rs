@@ -9,7 +9,9 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod largefiles;
 pub mod message;
+pub mod retrieval;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;

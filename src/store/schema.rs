@@ -169,6 +169,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("summaries", "model", "TEXT NOT NULL DEFAULT 'unknown'"),
     ("summaries", "file_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("large_files", "line_count", "INTEGER"),
+    ("large_files", "lcm_source", "TEXT"),
 ];
 
 /// Indexes, created after the columns they use exist. Names match the reference.
