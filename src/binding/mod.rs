@@ -244,6 +244,7 @@ impl LcmEngine {
 
 /// The SQLite library version compiled into the addon.
 #[napi]
+#[cfg_attr(test, allow(dead_code))]
 pub fn sqlite_version() -> String {
     rusqlite::version().to_owned()
 }

@@ -16,11 +16,20 @@ impl LcmEngine {
     /// syntax, linear time) or `"full_text"` (FTS5, every term quoted; CJK through
     /// substring matching). Needs `conversationId`, `allConversations: true` or a
     /// `grantId`. Resolves with structured hits and the tool's `text` rendering.
-    #[napi(ts_args_type = "params: GrepParams", ts_return_type = "Promise<GrepResult>")]
-    pub fn grep<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    #[napi(
+        ts_args_type = "params: GrepParams",
+        ts_return_type = "Promise<GrepResult>"
+    )]
+    pub fn grep<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let json = stringify(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.grep(parse_params("grep", &json)?).await })
+        resolve_json(env, async move {
+            engine.grep(parse_params("grep", &json)?).await
+        })
     }
 
     /// Describes a `sum_…` summary (lineage, manifest, content) or a `file_…` large
@@ -49,32 +58,60 @@ impl LcmEngine {
 
     /// Walks from summaries to their sources (and leaf messages with
     /// `includeMessages`), oldest first, stopping at the token cap (`truncated`).
-    #[napi(ts_args_type = "params: ExpandParams", ts_return_type = "Promise<ExpandResult>")]
-    pub fn expand<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    #[napi(
+        ts_args_type = "params: ExpandParams",
+        ts_return_type = "Promise<ExpandResult>"
+    )]
+    pub fn expand<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let json = stringify(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.expand(parse_params("expand", &json)?).await })
+        resolve_json(env, async move {
+            engine.expand(parse_params("expand", &json)?).await
+        })
     }
 
     /// Creates an in-memory delegation grant scoping grep/describe/expand to some
     /// conversations with a token budget and a time to live.
-    #[napi(ts_args_type = "params: CreateGrantParams", ts_return_type = "Promise<Grant>")]
-    pub fn create_grant<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    #[napi(
+        ts_args_type = "params: CreateGrantParams",
+        ts_return_type = "Promise<Grant>"
+    )]
+    pub fn create_grant<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let json = stringify(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.create_grant(parse_params("createGrant", &json)?).await })
+        resolve_json(env, async move {
+            engine
+                .create_grant(parse_params("createGrant", &json)?)
+                .await
+        })
     }
 
     /// Revokes a grant; resolves false when the id is unknown.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn revoke_grant<'env>(&self, env: &'env Env, grant_id: String) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn revoke_grant<'env>(
+        &self,
+        env: &'env Env,
+        grant_id: String,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let engine = self.engine.clone();
         resolve_json(env, async move { engine.revoke_grant(&grant_id) })
     }
 
     /// A grant's current state (budget left, expiry, revoked), or null.
     #[napi(ts_return_type = "Promise<Grant | null>")]
-    pub fn get_grant<'env>(&self, env: &'env Env, grant_id: String) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn get_grant<'env>(
+        &self,
+        env: &'env Env,
+        grant_id: String,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let engine = self.engine.clone();
         resolve_json(env, async move { engine.get_grant(&grant_id) })
     }

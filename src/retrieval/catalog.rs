@@ -136,7 +136,12 @@ impl Catalog {
     }
 
     fn push_signature(&mut self, content: &str) {
-        let norm = normalize(content);
+        // ASCII text is lower-cased on the fly; other text goes through normalize().
+        let norm = if content.is_ascii() {
+            std::borrow::Cow::Borrowed(content)
+        } else {
+            normalize(content)
+        };
         let bytes = norm.as_bytes();
         let trigrams = bytes.len().saturating_sub(2);
         let words = (trigrams * 2)
@@ -148,7 +153,12 @@ impl Catalog {
         let mask = (words * 64 - 1) as u64;
         let sig = &mut self.sig[off..];
         for w in bytes.windows(3) {
-            let bit = (trigram_hash(w) & mask) as usize;
+            let lower = [
+                w[0].to_ascii_lowercase(),
+                w[1].to_ascii_lowercase(),
+                w[2].to_ascii_lowercase(),
+            ];
+            let bit = (trigram_hash(&lower) & mask) as usize;
             sig[bit >> 6] |= 1 << (bit & 63);
         }
         self.sig_off.push(off as u32);
