@@ -107,6 +107,16 @@ describe('large files', () => {
     await e.close()
   })
 
+  it('a batch rejected for a bad message writes no file', async () => {
+    const { e, filesDir } = await open()
+    const big = `<file name="a.txt">${'x'.repeat(THRESHOLD * 5)}</file>`
+    const err = await rejectsWithCode(e.ingestBatch({ sessionId: 'bad', messages: [{ role: 'user', content: big }, { role: 'wizard', content: 'x' }] }), 'LCM_INVALID_INPUT')
+    expect(err.message).toContain('messages[1]')
+    expect(listFiles(filesDir)).toEqual([])
+    expect(await e.listConversations()).toEqual([])
+    await e.close()
+  })
+
   it('externalizes oversized tool results and keeps small payloads inline', async () => {
     const { e, filesDir } = await open()
     const output = Array.from({ length: 900 }, (_, i) => `line ${i}: status ok`).join('\n')

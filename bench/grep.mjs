@@ -44,9 +44,11 @@ const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const ids = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
 const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 40)) === 0).slice(0, 40)
 
+const rssBefore = process.memoryUsage().rss
 t0 = performance.now()
 const cold = await e.grep({ pattern: esc(sample[0]), conversationId })
 const coldMs = performance.now() - t0
+const rssAfter = process.memoryUsage().rss
 
 const sets = [
   ['regex', 'needle ids (literal)', sample.map(esc)],
@@ -85,7 +87,7 @@ for (const [mode, label, patterns] of sets) {
 h.disable()
 
 console.log(`grep bench: ${N} messages (seed ${SEED}), ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}`)
-console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}`)
+console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(cold.messageStats.indexBytes / 1048576).toFixed(1)} MiB for ${cold.messageStats.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
 console.log('')
 console.log('mode       queries                        calls   p50 ms   p99 ms   max ms   hits  max scanned  truncated')
 for (const r of rows) {

@@ -429,8 +429,10 @@ fn write_batch(
         session_id: p.session_id.clone(),
         session_key: p.session_key.clone(),
     };
-    if !p.session_id.trim().is_empty() {
-        let large = crate::largefiles::intercept::Settings::from_options(opts);
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if crate::largefiles::intercept::may_need(&p.messages, &large) {
+        // Validate the whole batch before any file is written.
+        map_batch(&p, opts.max_message_bytes)?;
         crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
     }
     let mapped = map_batch(&p, opts.max_message_bytes)?;

@@ -89,6 +89,12 @@ fn may_qualify(m: &Value, threshold: i64) -> bool {
     }
 }
 
+/// Whether any message of a batch may hold a payload to externalize (a cheap size
+/// check; nothing is parsed).
+pub fn may_need(messages: &[Value], settings: &Settings) -> bool {
+    messages.iter().any(|m| may_qualify(m, settings.threshold))
+}
+
 /// Externalizes the large payloads of a batch in place. Returns how many payloads
 /// were replaced. Does nothing (and opens no transaction) when no message can
 /// qualify.

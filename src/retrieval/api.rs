@@ -705,3 +705,114 @@ fn check_grant_item(conn: &rusqlite::Connection, g: &GrantInfo, id: &str, conv: 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EngineOptions;
+    use crate::engine::IngestBatchParams;
+    use serde_json::json;
+
+    /// Regex grep returns exactly what a naive scan returns (newest `limit` by time,
+    /// then id), also when timestamps are out of order with ids.
+    #[tokio::test]
+    async fn regex_grep_equals_a_naive_scan() {
+        let opts = EngineOptions {
+            db_path: Some(":memory:".into()),
+            ..Default::default()
+        };
+        let e = Engine::open(opts).await.unwrap();
+        let words = [
+            "Alpha1", "alpha2", "beta-77", "gamma", "DELTA", "Ωmega", "epsilon", "zeta",
+        ];
+        let mut all = Vec::new();
+        for conv in ["a", "b"] {
+            let msgs: Vec<Value> = (0..300u64)
+                .map(|i| {
+                    let w1 = words[(i * 7 % 8) as usize];
+                    let w2 = words[(i * 3 % 8) as usize];
+                    // Times go backwards every 50 messages (imports, clock skew).
+                    let t = 1_771_313_820_000i64 + ((i % 50) as i64 * 60_000) - (i / 50) as i64 * 600_000;
+                    json!({"role": "user", "content": format!("m{i} {w1} {} {w2}", i * 37 % 1000), "timestamp": t})
+                })
+                .collect();
+            let r = e
+                .ingest_batch(IngestBatchParams {
+                    session_id: conv.into(),
+                    session_key: None,
+                    messages: msgs.clone(),
+                    entry_ids: None,
+                    is_heartbeat: false,
+                })
+                .await
+                .unwrap();
+            for (m, out) in msgs.iter().zip(r.results) {
+                all.push((
+                    r.conversation_id.unwrap(),
+                    out.message_id.unwrap(),
+                    m["timestamp"].as_i64().unwrap() / 1000 * 1000,
+                    m["content"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+        for pat in [
+            r"(?i)alpha\d",
+            r"beta-\d+",
+            "gamma|delta",
+            r"\b\d{3}\b",
+            r"Ωmega",
+            "m1\\d ",
+        ] {
+            let re = regex::Regex::new(pat).unwrap();
+            let mut want: Vec<&(i64, i64, i64, String)> = all
+                .iter()
+                .filter(|m| m.0 == 1 && re.is_match(&m.3))
+                .collect();
+            want.sort_by(|a, b| (b.2, b.1).cmp(&(a.2, a.1)));
+            let want: Vec<i64> = want.iter().take(10).map(|m| m.1).collect();
+            let got = e
+                .grep(GrepParams {
+                    pattern: pat.into(),
+                    mode: Mode::Regex,
+                    scope: Scope::Messages,
+                    conversation_id: Some(1),
+                    all_conversations: None,
+                    since: None,
+                    before: None,
+                    limit: Some(10),
+                    sort: Sort::Recency,
+                    grant_id: None,
+                })
+                .await
+                .unwrap();
+            let got: Vec<i64> = got.messages.iter().map(|m| m.message_id).collect();
+            assert_eq!(got, want, "pattern {pat}");
+        }
+        for word in ["gamma", "delta", "zeta"] {
+            let has = |c: &str| {
+                c.split(|ch: char| !ch.is_alphanumeric())
+                    .any(|t| t.eq_ignore_ascii_case(word))
+            };
+            let mut want: Vec<&(i64, i64, i64, String)> =
+                all.iter().filter(|m| m.0 == 2 && has(&m.3)).collect();
+            want.sort_by(|a, b| (b.2, b.1).cmp(&(a.2, a.1)));
+            let want: Vec<i64> = want.iter().take(7).map(|m| m.1).collect();
+            let p = GrepParams {
+                pattern: word.into(),
+                mode: Mode::FullText,
+                scope: Scope::Both,
+                conversation_id: Some(2),
+                all_conversations: None,
+                since: None,
+                before: None,
+                limit: Some(7),
+                sort: Sort::Recency,
+                grant_id: None,
+            };
+            let got = e.grep(p).await.unwrap();
+            let got: Vec<i64> = got.messages.iter().map(|m| m.message_id).collect();
+            assert_eq!(got, want, "full text {word}");
+        }
+        e.close().await.unwrap();
+    }
+}

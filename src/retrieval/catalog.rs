@@ -23,6 +23,9 @@ use crate::error::Result;
 const MIN_WORDS: usize = 1;
 const MAX_WORDS: usize = 1024;
 
+/// Buckets of the coarse filter (bits per message).
+pub const BUCKETS: usize = 256;
+
 /// Role codes kept per message.
 pub const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];
 
@@ -61,6 +64,10 @@ fn trigram_hash(w: &[u8]) -> u64 {
     x ^ (x >> 31)
 }
 
+fn bucket(h: u64) -> usize {
+    (h >> 40) as usize % BUCKETS
+}
+
 /// The in-memory catalog of messages, in id order.
 #[derive(Debug, Default)]
 pub struct Catalog {
@@ -72,6 +79,9 @@ pub struct Catalog {
     sig_off: Vec<u32>,
     sig_log2: Vec<u8>,
     sig: Vec<u64>,
+    /// Bit-sliced coarse filter: per block of 64 messages, [`BUCKETS`] words whose
+    /// bit `i` says message `64 * block + i` has a trigram in that bucket.
+    coarse: Vec<u64>,
     loaded: bool,
 }
 
@@ -112,7 +122,7 @@ impl Catalog {
 
     /// Bytes of memory held (approximate).
     pub fn memory_bytes(&self) -> usize {
-        self.ids.len() * (8 * 4 + 1 + 4 + 1) + self.sig.len() * 8
+        self.ids.len() * (8 * 4 + 1 + 4 + 1) + (self.sig.len() + self.coarse.len()) * 8
     }
 
     /// Appends a message; ids must increase.
@@ -151,6 +161,13 @@ impl Catalog {
         let off = self.sig.len();
         self.sig.resize(off + words, 0);
         let mask = (words * 64 - 1) as u64;
+        let ord = self.sig_off.len();
+        if ord % 64 == 0 {
+            self.coarse.resize(self.coarse.len() + BUCKETS, 0);
+        }
+        let doc_bit = 1u64 << (ord % 64);
+        let cstart = (ord / 64) * BUCKETS;
+        let coarse = &mut self.coarse[cstart..cstart + BUCKETS];
         let sig = &mut self.sig[off..];
         for w in bytes.windows(3) {
             let lower = [
@@ -158,8 +175,10 @@ impl Catalog {
                 w[1].to_ascii_lowercase(),
                 w[2].to_ascii_lowercase(),
             ];
-            let bit = (trigram_hash(&lower) & mask) as usize;
+            let h = trigram_hash(&lower);
+            let bit = (h & mask) as usize;
             sig[bit >> 6] |= 1 << (bit & 63);
+            coarse[bucket(h)] |= doc_bit;
         }
         self.sig_off.push(off as u32);
         self.sig_log2.push(words.trailing_zeros() as u8);
@@ -193,6 +212,45 @@ impl Catalog {
     /// The latest time among positions `0..=ord`.
     pub fn max_time_up_to(&self, ord: usize) -> i64 {
         self.prefix_max[ord]
+    }
+
+    /// The messages of block `b` (positions `64b..64b+63`) that the coarse filter
+    /// lets through.
+    fn block_mask(&self, b: usize, req: &Compiled) -> u64 {
+        match req {
+            Compiled::All(v) => v.iter().fold(u64::MAX, |m, r| m & self.block_mask(b, r)),
+            Compiled::Any(v) => v.iter().fold(0, |m, r| m | self.block_mask(b, r)),
+            Compiled::Lit(hashes) => {
+                let words = &self.coarse[b * BUCKETS..(b + 1) * BUCKETS];
+                hashes.iter().fold(u64::MAX, |m, &h| m & words[bucket(h)])
+            }
+        }
+    }
+
+    /// Calls `f` with every position that may satisfy `req` (all positions when
+    /// `None`), newest id first, until `f` returns false.
+    pub fn for_each_candidate_desc(
+        &self,
+        req: Option<&Compiled>,
+        mut f: impl FnMut(usize) -> bool,
+    ) {
+        let n = self.len();
+        for b in (0..n.div_ceil(64)).rev() {
+            let valid = if (b + 1) * 64 <= n {
+                u64::MAX
+            } else {
+                (1u64 << (n - b * 64)) - 1
+            };
+            let mut mask = valid & req.map_or(u64::MAX, |r| self.block_mask(b, r));
+            while mask != 0 {
+                let i = 63 - mask.leading_zeros() as usize;
+                mask &= !(1u64 << i);
+                let ord = b * 64 + i;
+                if req.is_none_or(|r| self.may_match(ord, r)) && !f(ord) {
+                    return;
+                }
+            }
+        }
     }
 
     /// Whether the message at `ord` may satisfy the requirement.
@@ -316,8 +374,22 @@ mod tests {
             assert!(c.may_match(ord, &req));
             let hits = (0..c.len()).filter(|&o| c.may_match(o, &req)).count();
             assert!(hits < 60, "filter too weak: {hits}");
+            let mut seen = Vec::new();
+            c.for_each_candidate_desc(Some(&req), |o| {
+                seen.push(o);
+                true
+            });
+            assert!(seen.contains(&ord));
+            assert!(seen.len() <= hits);
+            assert!(seen.windows(2).all(|w| w[0] > w[1]));
         }
         assert_eq!(c.max_time_up_to(10), 11_000);
+        let mut all = 0;
+        c.for_each_candidate_desc(None, |_| {
+            all += 1;
+            true
+        });
+        assert_eq!(all, 500);
     }
 
     #[test]

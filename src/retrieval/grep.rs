@@ -155,6 +155,10 @@ pub struct ScopeStats {
     pub scanned: usize,
     /// True when the scan budget stopped the search before the scope was covered.
     pub truncated: bool,
+    /// Messages in the in-memory catalog (message scope only).
+    pub indexed_messages: Option<usize>,
+    /// Approximate bytes of memory the catalog holds (message scope only).
+    pub index_bytes: Option<usize>,
 }
 
 /// The resolved query.
@@ -390,6 +394,18 @@ pub fn search_messages(
     q: &Query,
     features: Features,
 ) -> Result<(Vec<MessageHit>, ScopeStats)> {
+    let (hits, mut stats) = search_messages_in(conn, cat, q, features)?;
+    stats.indexed_messages = Some(cat.len());
+    stats.index_bytes = Some(cat.memory_bytes());
+    Ok((hits, stats))
+}
+
+fn search_messages_in(
+    conn: &Connection,
+    cat: &Catalog,
+    q: &Query,
+    features: Features,
+) -> Result<(Vec<MessageHit>, ScopeStats)> {
     match (q.mode, &q.fts) {
         (Mode::Regex, _) => {
             let re = q
@@ -456,7 +472,6 @@ where
     let mut top = TopK::new(q.limit);
     let mut snippets: HashMap<usize, String> = HashMap::new();
     let mut batch: Vec<usize> = Vec::with_capacity(BATCH);
-    let mut ord = cat.len();
     let mut check =
         |batch: &mut Vec<usize>, top: &mut TopK, stats: &mut ScopeStats| -> Result<()> {
             let ids: Vec<i64> = batch.iter().map(|&o| cat.id(o)).collect();
@@ -474,23 +489,28 @@ where
             batch.clear();
             Ok(())
         };
-    while ord > 0 {
-        ord -= 1;
-        if !q.filter.accepts(cat, ord) || q.req.as_ref().is_some_and(|r| !cat.may_match(ord, r)) {
-            continue;
+    let mut failed: Option<LcmError> = None;
+    cat.for_each_candidate_desc(q.req.as_ref(), |ord| {
+        if !q.filter.accepts(cat, ord) {
+            return true;
         }
         if stats.scanned + batch.len() >= MAX_SCAN_ROWS {
             stats.truncated = !top.settled(cat, ord + 1);
-            break;
+            return false;
         }
         stats.candidates += 1;
         batch.push(ord);
-        if batch.len() == BATCH {
-            check(&mut batch, &mut top, &mut stats)?;
-            if top.settled(cat, ord) {
-                break;
-            }
+        if batch.len() < BATCH {
+            return true;
         }
+        if let Err(e) = check(&mut batch, &mut top, &mut stats) {
+            failed = Some(e);
+            return false;
+        }
+        !top.settled(cat, ord)
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
     if !batch.is_empty() {
         check(&mut batch, &mut top, &mut stats)?;
@@ -709,7 +729,7 @@ fn fts_summaries(
         strategy: strategy.into(),
         candidates: rows.len(),
         scanned: rows.len(),
-        truncated: false,
+        ..ScopeStats::default()
     };
     let hits = rows
         .into_iter()
@@ -760,7 +780,7 @@ fn like_summaries(
         strategy: "like".into(),
         candidates: rows.len(),
         scanned: rows.len(),
-        truncated: false,
+        ..ScopeStats::default()
     };
     let hits = rows
         .into_iter()

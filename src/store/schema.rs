@@ -1,6 +1,6 @@
 //! The SQLite schema, compatible with the reference plugin's `lcm.db`: the same
-//! tables, columns, value formats and index names, plus one nullable column of ours
-//! (`messages.lcm_envelope`) that older readers ignore.
+//! tables, columns, value formats and index names, plus nullable columns of ours
+//! (`messages.lcm_envelope`, `large_files.lcm_source`) that older readers ignore.
 
 /// Core tables, created when missing. Column lists match the reference plugin.
 pub const CREATE_TABLES: &str = r#"
