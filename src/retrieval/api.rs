@@ -768,7 +768,7 @@ mod tests {
                 .iter()
                 .filter(|m| m.0 == 1 && re.is_match(&m.3))
                 .collect();
-            want.sort_by(|a, b| (b.2, b.1).cmp(&(a.2, a.1)));
+            want.sort_by_key(|m| std::cmp::Reverse((m.2, m.1)));
             let want: Vec<i64> = want.iter().take(10).map(|m| m.1).collect();
             let got = e
                 .grep(GrepParams {
@@ -795,7 +795,7 @@ mod tests {
             };
             let mut want: Vec<&(i64, i64, i64, String)> =
                 all.iter().filter(|m| m.0 == 2 && has(&m.3)).collect();
-            want.sort_by(|a, b| (b.2, b.1).cmp(&(a.2, a.1)));
+            want.sort_by_key(|m| std::cmp::Reverse((m.2, m.1)));
             let want: Vec<i64> = want.iter().take(7).map(|m| m.1).collect();
             let p = GrepParams {
                 pattern: word.into(),

@@ -162,7 +162,7 @@ impl Catalog {
         self.sig.resize(off + words, 0);
         let mask = (words * 64 - 1) as u64;
         let ord = self.sig_off.len();
-        if ord % 64 == 0 {
+        if ord.is_multiple_of(64) {
             self.coarse.resize(self.coarse.len() + BUCKETS, 0);
         }
         let doc_bit = 1u64 << (ord % 64);
