@@ -208,6 +208,10 @@ export interface GrepScopeStats {
   scanned: number
   /** The scan budget (10,000 rows) stopped the search before its scope was covered. */
   truncated: boolean
+  /** Messages in the engine's in-memory catalog (message scope only). */
+  indexedMessages?: number | null
+  /** Approximate bytes of memory the catalog holds (message scope only). */
+  indexBytes?: number | null
 }
 
 /** Result of `grep`. */

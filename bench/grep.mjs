@@ -94,6 +94,6 @@ for (const r of rows) {
   console.log(`${r.mode.padEnd(10)} ${r.queries.padEnd(30)} ${String(r.n).padStart(5)} ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)} ${r.max.toFixed(2).padStart(8)} ${String(r.hits).padStart(6)} ${String(r.maxScanned).padStart(12)}  ${r.truncated}`)
 }
 console.log('')
-console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
+console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
 await e.close()
 rmSync(dir, { recursive: true, force: true })

@@ -57,15 +57,17 @@ impl Compiled {
 }
 
 fn trigram_hash(w: &[u8]) -> u64 {
-    let v = (u64::from(w[0]) << 16) | (u64::from(w[1]) << 8) | u64::from(w[2]);
-    let mut x = v.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
+    mix((u64::from(w[0]) << 16) | (u64::from(w[1]) << 8) | u64::from(w[2]))
+}
+
+/// Multiplicative hash of a 24-bit trigram, rotated so its best-mixed bits come
+/// first (the Bloom filters use the low bits, the coarse buckets bits 32..40).
+fn mix(v: u64) -> u64 {
+    v.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_right(24)
 }
 
 fn bucket(h: u64) -> usize {
-    (h >> 40) as usize % BUCKETS
+    (h >> 32) as usize % BUCKETS
 }
 
 /// The in-memory catalog of messages, in id order.
@@ -169,13 +171,13 @@ impl Catalog {
         let cstart = (ord / 64) * BUCKETS;
         let coarse = &mut self.coarse[cstart..cstart + BUCKETS];
         let sig = &mut self.sig[off..];
-        for w in bytes.windows(3) {
-            let lower = [
-                w[0].to_ascii_lowercase(),
-                w[1].to_ascii_lowercase(),
-                w[2].to_ascii_lowercase(),
-            ];
-            let h = trigram_hash(&lower);
+        let mut v = 0u64;
+        for (i, &b) in bytes.iter().enumerate() {
+            v = ((v << 8) | u64::from(b.to_ascii_lowercase())) & 0xFF_FFFF;
+            if i < 2 {
+                continue;
+            }
+            let h = mix(v);
             let bit = (h & mask) as usize;
             sig[bit >> 6] |= 1 << (bit & 63);
             coarse[bucket(h)] |= doc_bit;
