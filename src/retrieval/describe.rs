@@ -412,3 +412,56 @@ pub fn fit_tokens(text: &str, budget: i64) -> (String, bool) {
     let cut = tokens::truncate_to_tokens(text, budget.max(0));
     (cut.to_owned(), cut.len() < text.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::expand::tests::dag;
+
+    #[test]
+    fn lineage_and_manifest_follow_sources() {
+        let (conn, _ids, s) = dag();
+        let d = summary(&conn, &s[0], 1_000, "config_default")
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.parent_ids, vec![s[1].clone(), s[2].clone()]);
+        assert!(d.child_ids.is_empty());
+        assert_eq!(d.source_message_count, 8);
+        let order: Vec<(i64, &str)> = d
+            .manifest
+            .iter()
+            .map(|n| (n.depth_from_root, n.summary_id.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (0, s[0].as_str()),
+                (1, &s[1]),
+                (1, &s[2]),
+                (2, &s[3]),
+                (2, &s[4]),
+                (2, &s[5]),
+                (2, &s[6])
+            ]
+        );
+        assert_eq!(d.manifest[0].child_count, 2);
+        assert_eq!(d.manifest[3].child_count, 2);
+        let text = render_summary(&d, &Zone::utc());
+        assert!(text.starts_with(&format!(
+            "LCM_SUMMARY {}\nmeta conv=1 kind=condensed depth=2 ",
+            s[0]
+        )));
+        assert!(text.contains(&format!(
+            "\nparents {} {}\nmanifest\nd0 {} ",
+            s[1], s[2], s[0]
+        )));
+        assert!(text.ends_with("\ncontent\nroot"));
+        let c0 = summary(&conn, &s[1], 1, "request").unwrap().unwrap();
+        assert_eq!(c0.child_ids, vec![s[0].clone()]);
+        assert!(!c0.manifest[0].fits_summaries_only);
+        assert!(summary(&conn, "sum_nope", 1, "request").unwrap().is_none());
+        assert!(within_subtrees(&conn, &s[3], &[s[1].clone()]).unwrap());
+        assert!(!within_subtrees(&conn, &s[5], &[s[1].clone()]).unwrap());
+        assert!(!within_subtrees(&conn, &s[0], &[s[1].clone()]).unwrap());
+    }
+}

@@ -274,3 +274,117 @@ impl Walk {
         lines.join("\n")
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::message::ingest::map_message;
+    use crate::store::conversations::SessionRef;
+    use crate::store::dag::{persist_summary, NewSummary, Sources};
+    use crate::store::messages::insert_batch;
+    use crate::store::Features;
+    use serde_json::json;
+
+    /// 8 messages; leaves L0..L3 over pairs; C0 = [L0, L1], C1 = [L2, L3]; R = [C0, C1].
+    pub(crate) fn dag() -> (Connection, Vec<i64>, Vec<String>) {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        let batch = (0..8)
+            .map(|i| map_message(&json!({"role":"user","content":format!("message {i} {}", "x ".repeat(8)),"timestamp": 1771313820000i64 + i * 60000}), None).unwrap())
+            .collect();
+        let session = SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        let out = insert_batch(&mut conn, &session, batch, true).unwrap();
+        let ids: Vec<i64> = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let mut put = |content: &str, sources: Sources| {
+            let s = NewSummary {
+                conversation_id: out.conversation_id,
+                content: content.into(),
+                model: "m".into(),
+                sources,
+            };
+            persist_summary(&mut conn, &s, f).unwrap()
+        };
+        let leaves: Vec<String> = (0..4)
+            .map(|k| {
+                put(
+                    &format!("leaf {k}"),
+                    Sources::Messages(ids[k * 2..k * 2 + 2].to_vec()),
+                )
+            })
+            .collect();
+        let c0 = put("condensed zero", Sources::Summaries(leaves[0..2].to_vec()));
+        let c1 = put("condensed one", Sources::Summaries(leaves[2..4].to_vec()));
+        let r = put("root", Sources::Summaries(vec![c0.clone(), c1.clone()]));
+        let mut all = vec![r, c0, c1];
+        all.extend(leaves);
+        (conn, ids, all)
+    }
+
+    #[test]
+    fn walks_sources_depth_first_and_stops_at_the_cap() {
+        let (conn, ids, s) = dag();
+        let (r, c0, c1, l) = (&s[0], &s[1], &s[2], &s[3..]);
+        let root = summaries::get(&conn, r).unwrap().unwrap();
+        let mut w = Walk::default();
+        let lim = Limits {
+            depth: 3,
+            include_messages: true,
+            token_cap: 1_000_000,
+        };
+        w.expand_root(&conn, &root, lim).unwrap();
+        let got: Vec<&str> = w.children.iter().map(|c| c.summary_id.as_str()).collect();
+        assert_eq!(
+            got,
+            [c0, &l[0], &l[1], c1, &l[2], &l[3]].map(String::as_str)
+        );
+        assert_eq!(
+            w.messages.iter().map(|m| m.message_id).collect::<Vec<_>>(),
+            ids
+        );
+        assert!(!w.truncated);
+        assert_eq!(w.children[1].parent_summary_id, *c0);
+
+        // From a middle node nothing derived (the root) is reached.
+        let mid = summaries::get(&conn, c0).unwrap().unwrap();
+        let mut w = Walk::default();
+        w.expand_root(
+            &conn,
+            &mid,
+            Limits {
+                depth: 5,
+                include_messages: false,
+                token_cap: 1_000_000,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            w.children
+                .iter()
+                .map(|c| c.summary_id.clone())
+                .collect::<Vec<_>>(),
+            l[0..2].to_vec()
+        );
+
+        let cap = root.token_count; // room for about one node
+        let mut w = Walk::default();
+        w.expand_root(
+            &conn,
+            &root,
+            Limits {
+                token_cap: cap,
+                ..lim
+            },
+        )
+        .unwrap();
+        assert!(w.truncated);
+        assert!(w.total_tokens <= cap);
+        assert!(w.render().ends_with("[Truncated: yes]"));
+    }
+}
