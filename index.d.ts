@@ -390,6 +390,9 @@ export interface RecallToolDefinition {
   parameters: Record<string, unknown>
 }
 
+/** State of the in-memory message catalog behind `grep` (`warmRecallIndex`). */
+export interface RecallIndexInfo { indexedMessages: number; indexBytes: number; elapsedMs: number }
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -430,6 +433,11 @@ export declare class LcmEngine {
   revokeGrant(grantId: string): Promise<boolean>
   /** A grant's current state (budget left, expiry, revoked), or null. */
   getGrant(grantId: string): Promise<Grant | null>
+  /**
+   * Builds (or catches up) the in-memory message catalog behind `grep` now, so
+   * the next search does not pay for it. Optional: `grep` does it on demand.
+   */
+  warmRecallIndex(): Promise<RecallIndexInfo>
   /**
    * JSON-schema definitions of `lcm_grep`, `lcm_describe`, `lcm_expand` and
    * `lcm_expand_query`, to register as agent tools unchanged.

@@ -34,6 +34,16 @@ describe('grep', () => {
   })
   afterAll(async () => e?.close())
 
+  it('warms the catalog on request and keeps it current', async () => {
+    const w = await e.warmRecallIndex()
+    expect(w.indexedMessages).toBe(messages.length + 3)
+    expect(w.indexBytes).toBeGreaterThan(0)
+    const r = await e.ingest({ sessionId: 'grep-a', message: { role: 'user', content: 'a freshly added zorblax line' } })
+    const hit = await e.grep({ pattern: 'zorblax', conversationId: conv })
+    expect(hit.messages.map((m) => m.messageId)).toEqual([r.messageId])
+    expect(hit.messageStats.indexedMessages).toBe(messages.length + 4)
+  })
+
   it('finds every planted needle in regex and full_text mode', async () => {
     expect(needles.length).toBeGreaterThan(10)
     for (const n of needles) {

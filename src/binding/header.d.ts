@@ -389,3 +389,6 @@ export interface RecallToolDefinition {
   /** JSON schema of the parameters. */
   parameters: Record<string, unknown>
 }
+
+/** State of the in-memory message catalog behind `grep` (`warmRecallIndex`). */
+export interface RecallIndexInfo { indexedMessages: number; indexBytes: number; elapsedMs: number }

@@ -116,6 +116,17 @@ impl LcmEngine {
         resolve_json(env, async move { engine.get_grant(&grant_id) })
     }
 
+    /// Builds (or catches up) the in-memory message catalog behind `grep` now, so
+    /// the next search does not pay for it. Optional: `grep` does it on demand.
+    #[napi(ts_return_type = "Promise<RecallIndexInfo>")]
+    pub fn warm_recall_index<'env>(
+        &self,
+        env: &'env Env,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let engine = self.engine.clone();
+        resolve_json(env, async move { engine.warm_recall_index().await })
+    }
+
     /// JSON-schema definitions of `lcm_grep`, `lcm_describe`, `lcm_expand` and
     /// `lcm_expand_query`, to register as agent tools unchanged.
     #[napi(ts_return_type = "Array<RecallToolDefinition>")]

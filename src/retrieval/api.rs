@@ -230,6 +230,18 @@ pub struct ExpandResult {
     pub text: String,
 }
 
+/// State of the in-memory message catalog.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexInfo {
+    /// Messages indexed.
+    pub indexed_messages: usize,
+    /// Approximate bytes held.
+    pub index_bytes: usize,
+    /// Time the call took.
+    pub elapsed_ms: f64,
+}
+
 /// Options of `getMessages`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -641,6 +653,26 @@ impl Engine {
     /// A grant's current state, or `None` when unknown.
     pub fn get_grant(&self, grant_id: &str) -> Result<Option<GrantInfo>> {
         Ok(self.recall().grants()?.info(grant_id))
+    }
+
+    /// Builds (or catches up) the in-memory message catalog now, so the next `grep`
+    /// does not pay for it; hosts can call it when idle after opening.
+    pub async fn warm_recall_index(&self) -> Result<IndexInfo> {
+        let started = std::time::Instant::now();
+        let state = self.recall().clone();
+        let (n, bytes) = self
+            .store()
+            .read(move |conn| {
+                state.sync_catalog(conn)?;
+                let c = state.catalog.read().map_err(|_| poisoned())?;
+                Ok((c.len(), c.memory_bytes()))
+            })
+            .await?;
+        Ok(IndexInfo {
+            indexed_messages: n,
+            index_bytes: bytes,
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
     }
 
     /// The agent tool definitions.
