@@ -847,4 +847,47 @@ mod tests {
         }
         e.close().await.unwrap();
     }
+
+    /// Without usable FTS tables, full text still answers (substring / LIKE).
+    #[tokio::test]
+    async fn full_text_survives_a_missing_fts_index() {
+        let opts = EngineOptions {
+            db_path: Some(":memory:".into()),
+            ..Default::default()
+        };
+        let e = Engine::open(opts).await.unwrap();
+        let msgs = vec![
+            json!({"role":"user","content":"the Quokka ate"}),
+            json!({"role":"user","content":"nothing here"}),
+        ];
+        let p = IngestBatchParams {
+            session_id: "s".into(),
+            session_key: None,
+            messages: msgs,
+            entry_ids: None,
+            is_heartbeat: false,
+        };
+        e.ingest_batch(p).await.unwrap();
+        e.store()
+            .write(|c| Ok(c.execute_batch("DROP TABLE messages_fts; DROP TABLE summaries_fts;")?))
+            .await
+            .unwrap();
+        let g = GrepParams {
+            pattern: "quokka".into(),
+            mode: Mode::FullText,
+            scope: Scope::Both,
+            conversation_id: Some(1),
+            all_conversations: None,
+            since: None,
+            before: None,
+            limit: None,
+            sort: Sort::Recency,
+            grant_id: None,
+        };
+        let r = e.grep(g).await.unwrap();
+        assert_eq!(r.messages.len(), 1);
+        assert_eq!(r.message_stats.unwrap().strategy, "trigram-filter");
+        assert_eq!(r.summary_stats.unwrap().strategy, "like");
+        e.close().await.unwrap();
+    }
 }

@@ -414,16 +414,26 @@ fn search_messages_in(
                 .ok_or_else(|| LcmError::internal("regex missing"))?;
             scan_messages(conn, cat, q, |c| re.find(c).map(|m| (m.start(), m.end())))
         }
-        (Mode::FullText, Some(expr)) if !q.cjk && features.fts5 => fts_messages(conn, cat, q, expr),
-        (Mode::FullText, _) => {
-            let needles: Vec<String> = q
-                .terms
-                .iter()
-                .map(|t| text::normalize(t).into_owned())
-                .collect();
-            scan_messages(conn, cat, q, |c| substring_match(c, &needles))
+        (Mode::FullText, Some(expr)) if !q.cjk && features.fts5 => {
+            // A damaged or missing index falls back to substring matching.
+            fts_messages(conn, cat, q, expr).or_else(|_| substring_messages(conn, cat, q))
         }
+        (Mode::FullText, _) => substring_messages(conn, cat, q),
     }
+}
+
+/// Full text as case-insensitive substrings (CJK queries, or no usable FTS5).
+fn substring_messages(
+    conn: &Connection,
+    cat: &Catalog,
+    q: &Query,
+) -> Result<(Vec<MessageHit>, ScopeStats)> {
+    let needles: Vec<String> = q
+        .terms
+        .iter()
+        .map(|t| text::normalize(t).into_owned())
+        .collect();
+    scan_messages(conn, cat, q, |c| substring_match(c, &needles))
 }
 
 /// Where the first needle occurs, when every needle occurs (case-normalized).
@@ -669,26 +679,16 @@ pub fn search_summaries(
         Mode::FullText => {
             let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
             match &q.fts {
-                Some(expr) if !q.cjk && features.fts5 => fts_summaries(
-                    conn,
-                    q,
-                    "summaries_fts",
-                    expr,
-                    &filter,
-                    &recency,
-                    args,
-                    "fts",
-                ),
-                Some(expr) if q.cjk && features.trigram && terms_ok => fts_summaries(
-                    conn,
-                    q,
-                    "summaries_fts_cjk",
-                    expr,
-                    &filter,
-                    &recency,
-                    args,
-                    "fts-trigram",
-                ),
+                Some(expr) if !q.cjk && features.fts5 => {
+                    let a = args.clone();
+                    fts_summaries(conn, q, "summaries_fts", expr, &filter, &recency, a, "fts")
+                        .or_else(|_| like_summaries(conn, q, &filter, &recency, args))
+                }
+                Some(expr) if q.cjk && features.trigram && terms_ok => {
+                    let (a, t) = (args.clone(), "summaries_fts_cjk");
+                    fts_summaries(conn, q, t, expr, &filter, &recency, a, "fts-trigram")
+                        .or_else(|_| like_summaries(conn, q, &filter, &recency, args))
+                }
                 _ => like_summaries(conn, q, &filter, &recency, args),
             }
         }
