@@ -148,6 +148,237 @@ export interface InsertSummaryParams {
   model?: string
 }
 
+/* ── Prompts and summarizers ─────────────────────────────────────────────── */
+
+/** What the summarizer is asked: the exact prompt pair plus its inputs. */
+export interface SummaryRequest {
+  /** The rendered prompt (the user message). */
+  prompt: string
+  /** The system prompt. */
+  systemPrompt: string
+  /** Target length of the answer, in tokens. */
+  targetTokens: number
+  /** Depth of the summary being built (0 = leaf). */
+  depth: number
+  /** True on the aggressive retry after a summary that was not smaller than its input. */
+  aggressive: boolean
+  /** The configured `summaryModel`, if any. */
+  model: string | null
+  /** The source text alone (what the prompt wraps). */
+  sourceText: string
+}
+
+/**
+ * A host summarizer: returns the summary text, or `{ content, model? }`, directly or
+ * as a Promise. A throw, a rejection, another return type or no answer within
+ * `summaryTimeoutMs` fails the summarization with `LCM_CALLBACK` (nothing is written).
+ */
+export type SummarizerCallback = (
+  request: SummaryRequest,
+) => string | { content: string; model?: string } | Promise<string | { content: string; model?: string }>
+
+/** Summarizer options of `LcmEngine.open` (merged into `LcmOptions`). */
+export interface LcmOptions {
+  /** Host summarizer; wins over `summaryProvider`. */
+  summarizer?: SummarizerCallback
+  /** First retry backoff in ms; doubles per retry (default 500). */
+  summaryRetryBaseMs?: number
+  /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
+  summaryRetryMaxWaitMs?: number
+}
+
+/** Parameters of `summarizeText`. */
+export interface SummarizeTextParams {
+  /** 0 = leaf (default), 1, 2, 3+ = condensed depths. */
+  depth?: number
+  /** Source text with `[timestamp] [role]` or `[time range]` headers. */
+  sourceText: string
+  /** Preceding summary (leaf and depth-1 prompts only). */
+  previousContext?: string
+  /** Number of source items (default: blank-line separated blocks). */
+  childCount?: number
+  /** Formatted time range of the sources. */
+  timeRange?: string
+  /** Instructions for this call instead of the configured `customInstructions`. */
+  customInstructions?: string
+}
+
+/** How a summary was obtained. */
+export type SummaryLevel = 'normal' | 'aggressive' | 'fallback' | 'capped'
+
+/** Result of `summarizeText` (what compaction would write). */
+export interface SummarizeResult {
+  content: string
+  /** normal; aggressive retry; `[Truncated from N tokens]` fallback; `[Capped …]` cap. */
+  level: SummaryLevel
+  /** The model that produced it (`deterministic` for the fallback). */
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+/** Parameters of `renderPrompt`. */
+export interface RenderPromptParams {
+  /** 0 = leaf (default), 1 = d1, 2 = d2, 3 and more = d3. */
+  depth?: number
+  /** The aggressive leaf policy. */
+  aggressive?: boolean
+  /** Default: computed from `sourceText` as the pipeline does. */
+  targetTokens?: number
+  previousContext?: string
+  childCount?: number
+  timeRange?: string
+  sourceText?: string
+  customInstructions?: string
+  /** Override directory (default `~/.config/lcm-tui/prompts`, like the engine). */
+  promptDir?: string
+  /** Used for the default target (default 2400). */
+  leafTargetTokens?: number
+  /** Used for the default target (default 2000). */
+  condensedTargetTokens?: number
+}
+
+/** A rendered prompt and where its template came from. */
+export interface RenderedPrompt {
+  prompt: string
+  systemPrompt: string
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  template: string
+  /** 'embedded' or the override file's path. */
+  source: string
+  targetTokens: number
+
+/* ── Compaction ─────────────────────────────────────────────────────────────── */
+
+/** Parameters of `evaluate`. */
+export interface EvaluateParams {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget in tokens (> 0). */
+  tokenBudget: number
+  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
+  currentTokenCount?: number
+}
+
+/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
+export interface Evaluation {
+  shouldCompact: boolean
+  reason: 'threshold' | 'none'
+  /** max(storedTokens, currentTokenCount). */
+  currentTokens: number
+  /** floor(contextThreshold × tokenBudget). */
+  threshold: number
+  tokenBudget: number
+  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
+  storedTokens: number
+  observedTokens: number | null
+  /** Raw message tokens outside the fresh tail (diagnostic). */
+  rawTokensOutsideTail: number
+  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
+  leafTrigger: boolean
+  conversationId: number | null
+}
+
+/**
+ * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
+ * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
+ * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
+ * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
+ * equality still compacts once.
+ */
+export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
+
+/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
+export interface CompactionPass {
+  kind: 'leaf' | 'condensed'
+  /** Depth of the new summary (0 for a leaf). */
+  depth: number
+  summaryId: string
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
+  /** Estimated tokens of the source text. */
+  tokensIn: number
+  /** Estimated tokens of the summary. */
+  tokensOut: number
+  model: string
+  ms: number
+  /** Messages (leaf) or summaries (condensed) replaced. */
+  sourceCount: number
+  contextTokensBefore: number
+  contextTokensAfter: number
+}
+
+/** Parameters of `compact`. */
+export interface CompactParams {
+  sessionId: string
+  sessionKey?: string
+  tokenBudget: number
+  /** Default 'sweep'. */
+  mode?: CompactMode
+  /** Compact even when under the threshold. */
+  force?: boolean
+  currentTokenCount?: number
+  /** Instructions for this call's prompts (override the configured `customInstructions`). */
+  customInstructions?: string
+  /** Target of `untilUnder` (default tokenBudget). */
+  targetTokens?: number
+  /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
+  signal?: AbortSignal
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `compact`; "nothing to do" is a result, never an exception. */
+export interface CompactResult {
+  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
+  ok: boolean
+  /** True only if at least one summary was written. */
+  compacted: boolean
+  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
+   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
+   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
+  reason: string
+  /** Nothing is left to compact and the context is still over the target. */
+  exhausted: boolean
+  aborted: boolean
+  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
+  errorCode: string | null
+  mode: CompactMode
+  conversationId: number | null
+  tokensBefore: number
+  tokensAfter: number
+  currentTokens: number
+  threshold: number
+  /** The goal compacted toward: the threshold, or the untilUnder target. */
+  targetTokens: number
+  rounds: number
+  passes: CompactionPass[]
+}
+
+/** Parameters of `afterTurn` (the plugin's lifecycle hook). */
+export interface AfterTurnParams {
+  sessionId: string
+  sessionKey?: string
+  /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
+  messages: AgentMessage[]
+  prePromptMessageCount: number
+  tokenBudget: number
+  currentTokenCount?: number
+  /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
+  entryIds?: Array<string | null>
+  /** Heartbeat turns are neither stored nor compacted. */
+  isHeartbeat?: boolean
+  customInstructions?: string
+  signal?: AbortSignal
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `afterTurn`. */
+export interface AfterTurnResult {
+  ingest: IngestBatchResult
+  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
+  compaction: CompactResult
+}
+
 /* ---- Recall (grep / describe / expand / grants) and large files ---- */
 
 /** Options of `getMessages`. */
@@ -407,6 +638,34 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class LcmEngine {
   /**
+   * Whether the session's context is over the threshold:
+   * `currentTokens = max(stored, currentTokenCount)`, `threshold =
+   * floor(contextThreshold × tokenBudget)`, due when strictly greater. Reads only.
+   */
+  evaluate(params: EvaluateParams): Promise<Evaluation>
+  /**
+   * Compacts the session's conversation (`mode`: incremental, sweep, untilUnder).
+   * Summarizer calls run with no database connection held; each pass is written
+   * in one transaction. Resolves with a result even when there is nothing to do,
+   * the summarizer fails (`ok: false`, `errorCode`) or the call is aborted.
+   * Rejects only for bad parameters and database failures.
+   */
+  compact(params: CompactParams): Promise<CompactResult>
+  /**
+   * The plugin's lifecycle hook: ingests `messages.slice(prePromptMessageCount)`
+   * in one batch, then runs a threshold sweep when the context is over the
+   * threshold. Resolves with `{ ingest, compaction }`.
+   */
+  afterTurn(params: AfterTurnParams): Promise<AfterTurnResult>
+  /**
+   * Stops every running compaction of the session (matched by session id or
+   * key) between passes; an in-flight summarizer call is abandoned and nothing
+   * of it is written. Returns how many calls were running.
+   */
+  cancel(session: string): number
+  /** `PRAGMA integrity_check` rows: `['ok']` for a sound database. */
+  integrityCheck(): Promise<string[]>
+  /**
    * Searches messages and/or summaries. `mode: "regex"` (default; Rust regex
    * syntax, linear time) or `"full_text"` (FTS5, every term quoted; CJK through
    * substring matching). Needs `conversationId`, `allConversations: true` or a
@@ -486,11 +745,39 @@ export declare class LcmEngine {
    */
   insertSummary(params: InsertSummaryParams): Promise<string>
   /**
+   * Runs the summarization pipeline on a source text (prompt for the depth, the
+   * configured summarizer or host callback, escalation normal → aggressive →
+   * truncation, overage cap) without touching the database. Resolves with
+   * `{ content, level, model, tokensIn, tokensOut }`; rejects with the summarizer's
+   * error (`LCM_LLM_AUTH`, `LCM_LLM_RATE_LIMIT`, `LCM_LLM_TRANSIENT`,
+   * `LCM_LLM_BAD_RESPONSE`, `LCM_CALLBACK`), in which case compaction writes nothing.
+   */
+  summarizeText(params: SummarizeTextParams): Promise<SummarizeResult>
+  /**
    * Finishes queued writes, checkpoints and closes the database. Later calls
    * reject with `LCM_CLOSED`. Closing twice is harmless.
    */
   close(): Promise<void>
 }
+
+/**
+ * `2026-02-17 15:37–17:21 PST` within a day, `2026-02-17 – 2026-02-18` across days.
+ * Throws `LCM_CONFIG` for an unknown zone.
+ */
+export declare function formatTimeRange(earliest: number | string | Date, latest: number | string | Date, timezone?: string): string
+
+/**
+ * `2026-02-17 15:37 PST`: a time (epoch ms, ISO string or Date) in `timezone`
+ * (IANA; default `TZ`, else UTC). Throws `LCM_CONFIG` for an unknown zone.
+ */
+export declare function formatTimestamp(value: number | string | Date, timezone?: string): string
+
+/**
+ * Renders the summarization prompt for a depth (0 leaf, 1, 2, 3+) exactly as the
+ * engine would send it, with the system prompt, the template used and its source
+ * (`embedded` or the override file). Throws `LCM_TEMPLATE` for a broken override.
+ */
+export declare function renderPrompt(params: RenderPromptParams): RenderedPrompt
 
 /** The SQLite library version compiled into the addon. */
 export declare function sqliteVersion(): string

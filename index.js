@@ -836,4 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.LcmEngine = nativeBinding.LcmEngine
+module.exports.formatTimeRange = nativeBinding.formatTimeRange
+module.exports.formatTimestamp = nativeBinding.formatTimestamp
+module.exports.renderPrompt = nativeBinding.renderPrompt
 module.exports.sqliteVersion = nativeBinding.sqliteVersion

@@ -6,11 +6,13 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod compaction;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod largefiles;
 pub mod message;
+pub mod prompts;
 pub mod retrieval;
 pub mod store;
 pub mod summarize;

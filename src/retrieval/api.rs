@@ -16,7 +16,6 @@ use crate::error::{ErrorCode, LcmError, Result};
 use crate::largefiles::restore::{message_has_reference, Restorer};
 use crate::message::rebuild;
 use crate::store::{messages, summaries};
-use crate::timefmt::Zone;
 use crate::tokens;
 
 /// Per-engine recall state: the grants (in memory only) and the message catalog.
@@ -307,10 +306,6 @@ impl Engine {
         &self.recall
     }
 
-    fn zone(&self) -> Zone {
-        Zone::resolve(self.options().timezone.as_deref()).unwrap_or_else(|_| Zone::utc())
-    }
-
     fn resolve(
         &self,
         conversation_id: Option<i64>,
@@ -372,6 +367,16 @@ impl Engine {
             before_ms,
         };
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
+        if p.mode == Mode::FullText && p.scope != Scope::Summaries {
+            // Message indexing is batched off the ingest path: make every
+            // acknowledged message searchable first (a broken index is not fatal:
+            // the search then falls back to substring matching).
+            if let Err(e) = self.store().flush_fts().await {
+                if e.code == ErrorCode::Closed {
+                    return Err(e);
+                }
+            }
+        }
         let state = self.recall().clone();
         let features = self.store().features();
         let which = p.scope;

@@ -296,7 +296,7 @@ pub(crate) mod tests {
             session_id: "s".into(),
             session_key: None,
         };
-        let out = insert_batch(&mut conn, &session, batch, true).unwrap();
+        let out = insert_batch(&mut conn, &session, batch).unwrap();
         let ids: Vec<i64> = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
         let f = Features {
             fts5: true,
