@@ -341,6 +341,18 @@ describe('describe / expand / grants', () => {
     await rejectsWithCode(e.createGrant({ conversationIds: [] }), 'LCM_INVALID_INPUT')
   })
 
+  it('regex over summaries is narrowed by the trigram index and stays exact', async () => {
+    const r = await e.grep({ pattern: 'condensed (zero|one) about', conversationId: conv, scope: 'summaries' })
+    expect(r.summaries.map((s) => s.summaryId).sort()).toEqual([...C].sort())
+    expect(r.summaryStats.strategy).toBe('trigram-index')
+    const noLit = await e.grep({ pattern: '\\d\\.\\.\\d', conversationId: conv, scope: 'summaries', limit: 2 })
+    expect(noLit.summaryStats.strategy).toBe('scan')
+    expect(noLit.summaries.length).toBe(2)
+    const ci = await e.grep({ pattern: '(?i)ROOT SUMMARY', conversationId: conv, scope: 'summaries' })
+    expect(ci.summaries.map((s) => s.summaryId)).toEqual([R])
+    expect(ci.text).toContain(`- [conv=${conv} ${R}] (condensed, `)
+  })
+
   it('publishes the four recall tool definitions', () => {
     const defs = e.getRecallToolDefinitions()
     expect(defs.map((d) => d.name)).toEqual(['lcm_grep', 'lcm_describe', 'lcm_expand', 'lcm_expand_query'])

@@ -32,10 +32,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tokenize='po
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("insert") if args.len() >= 3 => insert(&args[1], &args[2], args.iter().any(|a| a == "--per-turn")),
-        Some("hold-lock") if args.len() >= 3 => hold_lock(&args[1], args[2].parse().unwrap_or(1000)),
+        Some("insert") if args.len() >= 3 => {
+            insert(&args[1], &args[2], args.iter().any(|a| a == "--per-turn"))
+        }
+        Some("hold-lock") if args.len() >= 3 => {
+            hold_lock(&args[1], args[2].parse().unwrap_or(1000))
+        }
         _ => {
-            eprintln!("usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis>");
+            eprintln!(
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis>"
+            );
             std::process::exit(2);
         }
     }
@@ -96,12 +102,18 @@ fn insert(jsonl: &str, db: &str, per_turn: bool) {
     }
     conn.execute_batch("COMMIT").expect("commit");
     let secs = start.elapsed().as_secs_f64();
-    println!("msgs_per_sec={:.0} messages={} secs={:.3}", messages.len() as f64 / secs, messages.len(), secs);
+    println!(
+        "msgs_per_sec={:.0} messages={} secs={:.3}",
+        messages.len() as f64 / secs,
+        messages.len(),
+        secs
+    );
 }
 
 fn hold_lock(db: &str, millis: u64) {
     let conn = Connection::open(db).expect("open db");
-    conn.busy_timeout(Duration::from_secs(30)).expect("busy timeout");
+    conn.busy_timeout(Duration::from_secs(30))
+        .expect("busy timeout");
     conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
     println!("locked");
     std::thread::sleep(Duration::from_millis(millis));

@@ -181,6 +181,8 @@ pub struct Query {
     pub fts: Option<String>,
     /// Full-text query contains CJK text.
     pub cjk: bool,
+    /// Trigram-table expression narrowing summaries for a regex (its literals).
+    pub trigram: Option<String>,
 }
 
 /// Conversation scope and time range.
@@ -260,6 +262,26 @@ pub fn compile_regex(pattern: &str) -> Result<Regex> {
         })
 }
 
+/// A trigram-tokenizer MATCH expression implied by a literal requirement: ASCII
+/// fragments as quoted substrings, AND / OR as in the requirement (fragments it
+/// cannot express are dropped from an AND, and make an OR unusable).
+pub fn trigram_expression(r: &literals::Req) -> Option<String> {
+    match r {
+        literals::Req::Lit(s) if s.is_ascii() && s.len() >= 3 => {
+            Some(format!("\"{}\"", s.replace('"', "\"\"")))
+        }
+        literals::Req::Lit(_) => None,
+        literals::Req::All(v) => {
+            let parts: Vec<String> = v.iter().filter_map(trigram_expression).collect();
+            (!parts.is_empty()).then(|| format!("({})", parts.join(" AND ")))
+        }
+        literals::Req::Any(v) => {
+            let parts: Option<Vec<String>> = v.iter().map(trigram_expression).collect();
+            parts.map(|p| format!("({})", p.join(" OR ")))
+        }
+    }
+}
+
 /// Builds the query: compiles the regex or the FTS expression and the literal
 /// requirement.
 pub fn build_query(
@@ -292,11 +314,14 @@ pub fn build_query(
         req: None,
         fts: None,
         cjk: false,
+        trigram: None,
     };
     match mode {
         Mode::Regex => {
             q.regex = Some(compile_regex(pattern)?);
-            q.req = literals::of_pattern(pattern).map(|r| Compiled::new(&r));
+            let req = literals::of_pattern(pattern);
+            q.trigram = req.as_ref().and_then(trigram_expression);
+            q.req = req.map(|r| Compiled::new(&r));
         }
         Mode::FullText => {
             if let Some(what) = text::regex_syntax_in_full_text(pattern) {
@@ -672,9 +697,15 @@ pub fn search_summaries(
                 .regex
                 .as_ref()
                 .ok_or_else(|| LcmError::internal("regex missing"))?;
-            scan_summaries(conn, q, &filter, &recency, args, |c| {
-                re.find(c).map(|m| (m.start(), m.end()))
-            })
+            let verify = |c: &str| re.find(c).map(|m| (m.start(), m.end()));
+            if let Some(expr) = q.trigram.as_deref().filter(|_| features.trigram) {
+                let narrowed =
+                    scan_summaries(conn, q, &filter, &recency, args.clone(), Some(expr), verify);
+                if narrowed.is_ok() {
+                    return narrowed;
+                }
+            }
+            scan_summaries(conn, q, &filter, &recency, args, None, verify)
         }
         Mode::FullText => {
             let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
@@ -792,26 +823,44 @@ fn like_summaries(
     Ok((hits, stats))
 }
 
+/// Reads summaries newest first (only those the trigram expression selects, when
+/// given) and keeps the first `limit` the pattern matches, within the scan budget.
 fn scan_summaries<F>(
     conn: &Connection,
     q: &Query,
     filter: &str,
     recency: &str,
     mut args: Vec<SqlValue>,
+    trigram: Option<&str>,
     verify: F,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)>
 where
     F: Fn(&str) -> Option<(usize, usize)>,
 {
+    let from = match trigram {
+        Some(expr) => {
+            args.push(SqlValue::Text(expr.to_owned()));
+            format!(
+                "summaries_fts_cjk f JOIN summaries s ON s.summary_id = f.summary_id WHERE summaries_fts_cjk MATCH ?{} AND",
+                args.len()
+            )
+        }
+        None => "summaries s WHERE".to_owned(),
+    };
     args.push(SqlValue::Integer(MAX_SCAN_ROWS as i64 + 1));
     let sql = format!(
-        "SELECT {SUMMARY_COLS} FROM summaries s WHERE {filter} ORDER BY {recency} LIMIT ?{}",
+        "SELECT {SUMMARY_COLS} FROM {from} {filter} ORDER BY {recency} LIMIT ?{}",
         args.len()
     );
     let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(params_from_iter(args.iter()))?;
     let mut stats = ScopeStats {
-        strategy: "scan".into(),
+        strategy: if trigram.is_some() {
+            "trigram-index"
+        } else {
+            "scan"
+        }
+        .into(),
         ..ScopeStats::default()
     };
     let mut hits = Vec::new();
@@ -857,6 +906,22 @@ mod tests {
         let (s, _) = substring_match("ÄÄ 数据库 x", &["数据库".into()]).unwrap();
         assert_eq!(&"ÄÄ 数据库 x"[s..s + 9], "数据库");
         assert_eq!(substring_match("abc", &["abc".into(), "zzz".into()]), None);
+    }
+
+    #[test]
+    fn trigram_expressions_follow_the_requirement() {
+        let e = |p: &str| {
+            literals::of_pattern(p)
+                .as_ref()
+                .and_then(trigram_expression)
+        };
+        assert_eq!(e("NEEDLE-1"), Some("\"needle-1\"".into()));
+        assert_eq!(e("foo.*bar"), Some("(\"foo\" AND \"bar\")".into()));
+        assert_eq!(e("(foo|barbaz)x"), Some("(\"foo\" OR \"barbaz\")".into()));
+        assert_eq!(e("(foo|数据库)"), None);
+        assert_eq!(e("数据库.*abc"), Some("(\"abc\")".into()));
+        assert_eq!(e("say \"hi\" now"), Some("\"say \"\"hi\"\" now\"".into()));
+        assert_eq!(e("\\d+"), None);
     }
 
     #[test]
