@@ -2,7 +2,7 @@
 // grep latency over a large conversation (regex and full_text), with the event
 // loop's max delay while the queries run.
 //
-//   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5]
+//   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5] [--no-summaries]
 //
 // Ingests the shared generator's workload (gen-workload.mjs) into a temp database,
 // then times grep calls end to end from JavaScript (binding + core), after one
@@ -34,10 +34,28 @@ const messages = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) =
 const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
 
 const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+// Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
+// messages' worth (100 messages each) and one condensed summary over those leaves,
+// so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
+const withSummaries = !process.argv.includes('--no-summaries')
+const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content || []).filter((b) => b.type === 'text').map((b) => b.text).join('\n'))
 let t0 = performance.now()
 let conversationId
+let summaryCount = 0
 for (let i = 0; i < messages.length; i += 1000) {
-  conversationId = (await e.ingestBatch({ sessionId: 'bench', messages: messages.slice(i, i + 1000) })).conversationId
+  const chunk = messages.slice(i, i + 1000)
+  const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
+  conversationId = r.conversationId
+  if (!withSummaries || chunk.length < 1000) continue
+  const ids = r.results.map((x) => x.messageId)
+  const leaves = []
+  for (let k = 0; k < 10; k++) {
+    const part = chunk.slice(k * 100, k * 100 + 100)
+    const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
+    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${i / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
+  }
+  await e.insertSummary({ conversationId, content: `Condensed ${i / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
+  summaryCount += 11
 }
 const ingestMs = performance.now() - t0
 
@@ -80,7 +98,7 @@ for (const [mode, label, patterns] of sets) {
       core.push(r.elapsedMs)
       if (it === 0) {
         hits += r.totalMatches
-        scanned = Math.max(scanned, r.messageStats.scanned)
+        scanned = Math.max(scanned, r.messageStats.scanned, r.summaryStats.scanned)
         truncated ||= r.truncated
       }
     }
@@ -89,7 +107,7 @@ for (const [mode, label, patterns] of sets) {
 }
 h.disable()
 
-console.log(`grep bench: ${N} messages (seed ${SEED}), ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}`)
+console.log(`grep bench: ${N} messages (seed ${SEED}) + ${summaryCount} summaries, ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}, scope "both", limit 50`)
 console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(cold.messageStats.indexBytes / 1048576).toFixed(1)} MiB for ${cold.messageStats.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
 console.log('')
 console.log('mode       queries                        calls   p50 ms   p99 ms   max ms  core p50  core p99   hits  max scanned  truncated')

@@ -7,7 +7,8 @@
 //! queries narrow candidates with the catalog's trigram filters, then read and
 //! check only those, newest first, within a scan budget (`scanned` / `truncated`
 //! report it). Summaries (far fewer) are searched in SQL: `summaries_fts`, the
-//! trigram table `summaries_fts_cjk` (or LIKE) for CJK, a bounded scan for regex.
+//! trigram table `summaries_fts_cjk` (or LIKE) for CJK, and for regex the same
+//! trigram table narrowed by the pattern's literals, else a bounded scan.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
