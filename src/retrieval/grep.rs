@@ -727,6 +727,70 @@ pub fn search_summaries(
     }
 }
 
+/// Summary rows (with content) by rowid.
+fn summaries_by_rowid(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, SummaryRow>> {
+    let mut out = HashMap::with_capacity(rowids.len());
+    for chunk in rowids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SUMMARY_COLS}, s.rowid FROM summaries s WHERE s.rowid IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(-1))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            out.insert(r.get(8)?, summary_row(r, None)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Runs a query selecting `rowid[, rank]` in result order.
+fn ranked_rowids(
+    conn: &Connection,
+    sql: &str,
+    args: &[SqlValue],
+    ranked: bool,
+) -> Result<Vec<(i64, Option<f64>)>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(args.iter()), |r| {
+            Ok((r.get(0)?, if ranked { r.get(1)? } else { None }))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Builds hits for rowids chosen in order, with term snippets.
+fn term_hits(
+    conn: &Connection,
+    q: &Query,
+    chosen: Vec<(i64, Option<f64>)>,
+    strategy: &str,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let ids: Vec<i64> = chosen.iter().map(|c| c.0).collect();
+    let mut rows = summaries_by_rowid(conn, &ids)?;
+    let stats = ScopeStats {
+        strategy: strategy.into(),
+        candidates: chosen.len(),
+        scanned: chosen.len(),
+        ..ScopeStats::default()
+    };
+    let hits = chosen
+        .into_iter()
+        .filter_map(|(id, rank)| {
+            let mut r = rows.remove(&id)?;
+            r.hit.snippet = term_snippet(&r.content, &q.terms, SNIPPET_CHARS);
+            r.hit.rank = rank;
+            Some(r.hit)
+        })
+        .collect();
+    Ok((hits, stats))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn fts_summaries(
     conn: &Connection,
@@ -749,28 +813,12 @@ fn fts_summaries(
     let m = args.len();
     args.push(SqlValue::Integer(q.limit as i64));
     let sql = format!(
-        "SELECT {SUMMARY_COLS}, f.rank FROM {table} f JOIN summaries s ON s.summary_id = f.summary_id
+        "SELECT s.rowid, f.rank FROM {table} f JOIN summaries s ON s.summary_id = f.summary_id
          WHERE {table} MATCH ?{m} AND {filter} ORDER BY {order} LIMIT ?{}",
         m + 1
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(args.iter()), |r| summary_row(r, r.get(8)?))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let stats = ScopeStats {
-        strategy: strategy.into(),
-        candidates: rows.len(),
-        scanned: rows.len(),
-        ..ScopeStats::default()
-    };
-    let hits = rows
-        .into_iter()
-        .map(|mut r| {
-            r.hit.snippet = term_snippet(&r.content, &q.terms, SNIPPET_CHARS);
-            r.hit
-        })
-        .collect();
-    Ok((hits, stats))
+    let chosen = ranked_rowids(conn, &sql, &args, true)?;
+    term_hits(conn, q, chosen, strategy)
 }
 
 fn like_summaries(
@@ -781,13 +829,7 @@ fn like_summaries(
     mut args: Vec<SqlValue>,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
     if q.terms.is_empty() {
-        return Ok((
-            Vec::new(),
-            ScopeStats {
-                strategy: "like".into(),
-                ..ScopeStats::default()
-            },
-        ));
+        return term_hits(conn, q, Vec::new(), "like");
     }
     let mut conds = Vec::new();
     for t in &q.terms {
@@ -800,28 +842,12 @@ fn like_summaries(
     }
     args.push(SqlValue::Integer(q.limit as i64));
     let sql = format!(
-        "SELECT {SUMMARY_COLS} FROM summaries s WHERE {filter} AND {} ORDER BY {recency} LIMIT ?{}",
+        "SELECT s.rowid FROM summaries s WHERE {filter} AND {} ORDER BY {recency} LIMIT ?{}",
         conds.join(" AND "),
         args.len()
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(args.iter()), |r| summary_row(r, None))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let stats = ScopeStats {
-        strategy: "like".into(),
-        candidates: rows.len(),
-        scanned: rows.len(),
-        ..ScopeStats::default()
-    };
-    let hits = rows
-        .into_iter()
-        .map(|mut r| {
-            r.hit.snippet = term_snippet(&r.content, &q.terms, SNIPPET_CHARS);
-            r.hit
-        })
-        .collect();
-    Ok((hits, stats))
+    let chosen = ranked_rowids(conn, &sql, &args, false)?;
+    term_hits(conn, q, chosen, "like")
 }
 
 /// Reads summaries newest first (only those the trigram expression selects, when
@@ -850,11 +876,13 @@ where
     };
     args.push(SqlValue::Integer(MAX_SCAN_ROWS as i64 + 1));
     let sql = format!(
-        "SELECT {SUMMARY_COLS} FROM {from} {filter} ORDER BY {recency} LIMIT ?{}",
+        "SELECT s.rowid FROM {from} {filter} ORDER BY {recency} LIMIT ?{}",
         args.len()
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query(params_from_iter(args.iter()))?;
+    let order: Vec<i64> = ranked_rowids(conn, &sql, &args, false)?
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
     let mut stats = ScopeStats {
         strategy: if trigram.is_some() {
             "trigram-index"
@@ -862,22 +890,25 @@ where
             "scan"
         }
         .into(),
+        candidates: order.len().min(MAX_SCAN_ROWS),
+        truncated: order.len() > MAX_SCAN_ROWS,
         ..ScopeStats::default()
     };
     let mut hits = Vec::new();
-    while let Some(r) = rows.next()? {
-        if stats.scanned == MAX_SCAN_ROWS {
-            stats.truncated = true;
-            break;
-        }
-        stats.scanned += 1;
-        stats.candidates += 1;
-        let mut row = summary_row(r, None)?;
-        if let Some((s, e)) = verify(&row.content) {
-            row.hit.snippet = window(&row.content, s, e, 50, SNIPPET_CHARS);
-            hits.push(row.hit);
-            if hits.len() == q.limit {
-                break;
+    'batches: for chunk in order[..order.len().min(MAX_SCAN_ROWS)].chunks(BATCH) {
+        let mut rows = summaries_by_rowid(conn, chunk)?;
+        for id in chunk {
+            stats.scanned += 1;
+            let Some(mut row) = rows.remove(id) else {
+                continue;
+            };
+            if let Some((s, e)) = verify(&row.content) {
+                row.hit.snippet = window(&row.content, s, e, 50, SNIPPET_CHARS);
+                hits.push(row.hit);
+                if hits.len() == q.limit {
+                    stats.truncated = false;
+                    break 'batches;
+                }
             }
         }
     }
