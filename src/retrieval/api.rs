@@ -11,6 +11,7 @@ use super::describe::{self, FileDescription, FileRead, SummaryDescription};
 use super::expand::{Limits, Walk};
 use super::grants::{self, Access, CreateGrantParams, GrantInfo, Registry};
 use super::grep::{self, Filter, MessageHit, Mode, Scope, ScopeStats, Sort, SummaryHit};
+use super::sumcat::SummaryCatalog;
 use crate::engine::Engine;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::largefiles::restore::{message_has_reference, Restorer};
@@ -24,6 +25,7 @@ pub struct RecallState {
     grants: Mutex<Registry>,
     catalog: RwLock<Catalog>,
     catalog_sync: Mutex<()>,
+    summaries: Mutex<SummaryCatalog>,
 }
 
 fn poisoned() -> LcmError {
@@ -33,6 +35,18 @@ fn poisoned() -> LcmError {
 impl RecallState {
     fn grants(&self) -> Result<std::sync::MutexGuard<'_, Registry>> {
         self.grants.lock().map_err(|_| poisoned())
+    }
+
+    /// Searches summaries with the summary catalog brought up to date first.
+    fn search_summaries(
+        &self,
+        conn: &rusqlite::Connection,
+        q: &grep::Query,
+        features: crate::store::Features,
+    ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+        let mut sc = self.summaries.lock().map_err(|_| poisoned())?;
+        sc.sync(conn)?;
+        grep::search_summaries(conn, &sc, q, features)
     }
 
     /// Brings the catalog up to date with `conn`'s snapshot.
@@ -393,7 +407,7 @@ impl Engine {
                         None
                     };
                     let s = if which != Scope::Messages {
-                        Some(grep::search_summaries(conn, &q, features)?)
+                        Some(state.search_summaries(conn, &q, features)?)
                     } else {
                         None
                     };
@@ -626,9 +640,10 @@ impl Engine {
         };
         let q = grep::build_query(query, Mode::FullText, Sort::Recency, 50, filter)?;
         let features = self.store().features();
+        let state = self.recall().clone();
         let (hits, _) = self
             .store()
-            .read(move |conn| grep::search_summaries(conn, &q, features))
+            .read(move |conn| state.search_summaries(conn, &q, features))
             .await?;
         Ok(hits.into_iter().map(|h| h.summary_id).collect())
     }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::{parse_time_ms, Catalog, Compiled};
 use super::literals;
+use super::sumcat::SummaryCatalog;
 use super::text::{self, fts_match_expression, has_cjk, query_terms, term_snippet, window};
 use crate::error::{LcmError, Result};
 use crate::store::Features;
@@ -205,6 +206,16 @@ impl Filter {
             }
         }
         let t = cat.time(ord);
+        self.since_ms.is_none_or(|s| t >= s) && self.before_ms.is_none_or(|b| t < b)
+    }
+
+    fn accepts_summary(&self, sc: &SummaryCatalog, ord: usize) -> bool {
+        if let Some(c) = &self.conversations {
+            if !c.contains(&sc.conversation(ord)) {
+                return false;
+            }
+        }
+        let t = sc.time(ord);
         self.since_ms.is_none_or(|s| t >= s) && self.before_ms.is_none_or(|b| t < b)
     }
 
@@ -683,15 +694,13 @@ fn summary_row(r: &rusqlite::Row, rank: Option<f64>) -> rusqlite::Result<Summary
     })
 }
 
-/// Searches summaries.
+/// Searches summaries (scope and order from the in-memory summary catalog).
 pub fn search_summaries(
     conn: &Connection,
+    sc: &SummaryCatalog,
     q: &Query,
     features: Features,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
-    let mut args: Vec<SqlValue> = Vec::new();
-    let filter = q.filter.sql(SUMMARY_TIME, &mut args);
-    let recency = format!("julianday({SUMMARY_TIME}) DESC, s.rowid DESC");
     match q.mode {
         Mode::Regex => {
             let re = q
@@ -699,32 +708,145 @@ pub fn search_summaries(
                 .as_ref()
                 .ok_or_else(|| LcmError::internal("regex missing"))?;
             let verify = |c: &str| re.find(c).map(|m| (m.start(), m.end()));
-            if let Some(expr) = q.trigram.as_deref().filter(|_| features.trigram) {
-                let narrowed =
-                    scan_summaries(conn, q, &filter, &recency, args.clone(), Some(expr), verify);
-                if narrowed.is_ok() {
-                    return narrowed;
-                }
-            }
-            scan_summaries(conn, q, &filter, &recency, args, None, verify)
+            let narrowed = q
+                .trigram
+                .as_deref()
+                .filter(|_| features.trigram)
+                .and_then(|e| fts_positions(conn, sc, "summaries_fts_cjk", e, false).ok());
+            let strategy = if narrowed.is_some() {
+                "trigram-index"
+            } else {
+                "scan"
+            };
+            let ords = match narrowed {
+                Some(found) => found.into_iter().map(|(o, _)| o).collect(),
+                None => (0..sc.len()).collect(),
+            };
+            check_summaries(conn, sc, q, ords, strategy, verify)
         }
         Mode::FullText => {
             let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
-            match &q.fts {
-                Some(expr) if !q.cjk && features.fts5 => {
-                    let a = args.clone();
-                    fts_summaries(conn, q, "summaries_fts", expr, &filter, &recency, a, "fts")
-                        .or_else(|_| like_summaries(conn, q, &filter, &recency, args))
+            let table = match &q.fts {
+                Some(e) if !q.cjk && features.fts5 => Some((e, "summaries_fts", "fts")),
+                Some(e) if q.cjk && features.trigram && terms_ok => {
+                    Some((e, "summaries_fts_cjk", "fts-trigram"))
                 }
-                Some(expr) if q.cjk && features.trigram && terms_ok => {
-                    let (a, t) = (args.clone(), "summaries_fts_cjk");
-                    fts_summaries(conn, q, t, expr, &filter, &recency, a, "fts-trigram")
-                        .or_else(|_| like_summaries(conn, q, &filter, &recency, args))
+                _ => None,
+            };
+            if let Some((expr, t, strategy)) = table {
+                let ranked = q.sort != Sort::Recency;
+                if let Ok(found) = fts_positions(conn, sc, t, expr, ranked) {
+                    return ranked_summary_hits(conn, sc, q, found, strategy);
                 }
-                _ => like_summaries(conn, q, &filter, &recency, args),
+            }
+            let mut args: Vec<SqlValue> = Vec::new();
+            let filter = q.filter.sql(SUMMARY_TIME, &mut args);
+            let recency = format!("julianday({SUMMARY_TIME}) DESC, s.rowid DESC");
+            like_summaries(conn, q, &filter, &recency, args)
+        }
+    }
+}
+
+/// Catalog positions (and ranks) of the summaries an FTS table matches.
+fn fts_positions(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    table: &str,
+    expr: &str,
+    ranked: bool,
+) -> Result<Vec<(usize, Option<f64>)>> {
+    let cols = if ranked {
+        "summary_id, rank"
+    } else {
+        "summary_id"
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {cols} FROM {table} WHERE {table} MATCH ?1"
+    ))?;
+    let mut rows = stmt.query([expr])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let Some(ord) = sc.position(r.get_ref(0)?.as_str().unwrap_or("")) else {
+            continue;
+        };
+        out.push((ord, if ranked { r.get(1)? } else { None }));
+    }
+    Ok(out)
+}
+
+fn ranked_summary_hits(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    found: Vec<(usize, Option<f64>)>,
+    strategy: &str,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let mut c: Vec<(usize, Option<f64>)> = found
+        .into_iter()
+        .filter(|(o, _)| q.filter.accepts_summary(sc, *o))
+        .collect();
+    let candidates = c.len();
+    let now = super::grants::now_ms();
+    let score = |(o, r): &(usize, Option<f64>)| {
+        let rank = r.unwrap_or(0.0);
+        match q.sort {
+            Sort::Hybrid => rank / (1.0 + ((now - sc.time(*o)).max(0) as f64 / 3.6e6) * 0.001),
+            _ => rank,
+        }
+    };
+    match q.sort {
+        Sort::Recency => c.sort_by_key(|(o, _)| Reverse((sc.time(*o), sc.rowid(*o)))),
+        _ => c.sort_by(|a, b| score(a).total_cmp(&score(b))),
+    }
+    c.truncate(q.limit);
+    let chosen = c.iter().map(|(o, r)| (sc.rowid(*o), *r)).collect();
+    let (hits, mut stats) = term_hits(conn, q, chosen, strategy)?;
+    stats.candidates = candidates;
+    Ok((hits, stats))
+}
+
+/// Checks summaries newest first against the pattern, reading content in batches,
+/// until `limit` match or the scan budget is spent.
+fn check_summaries<F>(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    mut ords: Vec<usize>,
+    strategy: &str,
+    verify: F,
+) -> Result<(Vec<SummaryHit>, ScopeStats)>
+where
+    F: Fn(&str) -> Option<(usize, usize)>,
+{
+    ords.retain(|&o| q.filter.accepts_summary(sc, o));
+    ords.sort_by_key(|&o| Reverse((sc.time(o), sc.rowid(o))));
+    let mut stats = ScopeStats {
+        strategy: strategy.into(),
+        candidates: ords.len(),
+        truncated: ords.len() > MAX_SCAN_ROWS,
+        ..ScopeStats::default()
+    };
+    ords.truncate(MAX_SCAN_ROWS);
+    let mut hits = Vec::new();
+    'batches: for chunk in ords.chunks(BATCH) {
+        let ids: Vec<i64> = chunk.iter().map(|&o| sc.rowid(o)).collect();
+        let mut rows = summaries_by_rowid(conn, &ids)?;
+        for id in ids {
+            stats.scanned += 1;
+            let Some(mut row) = rows.remove(&id) else {
+                continue;
+            };
+            if let Some((s, e)) = verify(&row.content) {
+                row.hit.snippet = window(&row.content, s, e, 50, SNIPPET_CHARS);
+                hits.push(row.hit);
+                if hits.len() == q.limit {
+                    stats.truncated = false;
+                    break 'batches;
+                }
             }
         }
     }
+    Ok((hits, stats))
 }
 
 /// Summary rows (with content) by rowid.
@@ -791,36 +913,6 @@ fn term_hits(
     Ok((hits, stats))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fts_summaries(
-    conn: &Connection,
-    q: &Query,
-    table: &str,
-    expr: &str,
-    filter: &str,
-    recency: &str,
-    mut args: Vec<SqlValue>,
-    strategy: &str,
-) -> Result<(Vec<SummaryHit>, ScopeStats)> {
-    let order = match q.sort {
-        Sort::Recency => recency.to_owned(),
-        Sort::Relevance => "f.rank".to_owned(),
-        Sort::Hybrid => format!(
-            "f.rank / (1.0 + (julianday('now') - julianday({SUMMARY_TIME})) * 24.0 * 0.001)"
-        ),
-    };
-    args.push(SqlValue::Text(expr.to_owned()));
-    let m = args.len();
-    args.push(SqlValue::Integer(q.limit as i64));
-    let sql = format!(
-        "SELECT s.rowid, f.rank FROM {table} f JOIN summaries s ON s.summary_id = f.summary_id
-         WHERE {table} MATCH ?{m} AND {filter} ORDER BY {order} LIMIT ?{}",
-        m + 1
-    );
-    let chosen = ranked_rowids(conn, &sql, &args, true)?;
-    term_hits(conn, q, chosen, strategy)
-}
-
 fn like_summaries(
     conn: &Connection,
     q: &Query,
@@ -848,71 +940,6 @@ fn like_summaries(
     );
     let chosen = ranked_rowids(conn, &sql, &args, false)?;
     term_hits(conn, q, chosen, "like")
-}
-
-/// Reads summaries newest first (only those the trigram expression selects, when
-/// given) and keeps the first `limit` the pattern matches, within the scan budget.
-fn scan_summaries<F>(
-    conn: &Connection,
-    q: &Query,
-    filter: &str,
-    recency: &str,
-    mut args: Vec<SqlValue>,
-    trigram: Option<&str>,
-    verify: F,
-) -> Result<(Vec<SummaryHit>, ScopeStats)>
-where
-    F: Fn(&str) -> Option<(usize, usize)>,
-{
-    let from = match trigram {
-        Some(expr) => {
-            args.push(SqlValue::Text(expr.to_owned()));
-            format!(
-                "summaries_fts_cjk f JOIN summaries s ON s.summary_id = f.summary_id WHERE summaries_fts_cjk MATCH ?{} AND",
-                args.len()
-            )
-        }
-        None => "summaries s WHERE".to_owned(),
-    };
-    args.push(SqlValue::Integer(MAX_SCAN_ROWS as i64 + 1));
-    let sql = format!(
-        "SELECT s.rowid FROM {from} {filter} ORDER BY {recency} LIMIT ?{}",
-        args.len()
-    );
-    let order: Vec<i64> = ranked_rowids(conn, &sql, &args, false)?
-        .into_iter()
-        .map(|r| r.0)
-        .collect();
-    let mut stats = ScopeStats {
-        strategy: if trigram.is_some() {
-            "trigram-index"
-        } else {
-            "scan"
-        }
-        .into(),
-        candidates: order.len().min(MAX_SCAN_ROWS),
-        truncated: order.len() > MAX_SCAN_ROWS,
-        ..ScopeStats::default()
-    };
-    let mut hits = Vec::new();
-    'batches: for chunk in order[..order.len().min(MAX_SCAN_ROWS)].chunks(BATCH) {
-        let mut rows = summaries_by_rowid(conn, chunk)?;
-        for id in chunk {
-            stats.scanned += 1;
-            let Some(mut row) = rows.remove(id) else {
-                continue;
-            };
-            if let Some((s, e)) = verify(&row.content) {
-                row.hit.snippet = window(&row.content, s, e, 50, SNIPPET_CHARS);
-                hits.push(row.hit);
-                if hits.len() == q.limit {
-                    stats.truncated = false;
-                    break 'batches;
-                }
-            }
-        }
-    }
-    Ok((hits, stats))
 }
 
 #[cfg(test)]

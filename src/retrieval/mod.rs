@@ -12,6 +12,7 @@ pub mod grants;
 pub mod grep;
 pub mod literals;
 pub mod render;
+pub mod sumcat;
 pub mod text;
 pub mod tools;
 
