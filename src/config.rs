@@ -183,6 +183,8 @@ impl EngineOptions {
             ("condensedMinFanoutHard", self.condensed_min_fanout_hard),
             ("maxRounds", self.max_rounds),
             ("maxSweepIterations", self.max_sweep_iterations),
+            ("maxExpandTokens", self.max_expand_tokens),
+            ("largeFileTokenThreshold", self.large_file_token_threshold),
         ];
         for (name, v) in positive {
             if v < 1 {

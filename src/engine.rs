@@ -96,6 +96,8 @@ pub struct Engine {
     zone: Zone,
     compaction: Arc<crate::compaction::Coordinator>,
     callback: Option<Arc<dyn Summarizer>>,
+    /// Recall state: in-memory grants and message catalog (see `retrieval`).
+    pub(crate) recall: Arc<crate::retrieval::RecallState>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -196,6 +198,7 @@ impl Engine {
             zone,
             compaction: Arc::default(),
             callback,
+            recall: Arc::default(),
         })
     }
 
@@ -339,7 +342,8 @@ impl Engine {
         self.store.read(conversations::list).await
     }
 
-    /// Every stored message of a conversation, rebuilt as ingested, in seq order.
+    /// Every stored message of a conversation in seq order, in stored form (large
+    /// files as `[LCM File: …]` references); `get_messages_with` re-inlines them.
     pub async fn get_messages(&self, conversation_id: i64) -> Result<Vec<Value>> {
         self.store
             .read(move |c| {
@@ -462,7 +466,7 @@ pub struct SummaryWithLinks {
 /// Validates, maps and writes one batch (runs on the writer thread).
 fn write_batch(
     conn: &mut rusqlite::Connection,
-    p: IngestBatchParams,
+    mut p: IngestBatchParams,
     opts: &EngineOptions,
 ) -> Result<IngestBatchResult> {
     if p.is_heartbeat || p.messages.is_empty() {
@@ -478,11 +482,17 @@ fn write_batch(
                 .collect(),
         });
     }
-    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let session = SessionRef {
-        session_id: p.session_id,
-        session_key: p.session_key,
+        session_id: p.session_id.clone(),
+        session_key: p.session_key.clone(),
     };
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if crate::largefiles::intercept::may_need(&p.messages, &large) {
+        // Validate the whole batch before any file is written.
+        map_batch(&p, opts.max_message_bytes)?;
+        crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
+    }
+    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let IngestOutcome {
         conversation_id,
         messages,

@@ -8,6 +8,7 @@ mod cli_fns;
 mod compaction;
 mod js;
 mod prompt_fns;
+mod recall;
 mod rewrite_fns;
 mod summarizer;
 
@@ -154,18 +155,31 @@ impl LcmEngine {
         resolve_json(env, async move { engine.list_conversations().await })
     }
 
-    /// Every stored message of a conversation, rebuilt exactly as ingested, oldest first.
-    #[napi(ts_return_type = "Promise<Array<AgentMessage>>")]
+    /// Every stored message of a conversation, rebuilt exactly as ingested, oldest
+    /// first: large files externalized at ingest are re-inlined from disk. Pass
+    /// `{ expandFiles: false }` for the stored form with `[LCM File: …]` references.
+    #[napi(
+        ts_args_type = "conversationId: number, options?: GetMessagesOptions",
+        ts_return_type = "Promise<Array<AgentMessage>>"
+    )]
     pub fn get_messages<'env>(
         &self,
         env: &'env Env,
         conversation_id: i64,
+        options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = match options {
+            Some(o) => stringify(env, o)?,
+            None => "null".to_owned(),
+        };
         let engine = self.engine.clone();
-        resolve_json(
-            env,
-            async move { engine.get_messages(conversation_id).await },
-        )
+        resolve_json(env, async move {
+            let o: Option<crate::retrieval::api::GetMessagesOptions> =
+                parse_params("getMessages", &json)?;
+            engine
+                .get_messages_with(conversation_id, o.unwrap_or_default())
+                .await
+        })
     }
 
     /// The context list (what the model sees) with each item's token count.

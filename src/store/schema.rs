@@ -1,6 +1,6 @@
 //! The SQLite schema, compatible with the reference plugin's `lcm.db`: the same
-//! tables, columns, value formats and index names, plus one nullable column of ours
-//! (`messages.lcm_envelope`) that older readers ignore.
+//! tables, columns, value formats and index names, plus nullable columns of ours
+//! (`messages.lcm_envelope`, `large_files.lcm_source`) that older readers ignore.
 
 /// Core tables, created when missing. Column lists match the reference plugin.
 pub const CREATE_TABLES: &str = r#"
@@ -174,6 +174,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("summaries", "model", "TEXT NOT NULL DEFAULT 'unknown'"),
     ("summaries", "file_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("large_files", "line_count", "INTEGER"),
+    ("large_files", "lcm_source", "TEXT"),
 ];
 
 /// Indexes, created after the columns they use exist. Names match the reference.
