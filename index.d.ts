@@ -54,7 +54,7 @@ export interface LcmOptions {
   maxExpandTokens?: number
   /** File blocks above this many tokens are stored outside the database (default 25000). */
   largeFileTokenThreshold?: number
-  /** Where large files go (default `~/.openclaw/lcm-files`). */
+  /** Where large files go (default `lcm-files` beside the database: `~/.openclaw/lcm-files` for the default database). */
   largeFilesDir?: string
   /** Per-file prompt template overrides (default `~/.config/lcm-tui/prompts`). */
   promptDir?: string
@@ -819,22 +819,6 @@ export declare class LcmEngine {
   /** `PRAGMA integrity_check` rows: `['ok']` for a sound database. */
   integrityCheck(): Promise<string[]>
   /**
-   * The summaries a rewrite would touch, in order: bottom-up by depth, chronological
-   * within a depth; `summaryId` means that summary and everything beneath it
-   * (`subtree: false` for the summary alone). Rejects `LCM_NOT_FOUND` naming what
-   * exists for unknown conversations, summaries or depths.
-   */
-  planRewrite(params: PlanRewriteParams): Promise<Array<PlannedRewrite>>
-  /**
-   * Rewrites summaries in place with the current prompts. A dry run (the default)
-   * writes nothing; `apply: true` updates each summary's content and token count
-   * (and its full-text rows) in its own transaction. Resolves with the report; a
-   * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
-   * stopping the run — rewrites applied before it stay, and were reported through
-   * `onProgress`.
-   */
-  rewrite(params: RewriteParams): Promise<RewriteReport>
-  /**
    * Searches messages and/or summaries. `mode: "regex"` (default; Rust regex
    * syntax, linear time) or `"full_text"` (FTS5, every term quoted; CJK through
    * substring matching). Needs `conversationId`, `allConversations: true` or a
@@ -871,6 +855,22 @@ export declare class LcmEngine {
    * `lcm_expand_query`, to register as agent tools unchanged.
    */
   getRecallToolDefinitions(): Array<RecallToolDefinition>
+  /**
+   * The summaries a rewrite would touch, in order: bottom-up by depth, chronological
+   * within a depth; `summaryId` means that summary and everything beneath it
+   * (`subtree: false` for the summary alone). Rejects `LCM_NOT_FOUND` naming what
+   * exists for unknown conversations, summaries or depths.
+   */
+  planRewrite(params: PlanRewriteParams): Promise<Array<PlannedRewrite>>
+  /**
+   * Rewrites summaries in place with the current prompts. A dry run (the default)
+   * writes nothing; `apply: true` updates each summary's content and token count
+   * (and its full-text rows) in its own transaction. Resolves with the report; a
+   * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
+   * stopping the run — rewrites applied before it stay, and were reported through
+   * `onProgress`.
+   */
+  rewrite(params: RewriteParams): Promise<RewriteReport>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,

@@ -54,7 +54,7 @@ export interface LcmOptions {
   maxExpandTokens?: number
   /** File blocks above this many tokens are stored outside the database (default 25000). */
   largeFileTokenThreshold?: number
-  /** Where large files go (default `~/.openclaw/lcm-files`). */
+  /** Where large files go (default `lcm-files` beside the database: `~/.openclaw/lcm-files` for the default database). */
   largeFilesDir?: string
   /** Per-file prompt template overrides (default `~/.config/lcm-tui/prompts`). */
   promptDir?: string
