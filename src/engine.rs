@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::assembler::{AssembleParams, AssembleResult};
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::{ingest, rebuild};
@@ -364,6 +365,13 @@ impl Engine {
             };
             dag::persist_summary(conn, &s, features)
         })
+    }
+
+    /// Assembles a session's model context under a token budget (see
+    /// [`crate::assembler`]); falls back to the host's live messages when the store
+    /// cannot do better or assembly fails.
+    pub async fn assemble(&self, p: AssembleParams) -> Result<AssembleResult> {
+        crate::assembler::run(&self.store, &self.opts, p).await
     }
 
     /// Finishes pending writes and closes the database.

@@ -6,6 +6,7 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod assembler;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -219,6 +219,28 @@ impl LcmEngine {
         resolve_json(env, fut)
     }
 
+    /// Builds the model context for a session under `tokenBudget`: summaries as XML
+    /// user messages, a fresh tail of raw messages, tool pairing repaired. Returns the
+    /// live `messages` unchanged when the store cannot do better (no conversation,
+    /// store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
+    /// `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
+    #[napi(
+        ts_args_type = "params: AssembleParams",
+        ts_return_type = "Promise<AssembleResult>"
+    )]
+    pub fn assemble<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        let engine = self.engine.clone();
+        resolve_json(env, async move {
+            let p = parse_params("assemble", &json)?;
+            engine.assemble(p).await
+        })
+    }
+
     /// Finishes queued writes, checkpoints and closes the database. Later calls
     /// reject with `LCM_CLOSED`. Closing twice is harmless.
     #[napi(ts_return_type = "Promise<void>")]
