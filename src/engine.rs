@@ -240,7 +240,7 @@ impl Engine {
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
         let fts = self.store.features().fts5;
-        let job = self.store.write(move |conn| {
+        self.store.write(move |conn| {
             let p = if single {
                 let one: IngestParams = parse_params("ingest", &json)?;
                 IngestBatchParams {
@@ -254,8 +254,7 @@ impl Engine {
                 parse_params::<IngestBatchParams>("ingestBatch", &json)?
             };
             write_batch(conn, p, &opts, fts)
-        });
-        async move { job.await }
+        })
     }
 
     /// Ingests a batch in one transaction; a bad message rejects the whole batch
@@ -266,10 +265,8 @@ impl Engine {
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
         let fts = self.store.features().fts5;
-        let job = self
-            .store
-            .write(move |conn| write_batch(conn, p, &opts, fts));
-        async move { job.await }
+        self.store
+            .write(move |conn| write_batch(conn, p, &opts, fts))
     }
 
     /// The conversation for a session, if any.

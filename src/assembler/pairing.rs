@@ -586,7 +586,7 @@ mod tests {
         assert_eq!(stats.synthetic_tool_results, 1);
         let nameless =
             json!({"role": "assistant", "content": [{"type": "toolUse", "id": "z", "input": {}}]});
-        let (out, _) = fix(&[nameless.clone()]);
+        let (out, _) = fix(std::slice::from_ref(&nameless));
         assert_eq!(out, [nameless, missing("z", "unknown")]);
     }
 

@@ -251,6 +251,7 @@ impl LcmEngine {
 }
 
 /// The SQLite library version compiled into the addon.
+#[cfg_attr(test, allow(dead_code))]
 #[napi]
 pub fn sqlite_version() -> String {
     rusqlite::version().to_owned()
