@@ -161,9 +161,14 @@ describe('assemble: live fallback', () => {
     const e = await LcmEngine.open({ dbPath: ':memory:' })
     const live = [user('hi'), { role: 'assistant', content: 'plain string', custom: { keep: [1, 2] } }]
     const r = await e.assemble({ sessionId: 's', tokenBudget: 1000, messages: live })
-    expect(r.messages).toEqual(live)
+    // The host's own array comes back: not a copy, nothing serialized on the way.
+    expect(r.messages).toBe(live)
+    expect(r.messages).toEqual([user('hi'), { role: 'assistant', content: 'plain string', custom: { keep: [1, 2] } }])
     expect(r.estimatedTokens).toBe(est('hi') + est('plain string'))
-    expect(r.stats).toMatchObject({ liveFallback: true, fallbackReason: 'noConversation' })
+    expect(r.stats).toMatchObject({ liveFallback: true, fallbackReason: 'noConversation', messagesIncluded: 2, overBudget: false })
+    const tight = await e.assemble({ sessionId: 's', tokenBudget: 1, messages: live })
+    expect(tight.stats.overBudget).toBe(true)
+    await rejectsWithCode(e.assemble({ sessionId: 's', tokenBudget: 10, messages: 'nope' }), 'LCM_INVALID_INPUT')
     await e.close()
   })
 
@@ -171,7 +176,7 @@ describe('assemble: live fallback', () => {
     const { e } = await setup([user('a'), say('b')])
     const live = [user('a'), say('b'), user('c, not stored yet')]
     const r = await assemble(e, 1000, { messages: live })
-    expect(r.messages).toEqual(live)
+    expect(r.messages).toBe(live)
     expect(r.stats.fallbackReason).toBe('incompleteCoverage')
     const covered = await assemble(e, 1000, { messages: live.slice(0, 2) })
     expect(covered.stats.liveFallback).toBe(false)
@@ -199,7 +204,7 @@ describe('assemble: live fallback', () => {
     e = await LcmEngine.open({ dbPath })
     const live = [user('a'), say('b'), user('c')]
     const r = await e.assemble({ sessionId: 's', tokenBudget: 1000, messages: live })
-    expect(r.messages).toEqual(live)
+    expect(r.messages).toBe(live)
     expect(r.stats).toMatchObject({ liveFallback: true, fallbackReason: 'error' })
     expect(r.stats.error).toMatch(/LCM_DB/)
     // Without live messages the error surfaces.

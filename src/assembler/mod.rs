@@ -222,7 +222,6 @@ pub fn message_tokens(v: &Value) -> i64 {
 struct Request {
     session: SessionRef,
     budget: i64,
-    live: Option<Vec<Value>>,
 }
 
 fn validate(p: AssembleParams) -> Result<Request> {
@@ -245,7 +244,6 @@ fn validate(p: AssembleParams) -> Result<Request> {
             session_key: p.session_key.filter(|k| !k.is_empty()),
         },
         budget,
-        live: p.messages,
     })
 }
 
@@ -253,52 +251,77 @@ fn validate(p: AssembleParams) -> Result<Request> {
 /// pooled read connection, and returns the live messages when the store cannot do
 /// better or assembly fails (errors propagate only when no live messages were
 /// given, or when the engine is closed).
-pub async fn run(store: &Store, opts: &EngineOptions, p: AssembleParams) -> Result<AssembleResult> {
+pub async fn run(
+    store: &Store,
+    opts: &EngineOptions,
+    mut p: AssembleParams,
+) -> Result<AssembleResult> {
+    let live = p.messages.take();
+    let r = run_with_live_count(store, opts, p, live.as_ref().map(Vec::len)).await?;
+    Ok(match live {
+        Some(values) if r.stats.live_fallback => fill_live(r, values),
+        _ => r,
+    })
+}
+
+/// Like [`run`] for a caller that keeps the live messages itself and passes only
+/// their number (`p.messages` is ignored): a fallback result (`stats.liveFallback`)
+/// carries no messages; the caller puts the live ones in (see [`fill_live`]).
+pub async fn run_with_live_count(
+    store: &Store,
+    opts: &EngineOptions,
+    p: AssembleParams,
+    live_count: Option<usize>,
+) -> Result<AssembleResult> {
     let req = validate(p)?;
     let settings = Settings::from_options(opts);
     let (session, budget) = (req.session.clone(), req.budget);
-    let live_len = req.live.as_ref().map(Vec::len);
     let outcome = store
-        .read(move |c| assemble_session(c, &session, budget, live_len, &settings))
+        .read(move |c| assemble_session(c, &session, budget, live_count, &settings))
         .await;
     match outcome {
         Ok(Outcome::Assembled(r)) => Ok(r),
-        Ok(Outcome::Fallback(reason, stats)) => {
-            Ok(live_result(req.live.unwrap_or_default(), reason, stats))
-        }
-        Err(e) if e.code == ErrorCode::Closed || req.live.is_none() => Err(e),
+        Ok(Outcome::Fallback(reason, stats)) => Ok(fallback(reason, stats)),
+        Err(e) if e.code == ErrorCode::Closed || live_count.is_none() => Err(e),
         Err(e) => {
             let stats = AssembleStats {
                 token_budget: budget,
                 error: Some(e.to_string()),
                 ..AssembleStats::default()
             };
-            Ok(live_result(
-                req.live.unwrap_or_default(),
-                FallbackReason::Error,
-                stats,
-            ))
+            Ok(fallback(FallbackReason::Error, stats))
         }
     }
 }
 
-fn live_result(
-    live: Vec<Value>,
-    reason: FallbackReason,
-    mut stats: AssembleStats,
-) -> AssembleResult {
+fn fallback(reason: FallbackReason, mut stats: AssembleStats) -> AssembleResult {
     stats.live_fallback = true;
     stats.fallback_reason = Some(reason);
     stats.summaries_included = 0;
-    stats.messages_included = live.len();
-    let estimated_tokens = live.iter().map(message_tokens).sum();
-    stats.over_budget = estimated_tokens > stats.token_budget;
+    stats.messages_included = 0;
+    stats.over_budget = false;
     AssembleResult {
-        messages: live,
-        estimated_tokens,
+        messages: Vec::new(),
+        estimated_tokens: 0,
         stats,
         system_prompt_addition: None,
     }
+}
+
+/// Puts the live messages into a fallback result, with their estimate.
+pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
+    let (tokens, over) = live_totals(&live, r.stats.token_budget);
+    r.estimated_tokens = tokens;
+    r.stats.over_budget = over;
+    r.stats.messages_included = live.len();
+    r.messages = live;
+    r
+}
+
+/// Estimated tokens of live messages and whether they exceed `budget`.
+pub fn live_totals(live: &[Value], budget: i64) -> (i64, bool) {
+    let tokens: i64 = live.iter().map(message_tokens).sum();
+    (tokens, tokens > budget)
 }
 
 /// An assembly, or the reason to use the live messages instead.
@@ -935,10 +958,9 @@ mod tests {
             o,
             Outcome::Fallback(FallbackReason::NoUserTurn, _)
         ));
-        let r = live_result(
+        let r = fill_live(
+            fallback(FallbackReason::Error, AssembleStats::default()),
             vec![user("live")],
-            FallbackReason::Error,
-            AssembleStats::default(),
         );
         assert_eq!(r.messages, [user("live")]);
         assert_eq!(r.estimated_tokens, 1);

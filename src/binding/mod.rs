@@ -5,6 +5,7 @@
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
 mod js;
+mod live;
 
 use std::sync::Arc;
 
@@ -233,12 +234,21 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
+        let (json, live) = live::split_messages(env, params)?;
+        let count = live.as_ref().map(live::LiveArray::len);
         let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p = parse_params("assemble", &json)?;
-            engine.assemble(p).await
-        })
+        env.spawn_future_with_callback(
+            async move {
+                let r = async {
+                    let p = parse_params("assemble", &json)?;
+                    let (store, opts) = (engine.store(), engine.options());
+                    crate::assembler::run_with_live_count(store, opts, p, count).await
+                }
+                .await;
+                Ok(live::prepare(r))
+            },
+            move |env, r| live::resolve(env, r, live),
+        )
     }
 
     /// Finishes queued writes, checkpoints and closes the database. Later calls
