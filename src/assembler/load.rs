@@ -1,128 +1,134 @@
-//! The reads of one assembly. Everything the output can contain lies in one ordinal
-//! range at the end of the context list (the evictable candidates plus the tail), so
-//! each kind of row is fetched with one cached statement over that range: summaries,
-//! their source links, messages and their parts — four queries whatever the size.
+//! The reads of one assembly. The context list is streamed newest first with each
+//! item's message or summary (and a condensed node's sources) in the same row, so
+//! assembly stops reading at the first item that no longer fits: the oldest items
+//! of a long conversation are never touched. Message parts are then read for the
+//! selected ordinal range in one more query. Every statement is cached.
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, CachedStatement, Connection, Row as SqlRow};
 
 use super::xml::SummaryView;
 use crate::error::Result;
 use crate::message::rebuild::{StoredMessage, StoredPart};
 
-/// The rows of the context items with `ordinal >= from`, keyed by ordinal.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    /// Summary items.
-    pub summaries: HashMap<i64, SummaryView>,
-    /// Message items with their parts.
-    pub messages: HashMap<i64, StoredMessage>,
+/// One context item with its row, as streamed.
+#[derive(Debug)]
+pub struct Row {
+    /// Position in the context list.
+    pub ordinal: i64,
+    /// True for `message` items (even when the message row is missing).
+    pub is_message: bool,
+    /// The message's DB role.
+    pub role: Option<String>,
+    /// Stored token count of the message or summary (0 when missing).
+    pub tokens: i64,
+    /// The message, without parts (None for summaries and missing rows).
+    pub message: Option<StoredMessage>,
+    /// The summary with its sources (None for messages and missing rows).
+    pub summary: Option<SummaryView>,
 }
 
-/// Loads the summaries and messages of the context items from ordinal `from` on.
-pub fn load_range(conn: &Connection, conversation_id: i64, from: i64) -> Result<Loaded> {
-    let mut out = Loaded::default();
-    load_summaries(conn, conversation_id, from, &mut out.summaries)?;
-    load_parents(conn, conversation_id, from, &mut out.summaries)?;
-    load_messages(conn, conversation_id, from, &mut out.messages)?;
-    load_parts(conn, conversation_id, from, &mut out.messages)?;
-    Ok(out)
+/// The statement streaming a conversation's context list newest first; query it
+/// with the conversation id and read rows with [`read_row`].
+pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
+    Ok(conn.prepare_cached(
+        "SELECT ci.ordinal, ci.item_type,
+                m.message_id, m.role, m.token_count, m.content, m.lcm_envelope,
+                s.summary_id, s.kind, s.depth, s.descendant_count, s.earliest_at, s.latest_at,
+                s.content, s.token_count,
+                CASE WHEN s.kind = 'condensed' THEN
+                  (SELECT json_group_array(parent_summary_id) FROM
+                     (SELECT parent_summary_id FROM summary_parents WHERE summary_id = s.summary_id ORDER BY ordinal))
+                END
+         FROM context_items ci
+         LEFT JOIN messages m ON m.message_id = ci.message_id AND ci.item_type = 'message'
+         LEFT JOIN summaries s ON s.summary_id = ci.summary_id AND ci.item_type = 'summary'
+         WHERE ci.conversation_id = ?1
+         ORDER BY ci.ordinal DESC",
+    )?)
 }
 
-fn load_summaries(
+/// Reads one row of [`newest_first`].
+pub fn read_row(r: &SqlRow) -> Result<Row> {
+    let ordinal: i64 = r.get(0)?;
+    let is_message = r.get_ref(1)?.as_str().ok() == Some("message");
+    let message_id: Option<i64> = r.get(2)?;
+    let role: Option<String> = r.get(3)?;
+    let message = match (message_id, &role) {
+        (Some(message_id), Some(role)) => Some(StoredMessage {
+            message_id,
+            role: role.clone(),
+            content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            envelope: r.get(6)?,
+            parts: Vec::new(),
+        }),
+        _ => None,
+    };
+    let summary = match r.get::<_, Option<String>>(7)? {
+        Some(summary_id) => Some(SummaryView {
+            summary_id,
+            kind: r.get(8)?,
+            depth: r.get(9)?,
+            descendant_count: r.get(10)?,
+            earliest_at: r.get(11)?,
+            latest_at: r.get(12)?,
+            content: r.get(13)?,
+            parents: r
+                .get::<_, Option<String>>(15)?
+                .and_then(|j| serde_json::from_str(&j).ok())
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let tokens = if is_message {
+        r.get::<_, Option<i64>>(4)?
+    } else {
+        r.get::<_, Option<i64>>(14)?
+    };
+    Ok(Row {
+        ordinal,
+        is_message,
+        role,
+        tokens: tokens.unwrap_or(0),
+        message,
+        summary,
+    })
+}
+
+/// Whether a user message sits among the context items before ordinal `before`.
+pub fn user_before(conn: &Connection, conversation_id: i64, before: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
+             WHERE ci.conversation_id = ?1 AND ci.ordinal < ?2 AND ci.item_type = 'message' AND m.role = 'user')",
+        )?
+        .query_row(params![conversation_id, before], |r| r.get(0))?)
+}
+
+/// The number of context items of a conversation.
+pub fn item_count(conn: &Connection, conversation_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// Whether the context list holds any summary item.
+pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM context_items WHERE conversation_id = ?1 AND item_type = 'summary')",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// The parts of the message items from ordinal `from` on, keyed by ordinal, in part
+/// order.
+pub fn parts_from(
     conn: &Connection,
     conversation_id: i64,
     from: i64,
-    out: &mut HashMap<i64, SummaryView>,
-) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT ci.ordinal, s.summary_id, s.kind, s.depth, s.descendant_count, s.earliest_at, s.latest_at, s.content
-         FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
-         WHERE ci.conversation_id = ?1 AND ci.ordinal >= ?2 AND ci.item_type = 'summary'",
-    )?;
-    let rows = stmt.query_map(params![conversation_id, from], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            SummaryView {
-                summary_id: r.get(1)?,
-                kind: r.get(2)?,
-                depth: r.get(3)?,
-                descendant_count: r.get(4)?,
-                earliest_at: r.get(5)?,
-                latest_at: r.get(6)?,
-                parents: Vec::new(),
-                content: r.get(7)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (ordinal, s) = row?;
-        out.insert(ordinal, s);
-    }
-    Ok(())
-}
-
-fn load_parents(
-    conn: &Connection,
-    conversation_id: i64,
-    from: i64,
-    out: &mut HashMap<i64, SummaryView>,
-) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT ci.ordinal, sp.parent_summary_id
-         FROM context_items ci JOIN summary_parents sp ON sp.summary_id = ci.summary_id
-         WHERE ci.conversation_id = ?1 AND ci.ordinal >= ?2 AND ci.item_type = 'summary'
-         ORDER BY ci.ordinal, sp.ordinal",
-    )?;
-    let rows = stmt.query_map(params![conversation_id, from], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
-    for row in rows {
-        let (ordinal, parent) = row?;
-        if let Some(s) = out.get_mut(&ordinal) {
-            s.parents.push(parent);
-        }
-    }
-    Ok(())
-}
-
-fn load_messages(
-    conn: &Connection,
-    conversation_id: i64,
-    from: i64,
-    out: &mut HashMap<i64, StoredMessage>,
-) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT ci.ordinal, m.message_id, m.role, m.content, m.lcm_envelope
-         FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
-         WHERE ci.conversation_id = ?1 AND ci.ordinal >= ?2 AND ci.item_type = 'message'",
-    )?;
-    let rows = stmt.query_map(params![conversation_id, from], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            StoredMessage {
-                message_id: r.get(1)?,
-                role: r.get(2)?,
-                content: r.get(3)?,
-                envelope: r.get(4)?,
-                parts: Vec::new(),
-            },
-        ))
-    })?;
-    for row in rows {
-        let (ordinal, m) = row?;
-        out.insert(ordinal, m);
-    }
-    Ok(())
-}
-
-fn load_parts(
-    conn: &Connection,
-    conversation_id: i64,
-    from: i64,
-    out: &mut HashMap<i64, StoredMessage>,
-) -> Result<()> {
+) -> Result<HashMap<i64, Vec<StoredPart>>> {
     let mut stmt = conn.prepare_cached(
         "SELECT ci.ordinal, p.part_type, p.text_content, p.tool_call_id, p.tool_name, p.tool_input, p.tool_output, p.metadata
          FROM context_items ci JOIN message_parts p ON p.message_id = ci.message_id
@@ -143,13 +149,12 @@ fn load_parts(
             },
         ))
     })?;
+    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
     for row in rows {
         let (ordinal, part) = row?;
-        if let Some(m) = out.get_mut(&ordinal) {
-            m.parts.push(part);
-        }
+        out.entry(ordinal).or_default().push(part);
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Which of `ids` are carried by a tool-result message among the context items

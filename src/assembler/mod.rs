@@ -24,6 +24,7 @@
 mod clean;
 pub mod load;
 pub mod pairing;
+pub mod select;
 pub mod tail;
 pub mod xml;
 
@@ -37,13 +38,12 @@ use crate::config::{EngineOptions, SummaryFormat};
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
-use crate::store::messages::{self, ContextItem};
 use crate::store::Store;
 use crate::timefmt::Zone;
 use crate::tokens;
 
 pub use pairing::{RepairStats, MISSING_TOOL_RESULT_TEXT};
-pub use tail::{fresh_tail_start, NO_TAIL};
+pub use tail::{fresh_tail_start, TailWalk, NO_TAIL};
 
 /// Recall guidance returned as `systemPromptAddition` whenever a summary is part of
 /// the assembled context. Static, so prompt caches stay warm.
@@ -350,17 +350,19 @@ pub fn assemble_session(
     let Some(conv) = conversations::find(&tx, session)? else {
         return Ok(Outcome::Fallback(FallbackReason::NoConversation, stats));
     };
-    stats.conversation_id = Some(conv.conversation_id);
-    let items = messages::context_items(&tx, conv.conversation_id)?;
-    stats.context_items = items.len();
-    if items.is_empty() {
+    let conversation_id = conv.conversation_id;
+    stats.conversation_id = Some(conversation_id);
+    let total = load::item_count(&tx, conversation_id)?;
+    stats.context_items = usize::try_from(total).unwrap_or(0);
+    if total == 0 {
         return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
     }
-    let has_summary = items.iter().any(|i| i.item_type == "summary");
-    if !has_summary && live_len.is_some_and(|n| items.len() < n) {
+    if live_len.is_some_and(|n| stats.context_items < n)
+        && !load::has_summary_item(&tx, conversation_id)?
+    {
         return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
     }
-    let r = assemble_items(&tx, conv.conversation_id, &items, budget, settings)?;
+    let r = assemble_conversation(&tx, conversation_id, budget, settings)?;
     tx.finish()?;
     if r.messages.is_empty() {
         return Ok(Outcome::Fallback(FallbackReason::EmptyAssembly, r.stats));
@@ -373,92 +375,32 @@ pub fn assemble_session(
 }
 
 /// Assembles a conversation's context list under `budget` tokens.
-pub fn assemble_items(
+pub fn assemble_conversation(
     conn: &Connection,
     conversation_id: i64,
-    items: &[ContextItem],
     budget: i64,
     settings: &Settings,
 ) -> Result<AssembleResult> {
-    let tail_start = fresh_tail_start(
-        items,
-        settings.fresh_tail_count,
-        settings.fresh_tail_max_tokens,
-    );
-    let split = items.partition_point(|i| i.ordinal < tail_start);
-    let stored_tail: i64 = items[split..].iter().map(|i| i.token_count.max(0)).sum();
-    let first = candidate_start(&items[..split], budget.saturating_sub(stored_tail));
-    let plan = Plan {
-        tail_start,
-        split,
-        first,
-    };
-    assemble_planned(conn, conversation_id, items, budget, settings, plan)
-}
-
-/// Where the tail starts and which items are loaded.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    tail_start: i64,
-    /// Index of the first tail item.
-    split: usize,
-    /// Index of the first loaded item.
-    first: usize,
-}
-
-fn assemble_planned(
-    conn: &Connection,
-    conversation_id: i64,
-    items: &[ContextItem],
-    budget: i64,
-    settings: &Settings,
-    plan: Plan,
-) -> Result<AssembleResult> {
-    let Plan {
-        tail_start,
-        split,
-        first,
-    } = plan;
-    let from = items.get(first).map_or(i64::MAX, |i| i.ordinal);
-    let mut loaded = load::load_range(conn, conversation_id, from)?;
-
+    let total = load::item_count(conn, conversation_id)?;
+    let sel = select::select(conn, conversation_id, total, budget, settings)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
         token_budget: budget,
-        context_items: items.len(),
-        tail_start_ordinal: (tail_start != NO_TAIL).then_some(tail_start),
-        tail_items: items.len() - split,
+        context_items: usize::try_from(total).unwrap_or(0),
+        tail_start_ordinal: (sel.tail_start != NO_TAIL).then_some(sel.tail_start),
+        tail_items: sel.tail_items,
+        tail_tokens: sel.tail_cost,
+        dropped_for_budget: sel.dropped,
+        unresolved_items: sel.unresolved,
         ..AssembleStats::default()
     };
-    let mut resolved: Vec<Entry> = Vec::with_capacity(items.len() - first);
-    let (mut unresolved_evictable, mut downgraded) = (0, 0);
-    for item in &items[first..] {
-        match resolve(item, &mut loaded, settings, &mut downgraded) {
-            Some(e) => resolved.push(e),
-            None => {
-                stats.unresolved_items += 1;
-                unresolved_evictable += usize::from(item.ordinal < tail_start);
-            }
-        }
-    }
-    let known: HashSet<String> = resolved
+    let (tail_start, from) = (sel.tail_start, sel.from);
+    let mut repair = RepairStats::default();
+    let mut selected = entries(conn, conversation_id, sel, &mut repair)?;
+    let known: HashSet<String> = selected
         .iter()
         .filter_map(|e| pairing::result_id(&e.message).map(str::to_owned))
         .collect();
-
-    let tail_count = resolved.partition_point(|e| e.ordinal < tail_start);
-    let tail: Vec<Entry> = resolved.split_off(tail_count);
-    stats.tail_tokens = tail.iter().map(Entry::cost).sum();
-    let room = budget.saturating_sub(stats.tail_tokens).max(0);
-    let kept = newest_run(&mut resolved, room);
-    stats.dropped_for_budget = split - kept.len() - unresolved_evictable;
-    let mut selected = kept;
-    selected.extend(tail);
-
-    let mut repair = RepairStats {
-        downgraded_tool_results: downgraded,
-        ..RepairStats::default()
-    };
     clean::strip_unpaired_calls(
         &mut selected,
         tail_start,
@@ -473,64 +415,49 @@ fn assemble_planned(
     Ok(finish(out, stats))
 }
 
-/// Index of the oldest evictable item whose stored tokens, summed from the newest,
-/// stay within `room`. Presented items never cost less than their stored tokens, so
-/// everything that can fit lies at or after this index.
-fn candidate_start(evictable: &[ContextItem], room: i64) -> usize {
-    let mut used = 0i64;
-    let mut first = evictable.len();
-    for (idx, item) in evictable.iter().enumerate().rev() {
-        used = used.saturating_add(item.token_count.max(0));
-        if used > room {
-            break;
-        }
-        first = idx;
+/// The selected items as entries: summaries as user messages, messages rebuilt
+/// with their parts (read in one query for the selected range).
+fn entries(
+    conn: &Connection,
+    conversation_id: i64,
+    sel: select::Selection,
+    repair: &mut RepairStats,
+) -> Result<Vec<Entry>> {
+    let any_message = sel
+        .items
+        .iter()
+        .any(|i| matches!(i.body, select::Body::Message(_)));
+    let mut parts = if any_message {
+        load::parts_from(conn, conversation_id, sel.from)?
+    } else {
+        Default::default()
+    };
+    let mut out = Vec::with_capacity(sel.items.len());
+    for item in sel.items {
+        let entry = match item.body {
+            select::Body::Summary(Some(text)) => Entry {
+                message: json!({"role": "user", "content": text}),
+                tokens: Some(item.cost),
+                ordinal: item.ordinal,
+                source: Source::Summary,
+            },
+            select::Body::Message(Some(mut stored)) => {
+                stored.parts = parts.remove(&item.ordinal).unwrap_or_default();
+                let mut message = rebuild::rebuild(&stored);
+                repair.downgraded_tool_results +=
+                    usize::from(present(&mut message, &stored.content));
+                Entry {
+                    message,
+                    tokens: Some(item.cost),
+                    ordinal: item.ordinal,
+                    source: Source::Message,
+                }
+            }
+            _ => continue,
+        };
+        out.push(entry);
     }
-    first
-}
-
-/// Keeps the newest contiguous run of `evictable` that fits in `room`, stopping at
-/// the first item that does not fit; returns it oldest first.
-fn newest_run(evictable: &mut Vec<Entry>, room: i64) -> Vec<Entry> {
-    let mut used = 0i64;
-    let mut start = evictable.len();
-    for (idx, e) in evictable.iter().enumerate().rev() {
-        let cost = e.cost();
-        if used.saturating_add(cost) > room {
-            break;
-        }
-        used += cost;
-        start = idx;
-    }
-    evictable.split_off(start)
-}
-
-/// Turns one context item into an entry (None when its row is missing).
-fn resolve(
-    item: &ContextItem,
-    loaded: &mut load::Loaded,
-    s: &Settings,
-    downgraded: &mut usize,
-) -> Option<Entry> {
-    if item.item_type == "summary" {
-        let view = loaded.summaries.remove(&item.ordinal)?;
-        let text = xml::render(&view, s.format, s.zone);
-        return Some(Entry {
-            tokens: Some(tokens::estimate(&text)),
-            message: json!({"role": "user", "content": text}),
-            ordinal: item.ordinal,
-            source: Source::Summary,
-        });
-    }
-    let stored = loaded.messages.remove(&item.ordinal)?;
-    let mut message = rebuild::rebuild(&stored);
-    *downgraded += usize::from(present(&mut message, &stored.content));
-    Some(Entry {
-        message,
-        tokens: Some(item.token_count.max(0)),
-        ordinal: item.ordinal,
-        source: Source::Message,
-    })
+    Ok(out)
 }
 
 /// Makes a rebuilt message sendable without changing what it says: a message
@@ -591,8 +518,8 @@ mod tests {
     use super::*;
     use crate::message::ingest::map_message;
     use crate::store::dag::{persist_summary, NewSummary, Sources};
-    use crate::store::messages::insert_batch;
-    use crate::store::{migrate, Features};
+    use crate::store::messages::{self, insert_batch, ContextItem};
+    use crate::store::{migrate, summaries, Features};
 
     struct Db {
         conn: Connection,
@@ -646,7 +573,7 @@ mod tests {
             messages::context_items(&self.conn, self.conv).unwrap()
         }
         fn assemble(&self, budget: i64, s: &Settings) -> AssembleResult {
-            assemble_items(&self.conn, self.conv, &self.items(), budget, s).unwrap()
+            assemble_conversation(&self.conn, self.conv, budget, s).unwrap()
         }
         fn session(&self, budget: i64, live: Option<usize>, s: &Settings) -> Outcome {
             let session = SessionRef {
@@ -792,8 +719,56 @@ mod tests {
         assert_eq!(r.stats.tail_start_ordinal, Some(2));
     }
 
+    /// The selection computed the plain way: every item resolved, the tail from the
+    /// whole context list, then the newest contiguous run that fits.
+    fn oracle(d: &Db, budget: i64, s: &Settings) -> (i64, Vec<i64>, usize) {
+        let items = d.items();
+        let tail_start = fresh_tail_start(&items, s.fresh_tail_count, s.fresh_tail_max_tokens);
+        let cost = |i: &ContextItem| match &i.summary_id {
+            Some(id) => {
+                let r = summaries::get(&d.conn, id).unwrap().unwrap();
+                let view = xml::SummaryView {
+                    summary_id: r.summary_id,
+                    kind: r.kind,
+                    depth: r.depth,
+                    descendant_count: r.descendant_count,
+                    earliest_at: r.earliest_at,
+                    latest_at: r.latest_at,
+                    parents: summaries::source_summary_ids(&d.conn, id).unwrap(),
+                    content: r.content,
+                };
+                tokens::estimate(&xml::render(&view, s.format, s.zone))
+            }
+            None => i.token_count,
+        };
+        let tail: i64 = items
+            .iter()
+            .filter(|i| i.ordinal >= tail_start)
+            .map(cost)
+            .sum();
+        let room = (budget - tail).max(0);
+        let (mut used, mut picked) = (0, Vec::new());
+        for i in items.iter().rev().filter(|i| i.ordinal < tail_start) {
+            if used + cost(i) > room {
+                break;
+            }
+            used += cost(i);
+            picked.push(i.ordinal);
+        }
+        let evictable = items.iter().filter(|i| i.ordinal < tail_start).count();
+        let dropped = evictable - picked.len();
+        picked.extend(
+            items
+                .iter()
+                .filter(|i| i.ordinal >= tail_start)
+                .map(|i| i.ordinal),
+        );
+        picked.sort_unstable();
+        (tail_start, picked, dropped)
+    }
+
     #[test]
-    fn loading_only_the_candidate_range_gives_the_same_result_as_loading_everything() {
+    fn streaming_selection_matches_the_plain_computation() {
         let mut msgs = Vec::new();
         for i in 0..60 {
             msgs.push(user(&format!("question {i} {}", "w".repeat(i * 7 % 50))));
@@ -801,6 +776,9 @@ mod tests {
             msgs.push(result(&format!("c{i}"), &"r & <r> ".repeat(i % 9)));
             msgs.push(say(&format!("answer {i}")));
         }
+        // A long assistant-only stretch at the end: the tail must reach back to the
+        // newest user message through it.
+        msgs.extend((0..12).map(|i| say(&format!("follow-up {i}"))));
         let mut d = db(&msgs);
         let mut leaves = Vec::new();
         for k in 0..8 {
@@ -811,25 +789,52 @@ mod tests {
             "condensed & <stuff>",
             Sources::Summaries(leaves[0..4].to_vec()),
         );
-        let items = d.items();
-        for tail in [0, 4, 16] {
-            let s = settings(tail);
+        let total = d.items().len() as i64;
+        for (count, cap) in [
+            (0, None),
+            (4, None),
+            (16, None),
+            (20, Some(40)),
+            (200, None),
+        ] {
+            let s = Settings {
+                fresh_tail_count: count,
+                fresh_tail_max_tokens: cap,
+                ..settings(0)
+            };
             for budget in [1, 30, 80, 150, 300, 600, 1_000, 2_000, 5_000, 100_000] {
-                let fast = assemble_items(&d.conn, d.conv, &items, budget, &s).unwrap();
-                let tail_start = fresh_tail_start(&items, tail, None);
-                let plan = Plan {
-                    tail_start,
-                    split: items.partition_point(|i| i.ordinal < tail_start),
-                    first: 0,
-                };
-                let full = assemble_planned(&d.conn, d.conv, &items, budget, &s, plan).unwrap();
-                assert_eq!(fast.messages, full.messages, "tail {tail} budget {budget}");
-                assert_eq!(fast.estimated_tokens, full.estimated_tokens);
-                assert_eq!(fast.stats.dropped_for_budget, full.stats.dropped_for_budget);
-                assert_eq!(fast.estimated_tokens, honest(&fast));
-                assert!(fast.estimated_tokens <= budget.max(fast.stats.tail_tokens) + 40);
+                let sel = select::select(&d.conn, d.conv, total, budget, &s).unwrap();
+                let got: Vec<i64> = sel.items.iter().map(|i| i.ordinal).collect();
+                let (tail_start, want, dropped) = oracle(&d, budget, &s);
+                let case = format!("tail {count} cap {cap:?} budget {budget}");
+                assert_eq!(sel.tail_start, tail_start, "{case}");
+                assert_eq!(got, want, "{case}");
+                assert_eq!(sel.dropped, dropped, "{case}");
+                let r = d.assemble(budget, &s);
+                assert_eq!(r.estimated_tokens, honest(&r), "{case}");
             }
         }
+    }
+
+    #[test]
+    fn the_streamed_tail_asks_about_older_user_messages() {
+        let mut msgs = vec![user("long ago")];
+        msgs.extend((0..10).map(|i| say(&format!("a{i}"))));
+        let d = db(&msgs);
+        let r = d.assemble(100_000, &settings(3));
+        assert_eq!(
+            r.stats.tail_start_ordinal,
+            Some(0),
+            "the newest user turn is kept whole"
+        );
+        let d = db(&msgs[1..]);
+        let r = d.assemble(100_000, &settings(3));
+        assert_eq!(
+            r.stats.tail_start_ordinal,
+            Some(7),
+            "without a user message, count decides"
+        );
+        assert_eq!(r.stats.tail_items, 3);
     }
 
     #[test]

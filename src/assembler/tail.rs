@@ -7,6 +7,7 @@
 //! but only after the newest user message and at least one item are protected. So the
 //! newest user turn (the user message and everything after it) is never split.
 
+use crate::error::Result;
 use crate::store::messages::ContextItem;
 
 /// The tail-start value meaning "nothing is protected": every ordinal is below it.
@@ -22,29 +23,99 @@ pub const NO_TAIL: i64 = i64::MAX;
 /// `tool`, `system`) and `token_count` its stored estimate. A negative `max_tokens`
 /// means no cap.
 pub fn fresh_tail_start(items: &[ContextItem], count: i64, max_tokens: Option<i64>) -> i64 {
-    if count <= 0 {
-        return NO_TAIL;
-    }
-    let raw = || items.iter().rev().filter(|i| i.item_type == "message");
-    let newest_user = raw()
-        .find(|i| i.role.as_deref() == Some("user"))
-        .map(|i| i.ordinal);
-    let cap = max_tokens.filter(|t| *t >= 0);
-    let (mut start, mut protected, mut tokens) = (NO_TAIL, 0i64, 0i64);
-    for item in raw() {
-        let user_protected = newest_user.is_none_or(|u| start <= u);
-        if user_protected && protected >= count {
-            break;
+    let any_user = items
+        .iter()
+        .any(|i| i.item_type == "message" && i.role.as_deref() == Some("user"));
+    let mut walk = TailWalk::new(count, max_tokens);
+    for i in items.iter().rev().filter(|i| i.item_type == "message") {
+        let is_user = i.role.as_deref() == Some("user");
+        // While no user message has been offered, any user message is older.
+        match walk.offer(i.ordinal, is_user, i.token_count, || Ok(any_user)) {
+            Ok(true) => continue,
+            _ => break,
         }
-        let over_cap = cap.is_some_and(|c| tokens.saturating_add(item.token_count) > c);
-        if user_protected && protected > 0 && over_cap {
-            break;
-        }
-        start = item.ordinal;
-        protected += 1;
-        tokens = tokens.saturating_add(item.token_count);
     }
-    start
+    walk.start()
+}
+
+/// The fresh-tail rule as a walk over the raw-message items, newest first, for
+/// callers that read the context list lazily (assembly streams it). The newest user
+/// message need not be known in advance: when the rule depends on whether an older
+/// one exists, [`TailWalk::offer`] asks once.
+#[derive(Debug, Clone)]
+pub struct TailWalk {
+    count: i64,
+    cap: Option<i64>,
+    protected: i64,
+    tokens: i64,
+    start: i64,
+    /// The newest user message, once offered.
+    newest_user: Option<i64>,
+    /// Whether a user message exists older than everything offered, once asked.
+    older_user: Option<bool>,
+}
+
+impl TailWalk {
+    /// A walk protecting `count` messages, capped at `max_tokens` (negative: no cap).
+    pub fn new(count: i64, max_tokens: Option<i64>) -> TailWalk {
+        TailWalk {
+            count,
+            cap: max_tokens.filter(|t| *t >= 0),
+            protected: 0,
+            tokens: 0,
+            start: NO_TAIL,
+            newest_user: None,
+            older_user: None,
+        }
+    }
+
+    /// Offers the next older raw message; true when it is protected. After the
+    /// first false the tail is complete and later offers must not be made.
+    /// `older_user_exists` answers whether a user message exists older than this one
+    /// (asked at most once, only while no user message has been offered).
+    pub fn offer(
+        &mut self,
+        ordinal: i64,
+        is_user: bool,
+        tokens: i64,
+        older_user_exists: impl FnOnce() -> Result<bool>,
+    ) -> Result<bool> {
+        if self.count <= 0 {
+            return Ok(false);
+        }
+        if is_user && self.newest_user.is_none() {
+            self.newest_user = Some(ordinal);
+        }
+        let over_cap = self
+            .cap
+            .is_some_and(|c| self.tokens.saturating_add(tokens) > c);
+        let limited = self.protected >= self.count || (self.protected > 0 && over_cap);
+        if limited && self.user_protected(older_user_exists)? {
+            return Ok(false);
+        }
+        self.start = ordinal;
+        self.protected += 1;
+        self.tokens = self.tokens.saturating_add(tokens);
+        Ok(true)
+    }
+
+    /// Whether the newest user message is already protected (trivially so when the
+    /// list has no user message).
+    fn user_protected(&mut self, older_user_exists: impl FnOnce() -> Result<bool>) -> Result<bool> {
+        if let Some(u) = self.newest_user {
+            return Ok(self.start <= u);
+        }
+        let older = match self.older_user {
+            Some(v) => v,
+            None => *self.older_user.insert(older_user_exists()?),
+        };
+        Ok(!older)
+    }
+
+    /// The tail start so far ([`NO_TAIL`] when nothing is protected).
+    pub fn start(&self) -> i64 {
+        self.start
+    }
 }
 
 #[cfg(test)]
