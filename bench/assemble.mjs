@@ -3,6 +3,8 @@
 //
 //   node bench/assemble.mjs [--messages 100000] [--iterations 300] [--seed 1] [--db path]
 //
+// With --db, an existing file from an earlier run is reused (delete it to rebuild).
+//
 // Builds the conversation with the shared workload generator, then mimics a sweep
 // with insertSummary: every 240 messages become 8 leaves of 30 messages, condensed
 // into one depth-1 node; the newest messages stay raw (the fresh tail). Then it
@@ -116,14 +118,24 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'lcm-bench-assemble-'))
   const dbPath = o.db ?? join(dir, 'lcm.db')
   const t0 = performance.now()
-  const messages = generate(o.messages, o.seed, dir)
+  const reuse = o.db && existsSync(o.db)
   const e = await LcmEngine.open({ dbPath })
-  const built = await build(e, messages)
-  const items = await e.getContextItems(built.conversationId)
-  console.log(
-    `built ${messages.length} messages, ${built.leaves} leaves, ${built.condensed} condensed nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s; ` +
-      `context list: ${items.length} items (${items.filter((i) => i.itemType === 'summary').length} summaries)`,
-  )
+  let conversationId
+  if (reuse) {
+    conversationId = (await e.getConversation({ sessionId: 'bench' }))?.conversationId
+    if (!conversationId) throw new Error(`${o.db} has no bench conversation; remove it to rebuild`)
+    const stats = await e.getStats(conversationId)
+    console.log(`reusing ${o.db}: ${stats.messageCount} messages, ${stats.summaryCount} summaries`)
+  } else {
+    const messages = generate(o.messages, o.seed, dir)
+    const built = await build(e, messages)
+    conversationId = built.conversationId
+    console.log(
+      `built ${messages.length} messages, ${built.leaves} leaves, ${built.condensed} condensed nodes in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    )
+  }
+  const items = await e.getContextItems(conversationId)
+  console.log(`context list: ${items.length} items (${items.filter((i) => i.itemType === 'summary').length} summaries)`)
   for (const budget of BUDGETS) {
     const r = await measure(e, budget, o.iterations)
     const s = r.out.stats

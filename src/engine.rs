@@ -89,6 +89,7 @@ pub struct IngestBatchResult {
 pub struct Engine {
     store: Store,
     opts: Arc<EngineOptions>,
+    assembly_cache: Arc<crate::assembler::Cache>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -168,6 +169,7 @@ impl Engine {
         Ok(Engine {
             store,
             opts: Arc::new(opts),
+            assembly_cache: Arc::default(),
         })
     }
 
@@ -368,7 +370,12 @@ impl Engine {
     /// [`crate::assembler`]); falls back to the host's live messages when the store
     /// cannot do better or assembly fails.
     pub async fn assemble(&self, p: AssembleParams) -> Result<AssembleResult> {
-        crate::assembler::run(&self.store, &self.opts, p).await
+        crate::assembler::run(&self.store, &self.opts, &self.assembly_cache, p).await
+    }
+
+    /// What earlier assemblies prepared (reused by the next turn's assembly).
+    pub fn assembly_cache(&self) -> &Arc<crate::assembler::Cache> {
+        &self.assembly_cache
     }
 
     /// Finishes pending writes and closes the database.

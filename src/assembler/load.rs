@@ -27,19 +27,23 @@ pub struct Row {
     pub message: Option<StoredMessage>,
     /// The summary with its sources (None for messages and missing rows).
     pub summary: Option<SummaryView>,
+    /// False for a condensed summary whose sources were not read (see
+    /// [`newest_first`]); its `parents` is then empty.
+    pub parents_loaded: bool,
 }
 
 /// The statement streaming a conversation's context list newest first; query it
-/// with the conversation id and read rows with [`read_row`].
+/// with the conversation id and a JSON array of summary ids whose sources are not
+/// needed (already known), and read rows with [`read_row`].
 pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
     Ok(conn.prepare_cached(
         "SELECT ci.ordinal, ci.item_type,
                 m.message_id, m.role, m.token_count, m.content, m.lcm_envelope,
                 s.summary_id, s.kind, s.depth, s.descendant_count, s.earliest_at, s.latest_at,
                 s.content, s.token_count,
-                CASE WHEN s.kind = 'condensed' THEN
-                  (SELECT json_group_array(parent_summary_id) FROM
-                     (SELECT parent_summary_id FROM summary_parents WHERE summary_id = s.summary_id ORDER BY ordinal))
+                CASE WHEN s.kind = 'condensed' AND s.summary_id NOT IN (SELECT value FROM json_each(?2)) THEN
+                  (SELECT json_group_array(json_array(ordinal, parent_summary_id))
+                   FROM summary_parents WHERE summary_id = s.summary_id)
                 END
          FROM context_items ci
          LEFT JOIN messages m ON m.message_id = ci.message_id AND ci.item_type = 'message'
@@ -65,6 +69,9 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
         }),
         _ => None,
     };
+    let links: Option<String> = r.get(15)?;
+    let condensed = r.get_ref(8)?.as_str_or_null().ok().flatten() == Some("condensed");
+    let parents_loaded = !condensed || links.is_some();
     let summary = match r.get::<_, Option<String>>(7)? {
         Some(summary_id) => Some(SummaryView {
             summary_id,
@@ -74,10 +81,7 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
             earliest_at: r.get(11)?,
             latest_at: r.get(12)?,
             content: r.get(13)?,
-            parents: r
-                .get::<_, Option<String>>(15)?
-                .and_then(|j| serde_json::from_str(&j).ok())
-                .unwrap_or_default(),
+            parents: parents_in_link_order(links.as_deref()),
         }),
         None => None,
     };
@@ -93,7 +97,18 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
         tokens: tokens.unwrap_or(0),
         message,
         summary,
+        parents_loaded,
     })
+}
+
+/// Source ids from `[[ordinal, id], …]` (aggregated without a sort, which would
+/// cost a sorter per row), in link order.
+fn parents_in_link_order(json: Option<&str>) -> Vec<String> {
+    let mut links: Vec<(i64, String)> = json
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    links.sort_unstable_by_key(|(ordinal, _)| *ordinal);
+    links.into_iter().map(|(_, id)| id).collect()
 }
 
 /// Whether a user message sits among the context items before ordinal `before`.
@@ -122,20 +137,18 @@ pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool>
         .query_row([conversation_id], |r| r.get(0))?)
 }
 
-/// The parts of the message items from ordinal `from` on, keyed by ordinal, in part
-/// order.
-pub fn parts_from(
-    conn: &Connection,
-    conversation_id: i64,
-    from: i64,
-) -> Result<HashMap<i64, Vec<StoredPart>>> {
+/// The parts of the given messages, keyed by message id, in part order (one query).
+pub fn parts_of(conn: &Connection, message_ids: &[i64]) -> Result<HashMap<i64, Vec<StoredPart>>> {
+    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
+    if message_ids.is_empty() {
+        return Ok(out);
+    }
     let mut stmt = conn.prepare_cached(
-        "SELECT ci.ordinal, p.part_type, p.text_content, p.tool_call_id, p.tool_name, p.tool_input, p.tool_output, p.metadata
-         FROM context_items ci JOIN message_parts p ON p.message_id = ci.message_id
-         WHERE ci.conversation_id = ?1 AND ci.ordinal >= ?2 AND ci.item_type = 'message'
-         ORDER BY ci.ordinal, p.ordinal",
+        "SELECT message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata
+         FROM message_parts WHERE message_id IN (SELECT value FROM json_each(?1))
+         ORDER BY message_id, ordinal",
     )?;
-    let rows = stmt.query_map(params![conversation_id, from], |r| {
+    let rows = stmt.query_map([serde_json::to_string(message_ids)?], |r| {
         Ok((
             r.get::<_, i64>(0)?,
             StoredPart {
@@ -149,10 +162,9 @@ pub fn parts_from(
             },
         ))
     })?;
-    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
     for row in rows {
-        let (ordinal, part) = row?;
-        out.entry(ordinal).or_default().push(part);
+        let (id, part) = row?;
+        out.entry(id).or_default().push(part);
     }
     Ok(out)
 }

@@ -21,6 +21,7 @@
 //! unchanged when the store cannot do better (no conversation, incomplete coverage,
 //! nothing assembled, no user turn) or when assembly fails.
 
+pub mod cache;
 mod clean;
 pub mod load;
 pub mod pairing;
@@ -28,7 +29,8 @@ pub mod select;
 pub mod tail;
 pub mod xml;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
@@ -36,12 +38,14 @@ use serde_json::{json, Value};
 
 use crate::config::{EngineOptions, SummaryFormat};
 use crate::error::{ErrorCode, LcmError, Result};
+use crate::message::rebuild::{StoredMessage, StoredPart};
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
 use crate::store::Store;
 use crate::timefmt::Zone;
 use crate::tokens;
 
+pub use cache::Cache;
 pub use pairing::{RepairStats, MISSING_TOOL_RESULT_TEXT};
 pub use tail::{fresh_tail_start, TailWalk, NO_TAIL};
 
@@ -254,10 +258,12 @@ fn validate(p: AssembleParams) -> Result<Request> {
 pub async fn run(
     store: &Store,
     opts: &EngineOptions,
+    cache: &Arc<Cache>,
     mut p: AssembleParams,
 ) -> Result<AssembleResult> {
     let live = p.messages.take();
-    let r = run_with_live_count(store, opts, p, live.as_ref().map(Vec::len)).await?;
+    let count = live.as_ref().map(Vec::len);
+    let r = run_with_live_count(store, opts, cache, p, count).await?;
     Ok(match live {
         Some(values) if r.stats.live_fallback => fill_live(r, values),
         _ => r,
@@ -270,14 +276,16 @@ pub async fn run(
 pub async fn run_with_live_count(
     store: &Store,
     opts: &EngineOptions,
+    cache: &Arc<Cache>,
     p: AssembleParams,
     live_count: Option<usize>,
 ) -> Result<AssembleResult> {
     let req = validate(p)?;
     let settings = Settings::from_options(opts);
     let (session, budget) = (req.session.clone(), req.budget);
+    let cache = cache.clone();
     let outcome = store
-        .read(move |c| assemble_session(c, &session, budget, live_count, &settings))
+        .read(move |c| assemble_session(c, &session, budget, live_count, &settings, &cache))
         .await;
     match outcome {
         Ok(Outcome::Assembled(r)) => Ok(r),
@@ -341,6 +349,7 @@ pub fn assemble_session(
     budget: i64,
     live_len: Option<usize>,
     settings: &Settings,
+    cache: &Cache,
 ) -> Result<Outcome> {
     let tx = conn.unchecked_transaction()?;
     let mut stats = AssembleStats {
@@ -362,7 +371,7 @@ pub fn assemble_session(
     {
         return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
     }
-    let r = assemble_conversation(&tx, conversation_id, budget, settings)?;
+    let r = assemble_conversation(&tx, conversation_id, budget, settings, cache)?;
     tx.finish()?;
     if r.messages.is_empty() {
         return Ok(Outcome::Fallback(FallbackReason::EmptyAssembly, r.stats));
@@ -374,15 +383,35 @@ pub fn assemble_session(
     Ok(Outcome::Assembled(r))
 }
 
-/// Assembles a conversation's context list under `budget` tokens.
+/// Assembles a conversation's context list under `budget` tokens. `cache` holds
+/// what earlier assemblies prepared (see [`cache`]).
 pub fn assemble_conversation(
     conn: &Connection,
     conversation_id: i64,
     budget: i64,
     settings: &Settings,
+    cache: &Cache,
+) -> Result<AssembleResult> {
+    let mut reuse = select::Reuse {
+        old: cache.take(conversation_id),
+        next: cache::Prepared::default(),
+    };
+    let r = assemble_with(conn, conversation_id, budget, settings, &mut reuse);
+    if r.is_ok() {
+        cache.put(conversation_id, reuse.next);
+    }
+    r
+}
+
+fn assemble_with(
+    conn: &Connection,
+    conversation_id: i64,
+    budget: i64,
+    settings: &Settings,
+    reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
     let total = load::item_count(conn, conversation_id)?;
-    let sel = select::select(conn, conversation_id, total, budget, settings)?;
+    let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
         token_budget: budget,
@@ -396,7 +425,7 @@ pub fn assemble_conversation(
     };
     let (tail_start, from) = (sel.tail_start, sel.from);
     let mut repair = RepairStats::default();
-    let mut selected = entries(conn, conversation_id, sel, &mut repair)?;
+    let mut selected = entries(conn, sel.items, reuse, &mut repair)?;
     let known: HashSet<String> = selected
         .iter()
         .filter_map(|e| pairing::result_id(&e.message).map(str::to_owned))
@@ -415,49 +444,83 @@ pub fn assemble_conversation(
     Ok(finish(out, stats))
 }
 
-/// The selected items as entries: summaries as user messages, messages rebuilt
-/// with their parts (read in one query for the selected range).
+/// The selected items as entries: summaries as user messages; messages as the
+/// previous turn rebuilt them when unchanged, else rebuilt with their parts (read in
+/// one query for all of them).
 fn entries(
     conn: &Connection,
-    conversation_id: i64,
-    sel: select::Selection,
+    items: Vec<select::Item>,
+    reuse: &mut select::Reuse,
     repair: &mut RepairStats,
 ) -> Result<Vec<Entry>> {
-    let any_message = sel
-        .items
+    let misses: Vec<i64> = items
         .iter()
-        .any(|i| matches!(i.body, select::Body::Message(_)));
-    let mut parts = if any_message {
-        load::parts_from(conn, conversation_id, sel.from)?
-    } else {
-        Default::default()
-    };
-    let mut out = Vec::with_capacity(sel.items.len());
-    for item in sel.items {
-        let entry = match item.body {
-            select::Body::Summary(Some(text)) => Entry {
-                message: json!({"role": "user", "content": text}),
-                tokens: Some(item.cost),
-                ordinal: item.ordinal,
-                source: Source::Summary,
-            },
-            select::Body::Message(Some(mut stored)) => {
-                stored.parts = parts.remove(&item.ordinal).unwrap_or_default();
-                let mut message = rebuild::rebuild(&stored);
-                repair.downgraded_tool_results +=
-                    usize::from(present(&mut message, &stored.content));
-                Entry {
-                    message,
-                    tokens: Some(item.cost),
-                    ordinal: item.ordinal,
-                    source: Source::Message,
-                }
+        .filter_map(|i| match &i.body {
+            select::Body::Message(Some(m))
+                if !reuse
+                    .old
+                    .messages
+                    .get(&m.message_id)
+                    .is_some_and(|c| c.matches(m)) =>
+            {
+                Some(m.message_id)
+            }
+            _ => None,
+        })
+        .collect();
+    let mut parts = load::parts_of(conn, &misses)?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let (message, source) = match item.body {
+            select::Body::Summary(Some(text)) => {
+                (json!({"role": "user", "content": text}), Source::Summary)
+            }
+            select::Body::Message(Some(stored)) => {
+                let (message, downgraded) = message_for(stored, &mut parts, reuse);
+                repair.downgraded_tool_results += usize::from(downgraded);
+                (message, Source::Message)
             }
             _ => continue,
         };
-        out.push(entry);
+        out.push(Entry {
+            message,
+            tokens: Some(item.cost),
+            ordinal: item.ordinal,
+            source,
+        });
     }
     Ok(out)
+}
+
+/// A message as presented: the cached copy when its stored columns are unchanged,
+/// else rebuilt from `parts` (and cached for the next turn).
+fn message_for(
+    mut stored: StoredMessage,
+    parts: &mut HashMap<i64, Vec<StoredPart>>,
+    reuse: &mut select::Reuse,
+) -> (Value, bool) {
+    let id = stored.message_id;
+    if let Some(hit) = reuse
+        .old
+        .messages
+        .remove(&id)
+        .filter(|c| c.matches(&stored))
+    {
+        let out = (hit.message.clone(), hit.downgraded);
+        reuse.next.messages.insert(id, hit);
+        return out;
+    }
+    stored.parts = parts.remove(&id).unwrap_or_default();
+    let mut message = rebuild::rebuild(&stored);
+    let downgraded = present(&mut message, &stored.content);
+    let cached = cache::CachedMessage {
+        content: stored.content,
+        envelope: stored.envelope,
+        message: message.clone(),
+        downgraded,
+    };
+    reuse.next.messages.insert(id, cached);
+    (message, downgraded)
 }
 
 /// Makes a rebuilt message sendable without changing what it says: a message
@@ -573,14 +636,17 @@ mod tests {
             messages::context_items(&self.conn, self.conv).unwrap()
         }
         fn assemble(&self, budget: i64, s: &Settings) -> AssembleResult {
-            assemble_conversation(&self.conn, self.conv, budget, s).unwrap()
+            self.assemble_with(budget, s, &Cache::new())
+        }
+        fn assemble_with(&self, budget: i64, s: &Settings, cache: &Cache) -> AssembleResult {
+            assemble_conversation(&self.conn, self.conv, budget, s, cache).unwrap()
         }
         fn session(&self, budget: i64, live: Option<usize>, s: &Settings) -> Outcome {
             let session = SessionRef {
                 session_id: "s".into(),
                 session_key: None,
             };
-            assemble_session(&self.conn, &session, budget, live, s).unwrap()
+            assemble_session(&self.conn, &session, budget, live, s, &Cache::new()).unwrap()
         }
     }
 
@@ -790,6 +856,8 @@ mod tests {
             Sources::Summaries(leaves[0..4].to_vec()),
         );
         let total = d.items().len() as i64;
+        // One cache across every case: hits and misses must not change anything.
+        let cache = Cache::new();
         for (count, cap) in [
             (0, None),
             (4, None),
@@ -803,15 +871,19 @@ mod tests {
                 ..settings(0)
             };
             for budget in [1, 30, 80, 150, 300, 600, 1_000, 2_000, 5_000, 100_000] {
-                let sel = select::select(&d.conn, d.conv, total, budget, &s).unwrap();
+                let mut reuse = select::Reuse::default();
+                let sel = select::select(&d.conn, d.conv, total, budget, &s, &mut reuse).unwrap();
                 let got: Vec<i64> = sel.items.iter().map(|i| i.ordinal).collect();
                 let (tail_start, want, dropped) = oracle(&d, budget, &s);
                 let case = format!("tail {count} cap {cap:?} budget {budget}");
                 assert_eq!(sel.tail_start, tail_start, "{case}");
                 assert_eq!(got, want, "{case}");
                 assert_eq!(sel.dropped, dropped, "{case}");
-                let r = d.assemble(budget, &s);
+                let r = d.assemble_with(budget, &s, &cache);
                 assert_eq!(r.estimated_tokens, honest(&r), "{case}");
+                let cold = d.assemble(budget, &s);
+                assert_eq!(r.messages, cold.messages, "{case}");
+                assert_eq!(r.estimated_tokens, cold.estimated_tokens, "{case}");
             }
         }
     }
@@ -835,6 +907,74 @@ mod tests {
             "without a user message, count decides"
         );
         assert_eq!(r.stats.tail_items, 3);
+    }
+
+    #[test]
+    fn parents_are_listed_in_link_order() {
+        let mut d = db(&[user("a"), say("b"), user("c"), say("d"), user("e")]);
+        let a = d.leaf("A", 0..2);
+        let b = d.leaf("B", 2..4);
+        let c = d.summary("C", Sources::Summaries(vec![a.clone(), b.clone()]));
+        // Both link orders: one of them differs from the ids' key order.
+        for order in [[&a, &b], [&b, &a]] {
+            for (i, id) in order.iter().enumerate() {
+                d.conn
+                    .execute(
+                        "UPDATE summary_parents SET ordinal = ?1 WHERE summary_id = ?2 AND parent_summary_id = ?3",
+                        rusqlite::params![i as i64, c, id],
+                    )
+                    .unwrap();
+            }
+            let r = d.assemble(10_000, &settings(1));
+            let x = r.messages[0]["content"].as_str().unwrap();
+            let refs = format!(
+                "  <parents>\n    <summary_ref id=\"{}\" />\n    <summary_ref id=\"{}\" />\n  </parents>",
+                order[0], order[1]
+            );
+            assert!(x.contains(&refs), "{x}");
+        }
+    }
+
+    #[test]
+    fn cached_items_are_used_only_while_their_rows_are_unchanged() {
+        let msgs = [
+            user("a"),
+            say("b"),
+            user("c"),
+            say("d"),
+            user("e"),
+            say("f"),
+        ];
+        let mut d = db(&msgs);
+        let a = d.leaf("A", 0..2);
+        let b = d.leaf("B", 2..4);
+        let c = d.summary("C", Sources::Summaries(vec![a.clone(), b.clone()]));
+        let cache = Cache::new();
+        let first = d.assemble_with(10_000, &settings(2), &cache);
+        let again = d.assemble_with(10_000, &settings(2), &cache);
+        assert_eq!(first.messages, again.messages);
+        // A rewritten summary is rendered again, sources included.
+        d.conn
+            .execute(
+                "UPDATE summaries SET content = 'C, revised' WHERE summary_id = ?1",
+                [&c],
+            )
+            .unwrap();
+        let r = d.assemble_with(10_000, &settings(2), &cache);
+        let x = r.messages[0]["content"].as_str().unwrap();
+        assert!(x.contains("\nC, revised\n"), "{x}");
+        assert!(x.contains(&format!("<summary_ref id=\"{a}\" />")), "{x}");
+        assert!(x.contains(&format!("<summary_ref id=\"{b}\" />")), "{x}");
+        assert_eq!(r.estimated_tokens, honest(&r));
+        // A changed message row is rebuilt again.
+        d.conn
+            .execute(
+                "UPDATE messages SET lcm_envelope = '{\"role\":\"assistant\",\"content\":1,\"note\":1}' WHERE message_id = ?1",
+                [d.ids[5]],
+            )
+            .unwrap();
+        let r = d.assemble_with(10_000, &settings(2), &cache);
+        assert_eq!(r.messages.last().unwrap()["note"], 1);
     }
 
     #[test]
@@ -943,7 +1083,8 @@ mod tests {
             session_id: "nope".into(),
             session_key: None,
         };
-        let o = assemble_session(&d.conn, &other, 100, Some(1), &settings(8)).unwrap();
+        let o =
+            assemble_session(&d.conn, &other, 100, Some(1), &settings(8), &Cache::new()).unwrap();
         assert!(matches!(
             o,
             Outcome::Fallback(FallbackReason::NoConversation, _)

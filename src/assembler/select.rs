@@ -3,13 +3,16 @@
 //! the budget next to it. Reading stops at the first evictable item that does not
 //! fit, so the cost follows what is returned, not the conversation's length.
 
-use rusqlite::Connection;
+use rusqlite::{params, Connection};
 
+use super::cache::{CachedSummary, Prepared};
 use super::load::{self, Row};
 use super::tail::{TailWalk, NO_TAIL};
-use super::{xml, Settings};
+use super::xml::{self, SummaryView};
+use super::Settings;
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
+use crate::store::summaries;
 use crate::tokens;
 
 /// What an item holds once read.
@@ -50,20 +53,21 @@ pub struct Item {
 }
 
 impl Item {
-    fn new(row: Row, s: &Settings) -> Item {
-        let (cost, body) = if row.is_message {
-            (row.tokens.max(0), Body::Message(row.message))
-        } else {
-            let text = row.summary.map(|v| xml::render(&v, s.format, s.zone));
-            let cost = text.as_deref().map_or(0, tokens::estimate);
-            (cost, Body::Summary(text))
+    fn new(conn: &Connection, row: Row, s: &Settings, reuse: &mut Reuse) -> Result<Item> {
+        let (cost, body) = match (row.is_message, row.summary) {
+            (true, _) => (row.tokens.max(0), Body::Message(row.message)),
+            (false, Some(view)) => {
+                let (text, cost) = present_summary(conn, view, row.parents_loaded, s, reuse)?;
+                (cost, Body::Summary(Some(text)))
+            }
+            (false, None) => (0, Body::Summary(None)),
         };
-        Item {
+        Ok(Item {
             ordinal: row.ordinal,
             cost,
             state: State::Pending,
             body,
-        }
+        })
     }
 
     fn resolved(&self) -> bool {
@@ -72,6 +76,44 @@ impl Item {
             Body::Summary(s) => s.is_some(),
         }
     }
+}
+
+/// A summary's element and its cost: the previous turn's when the row is unchanged,
+/// else rendered now (reading its sources when the stream skipped them).
+fn present_summary(
+    conn: &Connection,
+    mut view: SummaryView,
+    parents_loaded: bool,
+    s: &Settings,
+    reuse: &mut Reuse,
+) -> Result<(String, i64)> {
+    let id = view.summary_id.clone();
+    if let Some(hit) = reuse.old.summaries.remove(&id).filter(|c| c.matches(&view)) {
+        let out = (hit.text.clone(), hit.cost);
+        reuse.next.summaries.insert(id, hit);
+        return Ok(out);
+    }
+    if !parents_loaded {
+        view.parents = summaries::source_summary_ids(conn, &id)?;
+    }
+    let text = xml::render(&view, s.format, s.zone);
+    let cost = tokens::estimate(&text);
+    let cached = CachedSummary {
+        view,
+        text: text.clone(),
+        cost,
+    };
+    reuse.next.summaries.insert(id, cached);
+    Ok((text, cost))
+}
+
+/// The previous assembly's items and the ones this assembly uses.
+#[derive(Debug, Default)]
+pub struct Reuse {
+    /// What the previous assembly prepared (hits are moved out).
+    pub old: Prepared,
+    /// What this assembly uses; becomes the cache for the next one.
+    pub next: Prepared,
 }
 
 /// The outcome of selection.
@@ -89,35 +131,53 @@ pub struct Selection {
     pub dropped: usize,
     /// Items read whose row is missing.
     pub unresolved: usize,
-    /// The oldest ordinal that was selected or skipped as unresolved among the
-    /// selection (everything before it was not loaded).
+    /// The oldest ordinal of the selection (everything before it was not loaded).
     pub from: i64,
 }
 
 /// Streams the context list and selects under `budget`. `total` is the number of
-/// context items.
+/// context items; `reuse` supplies the previous turn's summaries and collects this
+/// turn's.
 pub fn select(
     conn: &Connection,
     conversation_id: i64,
     total: i64,
     budget: i64,
     s: &Settings,
+    reuse: &mut Reuse,
 ) -> Result<Selection> {
     let mut sel = Selector::new(budget, s);
+    let known: Vec<&String> = reuse.old.summaries.keys().collect();
+    let known = serde_json::to_string(&known)?;
     let mut stmt = load::newest_first(conn)?;
-    let mut rows = stmt.query([conversation_id])?;
+    let mut rows = stmt.query(params![conversation_id, known])?;
     while let Some(r) = rows.next()? {
         let row = load::read_row(r)?;
-        let older_user = |before| load::user_before(conn, conversation_id, before);
-        if !sel.push(row, older_user)? {
+        let step = Step {
+            is_message: row.is_message,
+            is_user: row.role.as_deref() == Some("user"),
+            tokens: row.tokens,
+        };
+        let item = Item::new(conn, row, s, reuse)?;
+        let ordinal = item.ordinal;
+        let older_user = || load::user_before(conn, conversation_id, ordinal);
+        if !sel.push(item, step, older_user)? {
             break;
         }
     }
     Ok(sel.finish(total))
 }
 
-struct Selector<'a> {
-    s: &'a Settings,
+/// What the tail rule needs to know about an item.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    is_message: bool,
+    is_user: bool,
+    /// Stored token count.
+    tokens: i64,
+}
+
+struct Selector {
     budget: i64,
     walk: TailWalk,
     in_tail: bool,
@@ -129,11 +189,10 @@ struct Selector<'a> {
     read: Vec<Item>,
 }
 
-impl<'a> Selector<'a> {
-    fn new(budget: i64, s: &'a Settings) -> Selector<'a> {
+impl Selector {
+    fn new(budget: i64, s: &Settings) -> Selector {
         let in_tail = s.fresh_tail_count > 0;
         Selector {
-            s,
             budget,
             walk: TailWalk::new(s.fresh_tail_count, s.fresh_tail_max_tokens),
             in_tail,
@@ -146,18 +205,20 @@ impl<'a> Selector<'a> {
     }
 
     /// Takes the next older item; false once reading can stop.
-    fn push(&mut self, row: Row, older_user: impl FnOnce(i64) -> Result<bool>) -> Result<bool> {
-        let (ordinal, is_message, tokens) = (row.ordinal, row.is_message, row.tokens);
-        let is_user = row.role.as_deref() == Some("user");
-        let item = Item::new(row, self.s);
+    fn push(
+        &mut self,
+        item: Item,
+        step: Step,
+        older_user: impl FnOnce() -> Result<bool>,
+    ) -> Result<bool> {
         if !self.in_tail {
             self.read.push(item);
             return Ok(self.fit(self.read.len() - 1));
         }
-        if is_message
+        if step.is_message
             && !self
                 .walk
-                .offer(ordinal, is_user, tokens, || older_user(ordinal))?
+                .offer(item.ordinal, step.is_user, step.tokens, older_user)?
         {
             self.close_tail();
         }
@@ -211,13 +272,13 @@ impl<'a> Selector<'a> {
             self.close_tail();
             self.settle();
         }
-        let tail_items = self.read.iter().filter(|i| i.state == State::Tail).count();
-        let kept = self.read.iter().filter(|i| i.state == State::Kept).count();
-        let evictable_unresolved = self
-            .read
-            .iter()
-            .filter(|i| i.state == State::Unresolved && i.ordinal < self.tail_start)
-            .count();
+        let count = |f: &dyn Fn(&Item) -> bool| self.read.iter().filter(|i| f(i)).count();
+        let tail_items = count(&|i| i.state == State::Tail);
+        let kept = count(&|i| i.state == State::Kept);
+        let tail_start = self.tail_start;
+        let evictable_unresolved =
+            count(&|i| i.state == State::Unresolved && i.ordinal < tail_start);
+        let unresolved = count(&|i| !i.resolved() && i.state != State::Misfit);
         let evictable_total = usize::try_from(self.tail_start.min(total)).unwrap_or(0);
         let from = self
             .read
@@ -226,11 +287,6 @@ impl<'a> Selector<'a> {
             .map(|i| i.ordinal)
             .min()
             .unwrap_or(total);
-        let unresolved = self
-            .read
-            .iter()
-            .filter(|i| !i.resolved() && i.state != State::Misfit)
-            .count();
         let mut items: Vec<Item> = self
             .read
             .into_iter()
@@ -239,7 +295,7 @@ impl<'a> Selector<'a> {
         items.reverse();
         Selection {
             items,
-            tail_start: self.tail_start,
+            tail_start,
             tail_items,
             tail_cost: self.tail_cost,
             dropped: evictable_total.saturating_sub(kept + evictable_unresolved),

@@ -3,6 +3,9 @@
 //! stored text can never close the wrapper or forge an element.
 
 use std::borrow::Cow;
+use std::fmt::Write;
+
+use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use crate::config::SummaryFormat;
 use crate::timefmt::Zone;
@@ -47,13 +50,16 @@ pub fn render_xml(s: &SummaryView, zone: Zone) -> String {
     out.push_str(&escape_attr(&s.summary_id));
     out.push_str("\" kind=\"");
     out.push_str(&escape_attr(&s.kind));
-    out.push_str(&format!(
+    let _ = write!(
+        out,
         "\" depth=\"{}\" descendant_count=\"{}\" trust=\"untrusted\"",
         s.depth, s.descendant_count
-    ));
+    );
     for (name, value) in [("earliest_at", &s.earliest_at), ("latest_at", &s.latest_at)] {
-        if let Some(local) = value.as_deref().and_then(|v| local_attr(v, zone)) {
-            out.push_str(&format!(" {name}=\"{local}\""));
+        if let Some(t) = value.as_deref().and_then(timestamp::parse) {
+            let _ = write!(out, " {name}=\"");
+            push_local(&mut out, t, zone);
+            out.push('"');
         }
     }
     out.push_str(">\n");
@@ -86,9 +92,9 @@ pub fn render_compact(s: &SummaryView, zone: Zone) -> String {
         out.push_str(&escape_attr(&zone.format_range(a, b)));
         out.push('"');
     }
-    out.push_str(&format!(" depth=\"{}\"", s.depth));
+    let _ = write!(out, " depth=\"{}\"", s.depth);
     if s.descendant_count > 0 {
-        out.push_str(&format!(" descendants=\"{}\"", s.descendant_count));
+        let _ = write!(out, " descendants=\"{}\"", s.descendant_count);
     }
     out.push_str(">\n");
     out.push_str(&content);
@@ -96,8 +102,20 @@ pub fn render_compact(s: &SummaryView, zone: Zone) -> String {
     out
 }
 
-fn local_attr(stored: &str, zone: Zone) -> Option<String> {
-    timestamp::parse(stored).map(|t| zone.format_attr(t))
+/// Appends [`Zone::format_attr`]'s `YYYY-MM-DDTHH:MM:SS` local time, without a
+/// format-string parse per call.
+fn push_local(out: &mut String, t: DateTime<Utc>, zone: Zone) {
+    let l = t.with_timezone(&zone.0);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        l.year(),
+        l.month(),
+        l.day(),
+        l.hour(),
+        l.minute(),
+        l.second()
+    );
 }
 
 /// True when `s` holds a byte `special` accepts; scans 64-byte blocks without
@@ -234,6 +252,28 @@ mod tests {
         assert_eq!(escape_attr("\"<&>\""), "&quot;&lt;&amp;&gt;&quot;");
         let long = format!("{}<", "x".repeat(200));
         assert!(escape_text(&long).ends_with("&lt;"));
+    }
+
+    #[test]
+    fn local_times_match_the_shared_formatter() {
+        for zone in [
+            "UTC",
+            "America/Los_Angeles",
+            "Asia/Kolkata",
+            "Pacific/Chatham",
+        ] {
+            let z = Zone::parse(zone).unwrap();
+            for iso in [
+                "2026-02-17T23:37:05.000Z",
+                "0999-01-01T00:00:00Z",
+                "2026-07-01T12:00:59Z",
+            ] {
+                let t = timestamp::parse(iso).unwrap();
+                let mut out = String::new();
+                push_local(&mut out, t, z);
+                assert_eq!(out, z.format_attr(t), "{zone} {iso}");
+            }
+        }
     }
 
     #[test]

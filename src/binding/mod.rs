@@ -242,7 +242,8 @@ impl LcmEngine {
                 let r = async {
                     let p = parse_params("assemble", &json)?;
                     let (store, opts) = (engine.store(), engine.options());
-                    crate::assembler::run_with_live_count(store, opts, p, count).await
+                    let cache = engine.assembly_cache();
+                    crate::assembler::run_with_live_count(store, opts, cache, p, count).await
                 }
                 .await;
                 Ok(live::prepare(r))
