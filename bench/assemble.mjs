@@ -94,12 +94,16 @@ async function measure(e, budget, iterations) {
   const times = []
   const h = monitorEventLoopDelay({ resolution: 1 })
   h.enable()
+  const elu0 = performance.eventLoopUtilization()
+  const t0 = performance.now()
   let last
   for (let i = 0; i < iterations; i++) {
     const t = performance.now()
     last = await e.assemble({ sessionId: 'bench', tokenBudget: budget })
     times.push(performance.now() - t)
   }
+  const elu = performance.eventLoopUtilization(elu0)
+  const wall = performance.now() - t0
   h.disable()
   times.sort((a, b) => a - b)
   return {
@@ -107,10 +111,20 @@ async function measure(e, budget, iterations) {
     p50: pct(times, 50),
     p99: pct(times, 99),
     max: times[times.length - 1],
+    jsThreadPerCall: (elu.utilization * wall) / iterations,
     loopDelayMax: h.max / 1e6,
     loopDelayP99: h.percentile(99) / 1e6,
     out: last,
   }
+}
+
+/** Event-loop delay while the loop only waits on timers: the machine's own noise. */
+async function baseline(ms) {
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  await new Promise((resolve) => setTimeout(resolve, ms))
+  h.disable()
+  return { max: h.max / 1e6, p99: h.percentile(99) / 1e6 }
 }
 
 async function main() {
@@ -141,10 +155,13 @@ async function main() {
     const s = r.out.stats
     console.log(
       `budget ${String(budget).padStart(6)}: p50 ${r.p50.toFixed(3)} ms  p99 ${r.p99.toFixed(3)} ms  max ${r.max.toFixed(3)} ms  | ` +
+        `JS-thread busy ${r.jsThreadPerCall.toFixed(3)} ms/call  | ` +
         `event-loop delay max ${r.loopDelayMax.toFixed(3)} ms (p99 ${r.loopDelayP99.toFixed(3)} ms)  | ` +
         `${r.out.messages.length} messages (${s.summariesIncluded} summaries, ${s.messagesIncluded} raw), ${r.out.estimatedTokens} tokens, ${s.droppedForBudget} dropped`,
     )
   }
+  const idle = await baseline(2000)
+  console.log(`idle baseline (2 s of timers only): event-loop delay max ${idle.max.toFixed(3)} ms (p99 ${idle.p99.toFixed(3)} ms) — the machine's own scheduling noise`)
   await e.close()
   if (!o.db) rmSync(dir, { recursive: true, force: true })
 }

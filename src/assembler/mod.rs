@@ -145,6 +145,10 @@ pub struct AssembleResult {
     /// Recall guidance for the system prompt, present when a summary is included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt_addition: Option<String>,
+    /// Positions of the summary messages in `messages` (not serialized; the binding
+    /// hands their text to JavaScript as strings instead of JSON).
+    #[serde(skip)]
+    pub summary_positions: Vec<usize>,
 }
 
 /// The options assembly uses.
@@ -313,6 +317,7 @@ fn fallback(reason: FallbackReason, mut stats: AssembleStats) -> AssembleResult 
         estimated_tokens: 0,
         stats,
         system_prompt_addition: None,
+        summary_positions: Vec::new(),
     }
 }
 
@@ -323,6 +328,7 @@ pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
     r.stats.over_budget = over;
     r.stats.messages_included = live.len();
     r.messages = live;
+    r.summary_positions.clear();
     r
 }
 
@@ -558,10 +564,14 @@ fn present(message: &mut Value, plain_text: &str) -> bool {
 fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
     let mut estimated_tokens = 0i64;
     let mut messages = Vec::with_capacity(out.len());
+    let mut summary_positions = Vec::new();
     for e in out {
         estimated_tokens += e.cost();
         match e.source {
-            Source::Summary => stats.summaries_included += 1,
+            Source::Summary => {
+                stats.summaries_included += 1;
+                summary_positions.push(messages.len());
+            }
             Source::Message => stats.messages_included += 1,
             Source::Synthetic => {}
         }
@@ -573,6 +583,7 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
         messages,
         estimated_tokens,
         stats,
+        summary_positions,
     }
 }
 

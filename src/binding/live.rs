@@ -53,21 +53,46 @@ pub fn split_messages<'env>(
 }
 
 /// The core's result serialized off the JS thread, with what the resolve step needs.
+/// Summary texts (most of the bytes) travel beside the JSON and become JavaScript
+/// strings directly, so the JS thread does not scan them in `JSON.parse`.
 pub struct Prepared {
     text: String,
+    summaries: Vec<(usize, String)>,
     live_fallback: bool,
     token_budget: i64,
 }
 
 /// Serializes a result (call it in the future, off the JS thread).
 pub fn prepare(r: crate::error::Result<AssembleResult>) -> crate::error::Result<Prepared> {
-    let r = r?;
+    let mut r = r?;
+    let mut summaries = Vec::with_capacity(r.summary_positions.len());
+    for &i in &r.summary_positions {
+        let content = r.messages.get_mut(i).and_then(|m| m.get_mut("content"));
+        if let Some(serde_json::Value::String(s)) = content {
+            summaries.push((i, std::mem::take(s)));
+        }
+    }
     Ok(Prepared {
         text: serde_json::to_string(&r)
             .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))?,
+        summaries,
         live_fallback: r.stats.live_fallback,
         token_budget: r.stats.token_budget,
     })
+}
+
+/// Puts the summary texts into the parsed result's messages.
+fn restore_summaries(env: &Env, value: &Unknown, summaries: &[(usize, String)]) -> Result<()> {
+    if summaries.is_empty() {
+        return Ok(());
+    }
+    let obj: Object = unsafe { value.cast()? };
+    let messages: Object = obj.get_named_property("messages")?;
+    for (i, text) in summaries {
+        let mut m: Object = messages.get_element(*i as u32)?;
+        m.set_named_property("content", env.create_string(text)?)?;
+    }
+    Ok(())
 }
 
 /// The resolved value; on a live fallback `messages` is the host's own array and
@@ -91,6 +116,7 @@ fn build<'env>(
 ) -> Result<Unknown<'env>> {
     let p = r.map_err(|e| to_napi_error(env, e))?;
     let value = parse(env, &p.text)?;
+    restore_summaries(env, &value, &p.summaries)?;
     let Some(l) = live.filter(|_| p.live_fallback) else {
         return Ok(value);
     };
