@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest'
 import { join } from 'node:path'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
-import { LcmEngine, tempDir, rejectsWithCode } from './helpers.mjs'
+import { LcmEngine, tempDir, rejectsWithCode, workload, workloadScript } from './helpers.mjs'
 
 const MISSING =
   '[lossless-claw] missing tool result in session history; inserted synthetic error result for transcript repair.'
@@ -38,6 +38,13 @@ async function setup(messages, options = {}) {
 const assemble = (e, tokenBudget = 100_000, extra = {}) => e.assemble({ sessionId: 's', tokenBudget, ...extra })
 
 const sqlClient = await sqlRunner()
+const hasGenerator = (() => {
+  try {
+    return Boolean(workloadScript())
+  } catch {
+    return false
+  }
+})()
 
 /** A function (dbPath, sql) that changes a closed database file, or null when no client exists. */
 async function sqlRunner() {
@@ -432,6 +439,63 @@ describe('assemble: messages and tool pairing', () => {
     expect(r.messages[1].content).toMatch(/^<summary /)
     expect(r.messages.slice(2)).toEqual(msgs.slice(3))
     expect(r.stats.repair.strippedUnpairedToolCalls).toBe(1)
+    await e.close()
+  })
+})
+
+/** Checks provider validity: each assistant's tool calls are answered at once, in call order, and no result stands alone. */
+function assertPaired(messages) {
+  const callTypes = new Set(['toolCall', 'toolUse', 'tool_use', 'tool-use', 'functionCall', 'function_call'])
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]
+    if (m.role === 'toolResult') throw new Error(`message ${i}: a tool result that does not follow its call`)
+    if (m.role !== 'assistant' || !Array.isArray(m.content)) continue
+    const calls = m.content.filter((b) => callTypes.has(b.type)).map((b) => b.id ?? b.call_id)
+    for (const [k, id] of calls.entries()) {
+      const r = messages[i + 1 + k]
+      if (r?.role !== 'toolResult' || r.toolCallId !== id) throw new Error(`message ${i}: call ${id} is not answered at position ${i + 1 + k}`)
+    }
+    i += calls.length
+  }
+}
+
+describe('assemble: generated workloads', () => {
+  it.skipIf(!hasGenerator)('returns a whole workload exactly as ingested when everything fits', async () => {
+    const { messages } = workload(1500, 7)
+    const { e } = await setup(messages, { freshTailCount: 100_000 })
+    const r = await assemble(e, 1e9)
+    expect(r.messages.length).toBe(messages.length)
+    for (let i = 0; i < messages.length; i++) expect(JSON.stringify(r.messages[i])).toBe(JSON.stringify(messages[i]))
+    expect(r.stats.repair).toMatchObject({ syntheticToolResults: 0, droppedOrphanResults: 0, strippedUnpairedToolCalls: 0 })
+    await e.close()
+  })
+
+  it.skipIf(!hasGenerator)('stays a valid transcript when summaries cut through tool rounds, at every budget', async () => {
+    const { messages } = workload(1200, 11)
+    const { e, conv, ids } = await setup(messages, { freshTailCount: 24 })
+    // Four contiguous leaves condensed, then leaves of 37 messages with 5 raw ones
+    // between them: the summarized/raw boundaries fall inside tool rounds.
+    const first = []
+    for (let start = 0; start < 4 * 37; start += 37) {
+      first.push(await e.insertSummary({ conversationId: conv, content: `leaf at ${start}`, messageIds: ids.slice(start, start + 37) }))
+    }
+    await e.insertSummary({ conversationId: conv, content: 'the first rounds', summaryIds: first })
+    for (let start = 4 * 37 + 5; start + 37 < ids.length - 60; start += 42) {
+      await e.insertSummary({ conversationId: conv, content: `leaf at ${start}`, messageIds: ids.slice(start, start + 37) })
+    }
+    let previous = Infinity
+    let repairs = 0
+    for (const budget of [200_000, 20_000, 8_000, 3_000, 500]) {
+      const r = await assemble(e, budget)
+      assertPaired(r.messages)
+      repairs += Object.values(r.stats.repair).reduce((a, b) => a + b, 0)
+      expect(r.messages.length).toBeLessThanOrEqual(previous)
+      previous = r.messages.length
+      if (!r.stats.overBudget) expect(r.estimatedTokens).toBeLessThanOrEqual(budget)
+      // The newest messages are always there, unchanged.
+      expect(r.messages.at(-1)).toEqual(messages.at(-1))
+    }
+    expect(repairs).toBeGreaterThan(0)
     await e.close()
   })
 })
