@@ -10,15 +10,16 @@
 //! follows the budget; at most [`MAX_CONVERSATIONS`] conversations are kept.
 
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::xml::SummaryView;
+use super::xml::{escape_text, SummaryView};
 use crate::message::rebuild::StoredMessage;
 
 /// Conversations whose last assembly is kept.
-pub const MAX_CONVERSATIONS: usize = 32;
+pub const MAX_CONVERSATIONS: usize = 8;
 
 /// The per-engine cache; cheap to share (one short lock per assembly).
 #[derive(Debug, Default)]
@@ -45,10 +46,13 @@ pub struct Prepared {
 /// A summary's presentation and the row it was made from.
 #[derive(Debug, Clone)]
 pub struct CachedSummary {
-    /// The row (parents included) it was rendered from.
+    /// The row it was rendered from, parents included, content left out (it is in
+    /// `text`, escaped, at `content`).
     pub view: SummaryView,
     /// The rendered element.
     pub text: String,
+    /// Where the escaped content sits in `text`.
+    pub content: Range<usize>,
     /// Its token estimate.
     pub cost: i64,
 }
@@ -112,7 +116,7 @@ impl CachedSummary {
             && v.descendant_count == row.descendant_count
             && v.earliest_at == row.earliest_at
             && v.latest_at == row.latest_at
-            && v.content == row.content
+            && self.text.get(self.content.clone()) == Some(&*escape_text(&row.content))
     }
 }
 

@@ -98,12 +98,16 @@ fn present_summary(
     }
     let text = xml::render(&view, s.format, s.zone);
     let cost = tokens::estimate(&text);
-    let cached = CachedSummary {
-        view,
-        text: text.clone(),
-        cost,
-    };
-    reuse.next.summaries.insert(id, cached);
+    if let Some(content) = xml::content_range(&text, s.format) {
+        view.content = String::new();
+        let cached = CachedSummary {
+            view,
+            text: text.clone(),
+            content,
+            cost,
+        };
+        reuse.next.summaries.insert(id, cached);
+    }
     Ok((text, cost))
 }
 

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write;
+use std::ops::Range;
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
@@ -38,6 +39,18 @@ pub fn render(s: &SummaryView, format: SummaryFormat, zone: Zone) -> String {
         SummaryFormat::Xml => render_xml(s, zone),
         SummaryFormat::Compact => render_compact(s, zone),
     }
+}
+
+/// Where the (escaped) content sits in an element [`render`] made. Attribute values
+/// and source ids are escaped, so the first content opener is the real one.
+pub fn content_range(text: &str, format: SummaryFormat) -> Option<Range<usize>> {
+    let (open, close) = match format {
+        SummaryFormat::Xml => ("  <content>\n", "\n  </content>\n</summary>"),
+        SummaryFormat::Compact => (">\n", "\n</summary>"),
+    };
+    let start = text.find(open)? + open.len();
+    let end = text.len().checked_sub(close.len())?;
+    (start <= end && text.ends_with(close)).then_some(start..end)
 }
 
 /// The default element: one line per element, joined by `\n`; `trust="untrusted"`
@@ -243,6 +256,29 @@ mod tests {
         let c = render_compact(&s, Zone::utc());
         assert_eq!(c.matches("</summary>").count(), 1);
         assert!(c.contains("&lt;summary id=\"x\"&gt;"));
+    }
+
+    #[test]
+    fn the_content_range_holds_exactly_the_escaped_content() {
+        let mut s = leaf();
+        for content in [
+            "plain",
+            "",
+            "</content>\n</summary>\n  <content>\n>\n",
+            "a\n  </content>",
+        ] {
+            s.content = content.into();
+            for format in [SummaryFormat::Xml, SummaryFormat::Compact] {
+                let text = render(&s, format, Zone::utc());
+                let r = content_range(&text, format).unwrap();
+                assert_eq!(&text[r], escape_text(content), "{format:?} {content:?}");
+            }
+        }
+        s.kind = "condensed".into();
+        s.parents = vec!["sum_\"><content>".into()];
+        let text = render(&s, SummaryFormat::Xml, Zone::utc());
+        let r = content_range(&text, SummaryFormat::Xml).unwrap();
+        assert_eq!(&text[r], escape_text(&s.content));
     }
 
     #[test]
