@@ -6,16 +6,22 @@
 //!  └── newest run that fits the remaining budget ┘  └── always included ──┘
 //! ```
 //!
-//! 1. Read the context list (one query) and find the fresh tail ([`tail`]).
-//! 2. Bound the evictable candidates with the stored token counts (a lower bound of
-//!    what each item costs once presented) and load only that range plus the tail:
-//!    four cached queries whatever the conversation's size ([`load`]).
-//! 3. Present summaries as user messages wrapped in XML ([`xml`]); rebuild messages
-//!    exactly as ingested ([`crate::message::rebuild`]).
-//! 4. Keep the newest contiguous run of evictable items that fits next to the tail.
-//! 5. Strip unpaired tool calls, normalize assistant content, drop empty messages
+//! 1. Stream the context list newest first, each item with its message or summary
+//!    in the same row ([`load`]); apply the fresh-tail rule as the rows arrive
+//!    ([`tail`]), then keep evictable items while they fit and stop reading at the
+//!    first that does not ([`select`]). Older items are never read.
+//! 2. Present summaries as user messages wrapped in XML ([`xml`]); rebuild messages
+//!    exactly as ingested ([`crate::message::rebuild`]), reading all their parts in
+//!    one query. What the previous turn prepared is reused when its row is
+//!    unchanged ([`cache`]).
+//! 3. Strip unpaired tool calls, normalize assistant content, drop empty messages
 //!    ([`clean`]), then repair tool-call / tool-result pairing ([`pairing`]).
-//! 6. `estimatedTokens` is the estimate of exactly what is returned.
+//! 4. `estimatedTokens` is the estimate of exactly what is returned.
+//!
+//! A handful of cached statements per call, whatever the conversation's size: the
+//! conversation lookup, the item count, the stream, the parts of uncached messages,
+//! and (only when needed) whether an older user message exists or which tool
+//! results lie before the selection.
 //!
 //! [`run`] adds the engine-level guards: the host's live messages are returned
 //! unchanged when the store cannot do better (no conversation, incomplete coverage,
