@@ -15,7 +15,7 @@
 //!    one query. What the previous turn prepared is reused when its row is
 //!    unchanged ([`cache`]).
 //! 3. Strip unpaired tool calls, normalize assistant content, drop empty messages
-//!    ([`clean`]), then repair tool-call / tool-result pairing ([`pairing`]).
+//!    (`clean`), then repair tool-call / tool-result pairing ([`pairing`]).
 //! 4. `estimatedTokens` is the estimate of exactly what is returned.
 //!
 //! A handful of cached statements per call, whatever the conversation's size: the
