@@ -91,6 +91,11 @@ pub struct EngineOptions {
     pub summary_timeout_ms: u64,
     /// `summaryMaxRetries`: retries on 429 / 5xx / timeouts.
     pub summary_max_retries: u32,
+    /// `summaryRetryBaseMs`: first retry backoff; doubles per retry.
+    pub summary_retry_base_ms: u64,
+    /// `summaryRetryMaxWaitMs`: cap on one retry wait, including a server's
+    /// `retry-after`.
+    pub summary_retry_max_wait_ms: u64,
 }
 
 impl Default for EngineOptions {
@@ -127,6 +132,8 @@ impl Default for EngineOptions {
             summary_api_key: None,
             summary_timeout_ms: 60_000,
             summary_max_retries: 3,
+            summary_retry_base_ms: 500,
+            summary_retry_max_wait_ms: 30_000,
         }
     }
 }

@@ -20,6 +20,10 @@ use crate::store::dag::{self, NewSummary, Sources};
 use crate::store::messages::{self, ContextItem, ConversationStats, IngestOutcome};
 use crate::store::summaries::{self, SummaryRecord};
 use crate::store::{Store, StoreOptions};
+use crate::summarize::{
+    build_pipeline, SummarizeOutput, SummarizeTextParams, Summarizer, SummaryPipeline,
+};
+use crate::timefmt::Zone;
 
 /// Parameters of `ingest`.
 #[derive(Debug, Deserialize)]
@@ -89,6 +93,10 @@ pub struct IngestBatchResult {
 pub struct Engine {
     store: Store,
     opts: Arc<EngineOptions>,
+    pipeline: Arc<dyn SummaryPipeline>,
+    zone: Zone,
+    compaction: Arc<crate::compaction::Coordinator>,
+    callback: Option<Arc<dyn Summarizer>>,
     assembly_cache: Arc<crate::assembler::Cache>,
 }
 
@@ -157,7 +165,24 @@ fn approx_size(v: &Value) -> usize {
 impl Engine {
     /// Opens the database (off the calling thread) and returns the engine.
     pub async fn open(opts: EngineOptions) -> Result<Engine> {
+        Self::open_with(opts, None).await
+    }
+
+    /// Like [`Engine::open`], with the host's summarizer (the JavaScript callback),
+    /// which then wins over the configured provider. The timezone, the prompt
+    /// templates (`LCM_TEMPLATE`) and the provider settings (`LCM_CONFIG`) are checked
+    /// before the database is touched.
+    pub async fn open_with(
+        opts: EngineOptions,
+        callback: Option<Arc<dyn Summarizer>>,
+    ) -> Result<Engine> {
         opts.validate()?;
+        let zone = Zone::resolve(opts.timezone.as_deref())?;
+        let o = opts.clone();
+        let cb = callback.clone();
+        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, cb))
+            .await
+            .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
         let store_opts = StoreOptions {
             path: opts.resolved_db_path(),
             busy_timeout: Duration::from_millis(opts.busy_timeout_ms),
@@ -169,8 +194,42 @@ impl Engine {
         Ok(Engine {
             store,
             opts: Arc::new(opts),
+            pipeline,
+            zone,
+            compaction: Arc::default(),
+            callback,
             assembly_cache: Arc::default(),
         })
+    }
+
+    /// Compaction bookkeeping shared by this engine's calls (locks, cancel tokens).
+    pub fn compaction_coordinator(&self) -> &Arc<crate::compaction::Coordinator> {
+        &self.compaction
+    }
+
+    /// The summarization pipeline (prompts + summarizer + escalation) compaction uses.
+    pub fn pipeline(&self) -> Arc<dyn SummaryPipeline> {
+        self.pipeline.clone()
+    }
+
+    /// The host's summarizer callback, if the engine was opened with one (per-call
+    /// pipelines, e.g. a rewrite with another prompt directory, reuse it).
+    pub fn summarizer_callback(&self) -> Option<Arc<dyn Summarizer>> {
+        self.callback.clone()
+    }
+
+    /// The timezone for prompt headers and ranges (`timezone`, else `TZ`, else UTC).
+    pub fn zone(&self) -> Zone {
+        self.zone
+    }
+
+    /// Runs the pipeline on a given source text (no database access): what compaction
+    /// would write for it, with the level and model.
+    pub async fn summarize_text(&self, p: SummarizeTextParams) -> Result<SummarizeOutput> {
+        if self.store.is_closed() {
+            return Err(LcmError::closed());
+        }
+        self.pipeline.run(p.into_input()?).await
     }
 
     /// The options in force.
@@ -241,7 +300,6 @@ impl Engine {
         single: bool,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let fts = self.store.features().fts5;
         self.store.write(move |conn| {
             let p = if single {
                 let one: IngestParams = parse_params("ingest", &json)?;
@@ -255,7 +313,7 @@ impl Engine {
             } else {
                 parse_params::<IngestBatchParams>("ingestBatch", &json)?
             };
-            write_batch(conn, p, &opts, fts)
+            write_batch(conn, p, &opts)
         })
     }
 
@@ -266,9 +324,7 @@ impl Engine {
         p: IngestBatchParams,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         let opts = self.opts.clone();
-        let fts = self.store.features().fts5;
-        self.store
-            .write(move |conn| write_batch(conn, p, &opts, fts))
+        self.store.write(move |conn| write_batch(conn, p, &opts))
     }
 
     /// The conversation for a session, if any.
@@ -378,8 +434,10 @@ impl Engine {
         &self.assembly_cache
     }
 
-    /// Finishes pending writes and closes the database.
+    /// Finishes pending writes and closes the database. Running compactions are
+    /// cancelled first (an in-flight summarizer call is abandoned).
     pub async fn close(&self) -> Result<()> {
+        self.compaction.cancel_all();
         self.store.close().await
     }
 }
@@ -421,7 +479,6 @@ fn write_batch(
     conn: &mut rusqlite::Connection,
     p: IngestBatchParams,
     opts: &EngineOptions,
-    fts: bool,
 ) -> Result<IngestBatchResult> {
     if p.is_heartbeat || p.messages.is_empty() {
         return Ok(IngestBatchResult {
@@ -444,7 +501,7 @@ fn write_batch(
     let IngestOutcome {
         conversation_id,
         messages,
-    } = messages::insert_batch(conn, &session, mapped, fts)?;
+    } = messages::insert_batch(conn, &session, mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),

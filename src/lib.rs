@@ -7,10 +7,14 @@
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
 pub mod assembler;
+pub mod cli;
+pub mod compaction;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod message;
+pub mod prompts;
+pub mod rewrite;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;

@@ -626,7 +626,7 @@ mod tests {
             session_id: "s".into(),
             session_key: None,
         };
-        let out = insert_batch(&mut conn, &session, batch, features.fts5).unwrap();
+        let out = insert_batch(&mut conn, &session, batch).unwrap();
         let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
         Db {
             conn,

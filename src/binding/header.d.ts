@@ -148,6 +148,391 @@ export interface InsertSummaryParams {
   model?: string
 }
 
+/* ── Prompts and summarizers ─────────────────────────────────────────────── */
+
+/** What the summarizer is asked: the exact prompt pair plus its inputs. */
+export interface SummaryRequest {
+  /** The rendered prompt (the user message). */
+  prompt: string
+  /** The system prompt. */
+  systemPrompt: string
+  /** Target length of the answer, in tokens. */
+  targetTokens: number
+  /** Depth of the summary being built (0 = leaf). */
+  depth: number
+  /** True on the aggressive retry after a summary that was not smaller than its input. */
+  aggressive: boolean
+  /** The configured `summaryModel`, if any. */
+  model: string | null
+  /** The source text alone (what the prompt wraps). */
+  sourceText: string
+}
+
+/**
+ * A host summarizer: returns the summary text, or `{ content, model? }`, directly or
+ * as a Promise. A throw, a rejection, another return type or no answer within
+ * `summaryTimeoutMs` fails the summarization with `LCM_CALLBACK` (nothing is written).
+ */
+export type SummarizerCallback = (
+  request: SummaryRequest,
+) => string | { content: string; model?: string } | Promise<string | { content: string; model?: string }>
+
+/** Summarizer options of `LcmEngine.open` (merged into `LcmOptions`). */
+export interface LcmOptions {
+  /** Host summarizer; wins over `summaryProvider`. */
+  summarizer?: SummarizerCallback
+  /** First retry backoff in ms; doubles per retry (default 500). */
+  summaryRetryBaseMs?: number
+  /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
+  summaryRetryMaxWaitMs?: number
+}
+
+/** Parameters of `summarizeText`. */
+export interface SummarizeTextParams {
+  /** 0 = leaf (default), 1, 2, 3+ = condensed depths. */
+  depth?: number
+  /** Source text with `[timestamp] [role]` or `[time range]` headers. */
+  sourceText: string
+  /** Preceding summary (leaf and depth-1 prompts only). */
+  previousContext?: string
+  /** Number of source items (default: blank-line separated blocks). */
+  childCount?: number
+  /** Formatted time range of the sources. */
+  timeRange?: string
+  /** Instructions for this call instead of the configured `customInstructions`. */
+  customInstructions?: string
+}
+
+/** How a summary was obtained. */
+export type SummaryLevel = 'normal' | 'aggressive' | 'fallback' | 'capped'
+
+/** Result of `summarizeText` (what compaction would write). */
+export interface SummarizeResult {
+  content: string
+  /** normal; aggressive retry; `[Truncated from N tokens]` fallback; `[Capped …]` cap. */
+  level: SummaryLevel
+  /** The model that produced it (`deterministic` for the fallback). */
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+/** Parameters of `renderPrompt`. */
+export interface RenderPromptParams {
+  /** 0 = leaf (default), 1 = d1, 2 = d2, 3 and more = d3. */
+  depth?: number
+  /** The aggressive leaf policy. */
+  aggressive?: boolean
+  /** Default: computed from `sourceText` as the pipeline does. */
+  targetTokens?: number
+  previousContext?: string
+  childCount?: number
+  timeRange?: string
+  sourceText?: string
+  customInstructions?: string
+  /** Override directory (default `~/.config/lcm-tui/prompts`, like the engine). */
+  promptDir?: string
+  /** Used for the default target (default 2400). */
+  leafTargetTokens?: number
+  /** Used for the default target (default 2000). */
+  condensedTargetTokens?: number
+}
+
+/** A rendered prompt and where its template came from. */
+export interface RenderedPrompt {
+  prompt: string
+  systemPrompt: string
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  template: string
+  /** 'embedded' or the override file's path. */
+  source: string
+  targetTokens: number
+
+/* ── Compaction ─────────────────────────────────────────────────────────────── */
+
+/** Parameters of `evaluate`. */
+export interface EvaluateParams {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget in tokens (> 0). */
+  tokenBudget: number
+  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
+  currentTokenCount?: number
+}
+
+/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
+export interface Evaluation {
+  shouldCompact: boolean
+  reason: 'threshold' | 'none'
+  /** max(storedTokens, currentTokenCount). */
+  currentTokens: number
+  /** floor(contextThreshold × tokenBudget). */
+  threshold: number
+  tokenBudget: number
+  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
+  storedTokens: number
+  observedTokens: number | null
+  /** Raw message tokens outside the fresh tail (diagnostic). */
+  rawTokensOutsideTail: number
+  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
+  leafTrigger: boolean
+  conversationId: number | null
+}
+
+/**
+ * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
+ * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
+ * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
+ * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
+ * equality still compacts once.
+ */
+export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
+
+/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
+export interface CompactionPass {
+  kind: 'leaf' | 'condensed'
+  /** Depth of the new summary (0 for a leaf). */
+  depth: number
+  summaryId: string
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
+  /** Estimated tokens of the source text. */
+  tokensIn: number
+  /** Estimated tokens of the summary. */
+  tokensOut: number
+  model: string
+  ms: number
+  /** Messages (leaf) or summaries (condensed) replaced. */
+  sourceCount: number
+  contextTokensBefore: number
+  contextTokensAfter: number
+}
+
+/** Parameters of `compact`. */
+export interface CompactParams {
+  sessionId: string
+  sessionKey?: string
+  tokenBudget: number
+  /** Default 'sweep'. */
+  mode?: CompactMode
+  /** Compact even when under the threshold. */
+  force?: boolean
+  currentTokenCount?: number
+  /** Instructions for this call's prompts (override the configured `customInstructions`). */
+  customInstructions?: string
+  /** Target of `untilUnder` (default tokenBudget). */
+  targetTokens?: number
+  /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
+  signal?: AbortSignal
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `compact`; "nothing to do" is a result, never an exception. */
+export interface CompactResult {
+  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
+  ok: boolean
+  /** True only if at least one summary was written. */
+  compacted: boolean
+  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
+   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
+   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
+  reason: string
+  /** Nothing is left to compact and the context is still over the target. */
+  exhausted: boolean
+  aborted: boolean
+  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
+  errorCode: string | null
+  mode: CompactMode
+  conversationId: number | null
+  tokensBefore: number
+  tokensAfter: number
+  currentTokens: number
+  threshold: number
+  /** The goal compacted toward: the threshold, or the untilUnder target. */
+  targetTokens: number
+  rounds: number
+  passes: CompactionPass[]
+}
+
+/** Parameters of `afterTurn` (the plugin's lifecycle hook). */
+export interface AfterTurnParams {
+  sessionId: string
+  sessionKey?: string
+  /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
+  messages: AgentMessage[]
+  prePromptMessageCount: number
+  tokenBudget: number
+  currentTokenCount?: number
+  /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
+  entryIds?: Array<string | null>
+  /** Heartbeat turns are neither stored nor compacted. */
+  isHeartbeat?: boolean
+  customInstructions?: string
+  signal?: AbortSignal
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `afterTurn`. */
+export interface AfterTurnResult {
+  ingest: IngestBatchResult
+  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
+  compaction: CompactResult
+}
+
+/** One template of `listPrompts`. */
+export interface PromptEntry {
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  name: string
+  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
+  file: string
+  source: 'embedded' | 'override'
+  /** The override file that wins, if any. */
+  path: string | null
+  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
+  shadowed: string[]
+  /** Why the override cannot be used (the engine would refuse to open), if so. */
+  error: string | null
+}
+
+/** Result of `listPrompts`. */
+export interface PromptList {
+  /** The override directory consulted. */
+  dir: string
+  dirExists: boolean
+  templates: PromptEntry[]
+}
+
+/** Result of `exportPrompts`. */
+export interface PromptExportReport {
+  dir: string
+  /** Files written. */
+  written: string[]
+  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
+  skipped: Array<{ path: string; reason: string }>
+}
+
+/** Result of `showPrompt`. */
+export interface ShownPrompt {
+  name: string
+  source: 'embedded' | 'override'
+  path: string | null
+  /** The template text as written. */
+  text: string
+}
+
+/** Result of `diffPrompt`. */
+export interface PromptDiff {
+  name: string
+  /** The override directory consulted. */
+  dir: string
+  /** The override file, or null when there is none. */
+  path: string | null
+  /** The override equals the embedded default byte for byte. */
+  identical: boolean
+  /** Unified diff embedded → override ('' when identical), null without an override. */
+  diff: string | null
+}
+
+/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
+export interface RewriteSelector {
+  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
+  summaryId?: string
+  /** With `summaryId`: include the summaries beneath it (default true). */
+  subtree?: boolean
+  /** Every summary of this depth (0 = leaves). */
+  depth?: number
+  /** Every summary of the conversation. */
+  all?: boolean
+}
+
+/** Parameters of `planRewrite`. */
+export interface PlanRewriteParams extends RewriteSelector {
+  conversationId: number
+}
+
+/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
+export interface PlannedRewrite {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number
+  tokenCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  createdAt: string
+}
+
+/** One summary of a rewrite report. */
+export interface RewriteEntry {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  childCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
+  timeRange: string | null
+  oldContent: string
+  /** Equal to `oldContent` when skipped. */
+  newContent: string
+  oldTokens: number
+  newTokens: number
+  /** newTokens − oldTokens. */
+  delta: number
+  /** Unified diff old → new ('' when equal). */
+  diff: string
+  /** How the pipeline got the text; null when skipped. */
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
+  model: string | null
+  /** Written to the database (apply). */
+  applied: boolean
+  /** Why the summary was left as it is (no linked sources, or no source text). */
+  skipped: string | null
+}
+
+/** An `onProgress` event: one more summary done. */
+export interface RewriteProgress {
+  completed: number
+  total: number
+  entry: RewriteEntry
+}
+
+/** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
+export interface RewriteParams extends RewriteSelector {
+  conversationId: number
+  selector?: RewriteSelector
+  /** Write the new texts (default false: a dry run writes nothing). */
+  apply?: boolean
+  /** Timestamp / time-range headers in the source text (default true). */
+  timestamps?: boolean
+  /** Prompt override directory for this run. */
+  promptDir?: string
+  /** Summarizer model for this run. */
+  model?: string
+  /** Summarizer for this run: 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: the engine's, e.g. the host callback). */
+  provider?: string
+  /** Provider base URL for this run. */
+  baseUrl?: string
+  /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
+  concurrency?: number
+  /** Called after each summary, in plan order. */
+  onProgress?: (event: RewriteProgress) => void
+}
+
+/** Result of `rewrite`. */
+export interface RewriteReport {
+  conversationId: number
+  dryRun: boolean
+  planned: number
+  entries: RewriteEntry[]
+  oldTokens: number
+  newTokens: number
+  delta: number
+  /** Always null on a resolved promise (a failed run rejects). */
+  error: { summaryId: string; depth: number; code: string; message: string } | null
+}
+
 // ── Context assembly ─────────────────────────────────────────────────────────
 
 /** Parameters of `assemble`. */

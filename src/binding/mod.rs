@@ -4,8 +4,13 @@
 //! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
+mod cli_fns;
+mod compaction;
 mod js;
 mod live;
+mod prompt_fns;
+mod rewrite_fns;
+mod summarizer;
 
 use std::sync::Arc;
 
@@ -44,6 +49,7 @@ impl LcmEngine {
         env: &'env Env,
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, LcmEngine>> {
+        let callback = summarizer::extract(env, options.as_ref());
         let json = match options {
             Some(o) => stringify(env, o)?,
             None => "{}".to_owned(),
@@ -51,6 +57,7 @@ impl LcmEngine {
         env.spawn_future_with_callback(
             async move {
                 let opened = async {
+                    let callback = callback?;
                     let v: serde_json::Value = parse_params("options", &json)?;
                     let v = if v.is_null() {
                         serde_json::json!({})
@@ -58,7 +65,9 @@ impl LcmEngine {
                         v
                     };
                     let opts = EngineOptions::from_json(v)?;
-                    Engine::open(opts).await
+                    let timeout = std::time::Duration::from_millis(opts.summary_timeout_ms);
+                    let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
+                    Engine::open_with(opts, cb).await
                 }
                 .await;
                 Ok(opened)
@@ -250,6 +259,29 @@ impl LcmEngine {
             },
             move |env, r| live::resolve(env, r, live),
         )
+    }
+
+    /// Runs the summarization pipeline on a source text (prompt for the depth, the
+    /// configured summarizer or host callback, escalation normal → aggressive →
+    /// truncation, overage cap) without touching the database. Resolves with
+    /// `{ content, level, model, tokensIn, tokensOut }`; rejects with the summarizer's
+    /// error (`LCM_LLM_AUTH`, `LCM_LLM_RATE_LIMIT`, `LCM_LLM_TRANSIENT`,
+    /// `LCM_LLM_BAD_RESPONSE`, `LCM_CALLBACK`), in which case compaction writes nothing.
+    #[napi(
+        ts_args_type = "params: SummarizeTextParams",
+        ts_return_type = "Promise<SummarizeResult>"
+    )]
+    pub fn summarize_text<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        let engine = self.engine.clone();
+        resolve_json(env, async move {
+            let p = parse_params("summarizeText", &json)?;
+            engine.summarize_text(p).await
+        })
     }
 
     /// Finishes queued writes, checkpoints and closes the database. Later calls

@@ -8,9 +8,10 @@
 //!   given) is kept only when the columns cannot rebuild the block exactly.
 //! - `messages.lcm_envelope`: the message without its content (content replaced by
 //!   0 for a string, 1 for blocks), so the message rebuilds byte-exact.
+//! - `messages.identity_hash` is left NULL: nothing here reads it, and the reference
+//!   plugin fills NULL hashes itself when it opens the file (its startup backfill).
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::{db_role, REASONING_TYPES, RUNTIME_ROLES, TOOL_CALL_TYPES, TOOL_RESULT_TYPES};
 use crate::error::{LcmError, Result};
@@ -35,8 +36,6 @@ pub struct NewMessage {
     pub token_count: i64,
     /// SQLite UTC text; `None` means "now".
     pub created_at: Option<String>,
-    /// sha256 of role, NUL, content.
-    pub identity_hash: String,
     /// Transcript entry id, when the host supplied one.
     pub transcript_entry_id: Option<String>,
     /// The lossless envelope JSON.
@@ -112,7 +111,6 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
     };
     Ok(NewMessage {
         role,
-        identity_hash: identity_hash(role, &content),
         content,
         token_count,
         created_at: created_at(obj),
@@ -131,15 +129,6 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// sha256 hex of `role NUL content` (the reference's identity hash).
-pub fn identity_hash(role: &str, content: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(role.as_bytes());
-    h.update([0u8]);
-    h.update(content.as_bytes());
-    hex::encode(h.finalize())
 }
 
 fn created_at(obj: &Map<String, Value>) -> Option<String> {

@@ -421,7 +421,6 @@ mod tests {
                 session_key: None,
             },
             batch,
-            true,
         )
         .unwrap();
         let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();

@@ -34,12 +34,12 @@ pub struct IngestOutcome {
 }
 
 /// Writes a batch of mapped messages in one transaction: conversation lookup or
-/// creation, replay filtering, message, part, FTS and context-item rows.
+/// creation, replay filtering, message, part and context-item rows. Full-text
+/// indexing follows in batches on the writer thread (`store::fts_lag`).
 pub fn insert_batch(
     conn: &mut Connection,
     session: &SessionRef,
     batch: Vec<NewMessage>,
-    fts: bool,
 ) -> Result<IngestOutcome> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let conversation_id = conversations::find_or_create(&tx, session)?;
@@ -91,7 +91,7 @@ pub fn insert_batch(
             session_id: &session_id,
             now: &now,
         };
-        let message_id = insert_one(&tx, &at, &m, fts)?;
+        let message_id = insert_one(&tx, &at, &m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),
@@ -158,7 +158,7 @@ struct Position<'a> {
     now: &'a str,
 }
 
-fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Result<i64> {
+fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
     let Position {
         conversation_id,
         seq,
@@ -168,8 +168,8 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Res
     } = *at;
     let created = m.created_at.as_deref().unwrap_or(now);
     tx.prepare_cached(
-        "INSERT INTO messages (conversation_id, seq, role, content, token_count, identity_hash, transcript_entry_id, lcm_envelope, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO messages (conversation_id, seq, role, content, token_count, transcript_entry_id, lcm_envelope, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         conversation_id,
@@ -177,7 +177,6 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Res
         m.role,
         m.content,
         m.token_count,
-        m.identity_hash,
         m.transcript_entry_id,
         m.envelope,
         created
@@ -189,7 +188,7 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Res
     )?;
     for p in &m.parts {
         part_stmt.execute(params![
-            uuid::Uuid::now_v7().to_string(),
+            part_id(message_id, p.ordinal),
             message_id,
             session_id,
             p.part_type,
@@ -202,15 +201,17 @@ fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage, fts: bool) -> Res
             p.metadata
         ])?;
     }
-    if fts {
-        tx.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")?
-            .execute(params![message_id, m.content])?;
-    }
     tx.prepare_cached(
         "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, created_at) VALUES (?1, ?2, 'message', ?3, ?4)",
     )?
     .execute(params![conversation_id, ordinal, message_id, now])?;
     Ok(message_id)
+}
+
+/// Part ids: short, unique (one per message and ordinal) and increasing, so the
+/// primary-key index grows at its end instead of scattering random UUIDs.
+pub fn part_id(message_id: i64, ordinal: i64) -> String {
+    format!("{message_id:010}.{ordinal}")
 }
 
 /// A `messages` row without its parts.

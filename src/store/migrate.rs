@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+use super::fts_lag;
 use super::schema::{self, FtsTable};
 use crate::error::Result;
 use crate::timestamp;
@@ -31,7 +32,8 @@ pub fn migrate(conn: &mut Connection) -> Result<Features> {
     run_versioned(&tx, "backfillSummaryMetadata", 1, backfill_summary_metadata)?;
     let features = detect_features(&tx);
     if features.fts5 {
-        ensure_fts(&tx, &schema::MESSAGES_FTS)?;
+        let rebuilt = ensure_fts(&tx, &schema::MESSAGES_FTS)?;
+        fts_lag::init_watermark(&tx, rebuilt)?;
         ensure_fts(&tx, &schema::SUMMARIES_FTS)?;
         if features.trigram {
             ensure_fts(&tx, &schema::SUMMARIES_FTS_CJK)?;
@@ -224,8 +226,9 @@ fn detect_features(tx: &Transaction) -> Features {
 }
 
 /// Creates a full-text table when missing, or rebuilds it when its stored layout is
-/// not the current one (e.g. the reference's standalone `messages_fts`).
-fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<()> {
+/// not the current one (e.g. the reference's standalone `messages_fts`). Returns
+/// whether it was (re)built from its base table.
+fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<bool> {
     let sql: Option<String> = tx
         .query_row(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
@@ -234,13 +237,13 @@ fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<()> {
         )
         .optional()?;
     match sql {
-        Some(s) if s.contains(t.expect) => return Ok(()),
+        Some(s) if s.contains(t.expect) => return Ok(false),
         Some(_) => tx.execute_batch(&format!("DROP TABLE {}", t.name))?,
         None => {}
     }
     tx.execute_batch(t.create)?;
     tx.execute_batch(t.seed)?;
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 pub mod conversations;
 pub mod dag;
+pub mod fts_lag;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
@@ -56,6 +57,7 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 enum Msg {
     Job(Job),
+    FlushFts(oneshot::Sender<Result<usize>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -169,9 +171,10 @@ impl Store {
         }
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
+        let lag = fts_lag::FtsLag::new(features.fts5);
         let mut threads = vec![std::thread::Builder::new()
             .name("lcm-writer".into())
-            .spawn(move || writer_loop(writer, rx))
+            .spawn(move || writer_loop(writer, rx, lag))
             .map_err(LcmError::from)?];
         if !in_memory {
             let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
@@ -234,6 +237,10 @@ impl Store {
     }
 
     fn send(&self, job: Job) -> Result<()> {
+        self.send_msg(Msg::Job(job))
+    }
+
+    fn send_msg(&self, msg: Msg) -> Result<()> {
         if self.is_closed() {
             return Err(LcmError::closed());
         }
@@ -243,8 +250,20 @@ impl Store {
             .lock()
             .map_err(|_| LcmError::internal("writer lock poisoned"))?;
         match guard.as_ref() {
-            Some(tx) => tx.send(Msg::Job(job)).map_err(|_| LcmError::closed()),
+            Some(tx) => tx.send(msg).map_err(|_| LcmError::closed()),
             None => Err(LcmError::closed()),
+        }
+    }
+
+    /// Makes every message acknowledged so far searchable through `messages_fts`
+    /// (indexing is batched off the ingest path; see [`fts_lag`]). Searches call
+    /// this first. Resolves with the number of messages indexed now.
+    pub fn flush_fts(&self) -> impl std::future::Future<Output = Result<usize>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.send_msg(Msg::FlushFts(tx));
+        async move {
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
         }
     }
 
@@ -323,20 +342,58 @@ impl Store {
     }
 }
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
-    while let Ok(msg) = rx.recv() {
+/// How long the writer waits for work before catching up on deferred indexing.
+const IDLE: Duration = Duration::from_millis(100);
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::FtsLag) {
+    loop {
+        let msg = match rx.recv_timeout(IDLE) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                catch_up(&mut conn, &mut lag);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         match msg {
-            Msg::Job(job) => job(&mut conn),
-            Msg::Close(done) => {
-                while let Ok(Msg::Job(job)) = rx.try_recv() {
-                    job(&mut conn);
+            Msg::Job(job) => {
+                job(&mut conn);
+                if lag.pending(&conn).unwrap_or(0) >= fts_lag::BATCH {
+                    catch_up(&mut conn, &mut lag);
                 }
+            }
+            Msg::FlushFts(reply) => {
+                let r = lag.catch_up(&mut conn);
+                if r.is_err() {
+                    lag.reset();
+                }
+                let _ = reply.send(r);
+            }
+            Msg::Close(done) => {
+                while let Ok(m) = rx.try_recv() {
+                    match m {
+                        Msg::Job(job) => job(&mut conn),
+                        Msg::FlushFts(reply) => {
+                            let _ = reply.send(lag.catch_up(&mut conn));
+                        }
+                        Msg::Close(other) => {
+                            let _ = other.send(());
+                        }
+                    }
+                }
+                catch_up(&mut conn, &mut lag);
                 let _ = conn.execute_batch("PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);");
                 drop(conn);
                 let _ = done.send(());
                 return;
             }
         }
+    }
+}
+
+fn catch_up(conn: &mut Connection, lag: &mut fts_lag::FtsLag) {
+    if lag.catch_up(conn).is_err() {
+        lag.reset();
     }
 }
 
@@ -350,5 +407,70 @@ fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration) {
             waited = Duration::ZERO;
             let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ingest::map_message;
+    use crate::store::conversations::SessionRef;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn deferred_fts_is_flushed_before_search_and_caught_up_at_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
+        let opts = StoreOptions {
+            path: path.clone(),
+            ..StoreOptions::default()
+        };
+        let store = Store::open(opts.clone()).unwrap();
+        let batch = vec![map_message(
+            &json!({"role":"user","content":"the zebra code is 42"}),
+            None,
+        )
+        .unwrap()];
+        store
+            .write(move |c| {
+                messages::insert_batch(
+                    c,
+                    &SessionRef {
+                        session_id: "s".into(),
+                        session_key: None,
+                    },
+                    batch,
+                )
+            })
+            .await
+            .unwrap();
+        let count = |s: Store| async move {
+            s.read(|c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'zebra'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+            .await
+            .unwrap()
+        };
+        store.flush_fts().await.unwrap();
+        assert_eq!(count(store.clone()).await, 1);
+        // Simulate a crash between commit and indexing: rewind the watermark.
+        store
+            .write(|c| {
+                c.execute_batch(
+                    "DELETE FROM messages_fts; UPDATE lcm_fts_state SET indexed_upto = 0;",
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        store.close().await.unwrap();
+        let reopened = Store::open(opts).unwrap();
+        reopened.flush_fts().await.unwrap();
+        assert_eq!(count(reopened.clone()).await, 1);
+        reopened.close().await.unwrap();
     }
 }

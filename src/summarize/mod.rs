@@ -2,10 +2,23 @@
 //! callback, Anthropic, OpenAI, offline extractive) and the [`SummaryPipeline`] the
 //! compaction engine calls (prompt rendering + escalation + level bookkeeping).
 
+pub mod anthropic;
+pub mod fallback;
+pub mod http;
+pub mod normalize;
+pub mod offline;
+pub mod openai;
+pub mod pipeline;
+mod select;
+pub mod targets;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+
+pub use pipeline::{EscalatingPipeline, PipelineSettings};
+pub use select::{build_pipeline, build_summarizer, max_output_tokens, Provider, ProviderConfig};
 
 /// One request to a summarizer.
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +88,54 @@ pub struct SummarizeInput {
     pub time_range: Option<String>,
     /// Per-call operator instructions (override the configured ones).
     pub custom_instructions: Option<String>,
+}
+
+/// Parameters of `summarizeText` (JavaScript): a source text run through the pipeline.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummarizeTextParams {
+    /// Depth of the summary to build (default 0, a leaf).
+    #[serde(default)]
+    pub depth: i64,
+    /// The source text, with its `[…]` headers.
+    pub source_text: String,
+    /// Preceding summary text (leaf and depth-1 prompts).
+    #[serde(default)]
+    pub previous_context: Option<String>,
+    /// Number of source items (default: the blank-line separated blocks).
+    #[serde(default)]
+    pub child_count: Option<usize>,
+    /// Formatted time range of the sources.
+    #[serde(default)]
+    pub time_range: Option<String>,
+    /// Instructions for this call (instead of the configured ones).
+    #[serde(default)]
+    pub custom_instructions: Option<String>,
+}
+
+impl SummarizeTextParams {
+    /// The pipeline input; a negative depth is `LCM_INVALID_INPUT`.
+    pub fn into_input(self) -> Result<SummarizeInput> {
+        if self.depth < 0 {
+            return Err(crate::error::LcmError::invalid(format!(
+                "depth must be 0 or more, got {}",
+                self.depth
+            )));
+        }
+        let blocks = self
+            .source_text
+            .split("\n\n")
+            .filter(|b| !b.trim().is_empty())
+            .count();
+        Ok(SummarizeInput {
+            depth: self.depth,
+            child_count: self.child_count.unwrap_or(blocks),
+            source_text: self.source_text,
+            previous_context: self.previous_context,
+            time_range: self.time_range,
+            custom_instructions: self.custom_instructions,
+        })
+    }
 }
 
 /// The pipeline's answer.

@@ -1,0 +1,64 @@
+//! Synchronous helpers on the addon: `renderPrompt` (see exactly what a summarizer
+//! is sent), `formatTimestamp` and `formatTimeRange` (the prompt/XML time formats).
+//! Errors throw an `Error` with the `LCM_…` code.
+#![cfg_attr(test, allow(dead_code))]
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::js::{parse, stringify, to_napi_error};
+use crate::engine::parse_params;
+use crate::error::LcmError;
+use crate::prompts::source::parse_time_value;
+use crate::timefmt::Zone;
+
+fn coded<T>(env: &Env, r: crate::error::Result<T>) -> Result<T> {
+    r.map_err(|e| to_napi_error(env, e))
+}
+
+fn time_arg(env: &Env, v: Unknown<'_>) -> Result<chrono::DateTime<chrono::Utc>> {
+    let json = stringify(env, v)?;
+    let parsed = serde_json::from_str::<serde_json::Value>(&json)
+        .map_err(|e| LcmError::invalid(format!("not a timestamp: {e}")))
+        .and_then(|v| parse_time_value(&v));
+    coded(env, parsed)
+}
+
+/// Renders the summarization prompt for a depth (0 leaf, 1, 2, 3+) exactly as the
+/// engine would send it, with the system prompt, the template used and its source
+/// (`embedded` or the override file). Throws `LCM_TEMPLATE` for a broken override.
+#[napi(
+    ts_args_type = "params: RenderPromptParams",
+    ts_return_type = "RenderedPrompt"
+)]
+pub fn render_prompt<'env>(env: &'env Env, params: Unknown<'env>) -> Result<Unknown<'env>> {
+    let json = stringify(env, params)?;
+    let rendered = parse_params("renderPrompt", &json).and_then(crate::prompts::render_params);
+    let text = coded(env, rendered.and_then(|r| Ok(serde_json::to_string(&r)?)))?;
+    parse(env, &text)
+}
+
+/// `2026-02-17 15:37 PST`: a time (epoch ms, ISO string or Date) in `timezone`
+/// (IANA; default `TZ`, else UTC). Throws `LCM_CONFIG` for an unknown zone.
+#[napi(ts_args_type = "value: number | string | Date, timezone?: string")]
+pub fn format_timestamp(env: &Env, value: Unknown<'_>, timezone: Option<String>) -> Result<String> {
+    let zone = coded(env, Zone::resolve(timezone.as_deref()))?;
+    Ok(zone.format_timestamp(time_arg(env, value)?))
+}
+
+/// `2026-02-17 15:37–17:21 PST` within a day, `2026-02-17 – 2026-02-18` across days.
+/// Throws `LCM_CONFIG` for an unknown zone.
+#[napi(
+    ts_args_type = "earliest: number | string | Date, latest: number | string | Date, timezone?: string"
+)]
+pub fn format_time_range(
+    env: &Env,
+    earliest: Unknown<'_>,
+    latest: Unknown<'_>,
+    timezone: Option<String>,
+) -> Result<String> {
+    let zone = coded(env, Zone::resolve(timezone.as_deref()))?;
+    let a = time_arg(env, earliest)?;
+    let b = time_arg(env, latest)?;
+    Ok(zone.format_range(a, b))
+}

@@ -1,0 +1,199 @@
+//! The host callback summarizer: `LcmEngine.open({ summarizer })` with
+//! `summarizer: (request) => string | {content, model?} | Promise<…>`. The function is
+//! taken from the options object before `JSON.stringify` (which drops functions) and
+//! wrapped in a weak, non-error-first ThreadsafeFunction called with
+//! `call_async_catch`, so a throw, a rejection, a wrong return type or a callback that
+//! never settles (`summaryTimeoutMs`) becomes `LCM_CALLBACK`, never a crash.
+#![cfg_attr(test, allow(dead_code))]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunction;
+use serde_json::Value;
+
+use crate::error::{ErrorCode, LcmError};
+use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
+
+/// Model recorded when the callback names none.
+pub const CALLBACK_MODEL: &str = "host-callback";
+
+/// Any JavaScript value the callback returns or resolves with: its JSON form, or why
+/// it has none (`undefined`, a function, a symbol, …).
+pub struct AnyJson(pub std::result::Result<Value, String>);
+
+impl TypeName for AnyJson {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for AnyJson {
+    unsafe fn validate(
+        _env: napi::sys::napi_env,
+        _value: napi::sys::napi_value,
+    ) -> Result<napi::sys::napi_value> {
+        Ok(std::ptr::null_mut())
+    }
+}
+
+impl FromNapiValue for AnyJson {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        // SAFETY: called by napi on the JS thread with a live value.
+        let v = unsafe { Value::from_napi_value(env, value) };
+        Ok(AnyJson(v.map_err(|e| e.reason)))
+    }
+}
+
+/// What the callback returns: a Promise, or a value directly.
+type CallbackReturn = Either<Promise<AnyJson>, AnyJson>;
+
+/// The ThreadsafeFunction over the host's summarizer.
+pub type CallbackFn = ThreadsafeFunction<Value, CallbackReturn, Value, Status, false, true>;
+
+/// Takes `options.summarizer` when it is a function. `Ok(None)` when absent; an
+/// `LCM_INVALID_INPUT` error when present but not a function.
+pub fn extract(
+    env: &Env,
+    options: Option<&Unknown<'_>>,
+) -> std::result::Result<Option<CallbackFn>, LcmError> {
+    let napi_err = |e: Error| LcmError::invalid(format!("summarizer: {e}"));
+    let Some(o) = options else { return Ok(None) };
+    if o.get_type().map_err(napi_err)? != ValueType::Object {
+        return Ok(None);
+    }
+    // SAFETY: `o` is a live object value of this env.
+    let obj = unsafe { Object::from_napi_value(env.raw(), o.raw()) }.map_err(napi_err)?;
+    let prop: Unknown = obj.get_named_property("summarizer").map_err(napi_err)?;
+    match prop.get_type().map_err(napi_err)? {
+        ValueType::Undefined | ValueType::Null => Ok(None),
+        ValueType::Function => {
+            // SAFETY: checked to be a function of this env.
+            let f: Function<Value, CallbackReturn> =
+                unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
+            let tsfn = f
+                .build_threadsafe_function::<Value>()
+                .callee_handled::<false>()
+                .weak::<true>()
+                .build()
+                .map_err(napi_err)?;
+            Ok(Some(tsfn))
+        }
+        other => Err(LcmError::invalid(format!(
+            "summarizer must be a function (request) => string | {{ content, model? }} | Promise of one, got {other}"
+        ))),
+    }
+}
+
+/// The callback as a core [`Summarizer`].
+pub struct CallbackSummarizer {
+    tsfn: Arc<CallbackFn>,
+    timeout: Duration,
+}
+
+impl CallbackSummarizer {
+    /// Wraps the function; a call that has not settled after `timeout` fails.
+    pub fn shared(tsfn: CallbackFn, timeout: Duration) -> Arc<dyn Summarizer> {
+        Arc::new(CallbackSummarizer {
+            tsfn: Arc::new(tsfn),
+            timeout,
+        })
+    }
+}
+
+fn callback_err(msg: impl std::fmt::Display) -> LcmError {
+    LcmError::new(ErrorCode::Callback, format!("summarizer callback {msg}"))
+}
+
+/// `string` or `{ content: string, model?: string }`.
+fn response_from(v: Value, fallback_model: Option<&str>) -> crate::error::Result<SummaryResponse> {
+    let model = fallback_model.unwrap_or(CALLBACK_MODEL).to_owned();
+    match v {
+        Value::String(content) => Ok(SummaryResponse { content, model }),
+        Value::Object(o) => match (o.get("content"), o.get("model")) {
+            (Some(Value::String(c)), None | Some(Value::Null)) => Ok(SummaryResponse {
+                content: c.clone(),
+                model,
+            }),
+            (Some(Value::String(c)), Some(Value::String(m))) => Ok(SummaryResponse {
+                content: c.clone(),
+                model: m.clone(),
+            }),
+            _ => Err(callback_err(
+                "returned an object without a string `content` (and optional string `model`)",
+            )),
+        },
+        other => Err(callback_err(format!(
+            "must return a string or {{ content, model? }}, got {}",
+            json_type(&other)
+        ))),
+    }
+}
+
+/// A rejection, or a Promise collected without ever settling (its resolvers were
+/// dropped: napi reports the channel as canceled).
+fn rejection(reason: &str) -> LcmError {
+    if reason.contains("canceled") {
+        return callback_err("returned a Promise that never settled (it was garbage-collected)");
+    }
+    callback_err(format!("rejected: {reason}"))
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl CallbackSummarizer {
+    async fn call(&self, arg: Value) -> crate::error::Result<Value> {
+        let returned = self
+            .tsfn
+            .call_async_catch(arg)
+            .await
+            .map_err(|e| callback_err(format!("threw: {}", e.reason)))?;
+        let AnyJson(value) = match returned {
+            Either::A(promise) => promise.await.map_err(|e| rejection(&e.reason))?,
+            Either::B(v) => v,
+        };
+        value.map_err(|why| {
+            callback_err(format!(
+                "must return a string or {{ content, model? }}, got a value without a JSON form ({why})"
+            ))
+        })
+    }
+}
+
+#[async_trait]
+impl Summarizer for CallbackSummarizer {
+    async fn summarize(&self, req: SummaryRequest) -> crate::error::Result<SummaryResponse> {
+        let model = req.model.clone();
+        let arg = serde_json::to_value(&req)
+            .map_err(|e| LcmError::internal(format!("cannot serialize request: {e}")))?;
+        let ms = self.timeout.as_millis();
+        let v = tokio::time::timeout(self.timeout, self.call(arg))
+            .await
+            .map_err(|_| {
+                callback_err(format!("did not settle within {ms} ms (summaryTimeoutMs)"))
+            })??;
+        response_from(v, model.as_deref())
+    }
+
+    fn name(&self) -> &str {
+        "callback"
+    }
+}

@@ -1,0 +1,113 @@
+//! Deferred full-text indexing of messages. Each FTS5 insert in its own transaction
+//! writes a new index segment (≈ 10 pages per turn); instead, the writer thread
+//! indexes new messages in batches — when enough are pending, when the queue goes
+//! idle, before any search (`Store::flush_fts`) and at close. The watermark
+//! `lcm_fts_state.indexed_upto` records the last indexed message id, so a crash
+//! between ingest and indexing is caught up at the next open. A message is durable
+//! when `ingest` resolves; it is searchable as soon as a search asks for it.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use crate::error::Result;
+
+const TABLE: &str = "messages_fts";
+
+/// Sets the watermark at migration: to the newest message when the index was just
+/// built from the table (or has no watermark yet), otherwise leaves it.
+pub fn init_watermark(tx: &Transaction, rebuilt: bool) -> Result<()> {
+    let max: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(message_id), 0) FROM messages",
+        [],
+        |r| r.get(0),
+    )?;
+    if rebuilt {
+        tx.execute(
+            "INSERT INTO lcm_fts_state (table_name, indexed_upto) VALUES (?1, ?2)
+             ON CONFLICT(table_name) DO UPDATE SET indexed_upto = excluded.indexed_upto",
+            params![TABLE, max],
+        )?;
+    } else {
+        tx.execute(
+            "INSERT OR IGNORE INTO lcm_fts_state (table_name, indexed_upto) VALUES (?1, ?2)",
+            params![TABLE, max],
+        )?;
+    }
+    Ok(())
+}
+
+/// Tracks how far the message index lags, on the writer thread.
+#[derive(Debug, Default)]
+pub struct FtsLag {
+    enabled: bool,
+    indexed_upto: Option<i64>,
+}
+
+/// Index once this many messages are pending.
+pub const BATCH: i64 = 512;
+
+impl FtsLag {
+    /// A tracker; `enabled` is false when FTS5 is unavailable.
+    pub fn new(enabled: bool) -> Self {
+        FtsLag {
+            enabled,
+            indexed_upto: None,
+        }
+    }
+
+    fn watermark(&mut self, conn: &Connection) -> Result<i64> {
+        if let Some(w) = self.indexed_upto {
+            return Ok(w);
+        }
+        let w: Option<i64> = conn
+            .query_row(
+                "SELECT indexed_upto FROM lcm_fts_state WHERE table_name = ?1",
+                [TABLE],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let w = w.unwrap_or(0);
+        self.indexed_upto = Some(w);
+        Ok(w)
+    }
+
+    /// Messages stored but not yet indexed.
+    pub fn pending(&mut self, conn: &Connection) -> Result<i64> {
+        if !self.enabled {
+            return Ok(0);
+        }
+        let max: i64 = conn
+            .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
+            .query_row([], |r| r.get(0))?;
+        Ok((max - self.watermark(conn)?).max(0))
+    }
+
+    /// Indexes every pending message in one transaction.
+    pub fn catch_up(&mut self, conn: &mut Connection) -> Result<usize> {
+        if !self.enabled || self.pending(conn)? == 0 {
+            return Ok(0);
+        }
+        let from = self.watermark(conn)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
+            [from],
+        )?;
+        let upto: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(message_id), ?1) FROM messages",
+            [from],
+            |r| r.get(0),
+        )?;
+        tx.execute(
+            "UPDATE lcm_fts_state SET indexed_upto = ?1 WHERE table_name = ?2",
+            params![upto, TABLE],
+        )?;
+        tx.commit()?;
+        self.indexed_upto = Some(upto);
+        Ok(n)
+    }
+
+    /// Forgets the cached watermark (after a failed transaction).
+    pub fn reset(&mut self) {
+        self.indexed_upto = None;
+    }
+}
