@@ -19,6 +19,8 @@ pub struct Row {
     pub ordinal: i64,
     /// True for `message` items (even when the message row is missing).
     pub is_message: bool,
+    /// A message item with a message id: what the fresh-tail rule counts.
+    pub is_raw: bool,
     /// The message's DB role.
     pub role: Option<String>,
     /// Stored token count of the message or summary (0 when missing).
@@ -44,7 +46,8 @@ pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
                 CASE WHEN s.kind = 'condensed' AND s.summary_id NOT IN (SELECT value FROM json_each(?2)) THEN
                   (SELECT json_group_array(json_array(ordinal, parent_summary_id))
                    FROM summary_parents WHERE summary_id = s.summary_id)
-                END
+                END,
+                ci.message_id IS NOT NULL
          FROM context_items ci
          LEFT JOIN messages m ON m.message_id = ci.message_id AND ci.item_type = 'message'
          LEFT JOIN summaries s ON s.summary_id = ci.summary_id AND ci.item_type = 'summary'
@@ -93,6 +96,7 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
     Ok(Row {
         ordinal,
         is_message,
+        is_raw: is_message && r.get::<_, bool>(16)?,
         role,
         tokens: tokens.unwrap_or(0),
         message,

@@ -158,7 +158,7 @@ pub fn select(
     while let Some(r) = rows.next()? {
         let row = load::read_row(r)?;
         let step = Step {
-            is_message: row.is_message,
+            is_raw: row.is_raw,
             is_user: row.role.as_deref() == Some("user"),
             tokens: row.tokens,
         };
@@ -175,7 +175,8 @@ pub fn select(
 /// What the tail rule needs to know about an item.
 #[derive(Debug, Clone, Copy)]
 struct Step {
-    is_message: bool,
+    /// Counted by the tail rule (a message item with a message id).
+    is_raw: bool,
     is_user: bool,
     /// Stored token count.
     tokens: i64,
@@ -219,7 +220,7 @@ impl Selector {
             self.read.push(item);
             return Ok(self.fit(self.read.len() - 1));
         }
-        if step.is_message
+        if step.is_raw
             && !self
                 .walk
                 .offer(item.ordinal, step.is_user, step.tokens, older_user)?

@@ -23,11 +23,13 @@ pub const NO_TAIL: i64 = i64::MAX;
 /// `tool`, `system`) and `token_count` its stored estimate. A negative `max_tokens`
 /// means no cap.
 pub fn fresh_tail_start(items: &[ContextItem], count: i64, max_tokens: Option<i64>) -> i64 {
+    let raw = |i: &&ContextItem| i.item_type == "message" && i.message_id.is_some();
     let any_user = items
         .iter()
-        .any(|i| i.item_type == "message" && i.role.as_deref() == Some("user"));
+        .filter(raw)
+        .any(|i| i.role.as_deref() == Some("user"));
     let mut walk = TailWalk::new(count, max_tokens);
-    for i in items.iter().rev().filter(|i| i.item_type == "message") {
+    for i in items.iter().rev().filter(raw) {
         let is_user = i.role.as_deref() == Some("user");
         // While no user message has been offered, any user message is older.
         match walk.offer(i.ordinal, is_user, i.token_count, || Ok(any_user)) {
@@ -69,7 +71,8 @@ impl TailWalk {
         }
     }
 
-    /// Offers the next older raw message; true when it is protected. After the
+    /// Offers the next older raw message (a message item with a message id); true
+    /// when it is protected; negative token counts count as 0. After the
     /// first false the tail is complete and later offers must not be made.
     /// `older_user_exists` answers whether a user message exists older than this one
     /// (asked at most once, only while no user message has been offered).
@@ -83,6 +86,7 @@ impl TailWalk {
         if self.count <= 0 {
             return Ok(false);
         }
+        let tokens = tokens.max(0);
         if is_user && self.newest_user.is_none() {
             self.newest_user = Some(ordinal);
         }
@@ -198,6 +202,47 @@ mod tests {
     fn summaries_inside_the_tail_do_not_count() {
         let it = items(&[("u", 1), ("a", 1), ("s", 1), ("u", 1), ("a", 1)]);
         assert_eq!(fresh_tail_start(&it, 3, None), 1);
+    }
+
+    /// Compaction (on main) has its own index-based copy of the rule; both must
+    /// always pick the same tail.
+    #[test]
+    fn agrees_with_compaction_on_random_lists() {
+        use crate::compaction::select::{fresh_tail_start as compaction_tail, Limits};
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let kinds = ["u", "a", "t", "s"];
+        for _ in 0..3000 {
+            let len = next(30) as usize;
+            let spec: Vec<(&str, i64)> = (0..len)
+                .map(|_| (kinds[next(4) as usize], next(60) as i64 - 5))
+                .collect();
+            let mut it = items(&spec);
+            if len > 0 && next(5) == 0 {
+                it[next(len as u64) as usize].message_id = None;
+            }
+            let count = next(12) as i64 - 1;
+            let cap = match next(3) {
+                0 => None,
+                1 => Some(next(200) as i64),
+                _ => Some(-1),
+            };
+            let mut o = crate::config::EngineOptions::default();
+            o.fresh_tail_count = count;
+            o.fresh_tail_max_tokens = cap;
+            let idx = compaction_tail(&it, &Limits::from_options(&o));
+            let want = it.get(idx).map_or(NO_TAIL, |i| i.ordinal);
+            assert_eq!(
+                fresh_tail_start(&it, count, cap),
+                want,
+                "{spec:?} {count} {cap:?}"
+            );
+        }
     }
 
     #[test]
