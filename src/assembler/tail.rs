@@ -232,9 +232,11 @@ mod tests {
                 1 => Some(next(200) as i64),
                 _ => Some(-1),
             };
-            let mut o = crate::config::EngineOptions::default();
-            o.fresh_tail_count = count;
-            o.fresh_tail_max_tokens = cap;
+            let o = crate::config::EngineOptions {
+                fresh_tail_count: count,
+                fresh_tail_max_tokens: cap,
+                ..Default::default()
+            };
             let idx = compaction_tail(&it, &Limits::from_options(&o));
             let want = it.get(idx).map_or(NO_TAIL, |i| i.ordinal);
             assert_eq!(
