@@ -777,6 +777,71 @@ export interface RecallToolDefinition {
 /** State of the in-memory message catalog behind `grep` (`warmRecallIndex`). */
 export interface RecallIndexInfo { indexedMessages: number; indexBytes: number; elapsedMs: number }
 
+// ── Context assembly ─────────────────────────────────────────────────────────
+
+/** Parameters of `assemble`. */
+export interface AssembleParams {
+  sessionId: string
+  sessionKey?: string
+  /** Token budget of the assembled context (> 0). The fresh tail is kept even when it alone is over. */
+  tokenBudget: number
+  /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
+  messages?: AgentMessage[]
+}
+
+/** Why `assemble` returned the live messages. */
+export type AssembleFallbackReason =
+  | 'noConversation' | 'emptyContext' | 'incompleteCoverage' | 'emptyAssembly' | 'noUserTurn' | 'error'
+
+/** What the clean-up and tool-pairing repair changed. */
+export interface AssembleRepairStats {
+  syntheticToolResults: number
+  droppedOrphanResults: number
+  droppedDuplicateResults: number
+  droppedDuplicateToolCalls: number
+  strippedTerminalToolCalls: number
+  /** Tool calls stripped because their result is not in the assembled context. */
+  strippedUnpairedToolCalls: number
+  movedToolResults: number
+  droppedEmptyMessages: number
+  /** Tool results without a call id presented as assistant text. */
+  downgradedToolResults: number
+}
+
+/** What an assembly did. */
+export interface AssembleStats {
+  conversationId: number | null
+  tokenBudget: number
+  /** Entries of the context list. */
+  contextItems: number
+  summariesIncluded: number
+  /** Stored messages in the output (synthetic tool results not counted). */
+  messagesIncluded: number
+  /** Evictable context items left out for the budget. */
+  droppedForBudget: number
+  /** Context items whose row could not be read. */
+  unresolvedItems: number
+  tailStartOrdinal: number | null
+  tailItems: number
+  tailTokens: number
+  overBudget: boolean
+  liveFallback: boolean
+  fallbackReason: AssembleFallbackReason | null
+  error: string | null
+  repair: AssembleRepairStats
+}
+
+/** Result of `assemble`. */
+export interface AssembleResult {
+  /** Messages for the model, oldest first: summaries are user messages wrapped in `<summary>`. */
+  messages: AgentMessage[]
+  /** Estimated tokens of `messages`, XML wrappers included. */
+  estimatedTokens: number
+  stats: AssembleStats
+  /** Static recall guidance for the system prompt; present when a summary is included. */
+  systemPromptAddition?: string
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -913,6 +978,14 @@ export declare class LcmEngine {
    * the new `sum_…` id. Compaction uses the same primitive.
    */
   insertSummary(params: InsertSummaryParams): Promise<string>
+  /**
+   * Builds the model context for a session under `tokenBudget`: summaries as XML
+   * user messages, a fresh tail of raw messages, tool pairing repaired. Returns the
+   * live `messages` unchanged when the store cannot do better (no conversation,
+   * store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
+   * `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
+   */
+  assemble(params: AssembleParams): Promise<AssembleResult>
   /**
    * Runs the summarization pipeline on a source text (prompt for the depth, the
    * configured summarizer or host callback, escalation normal → aggressive →

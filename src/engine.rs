@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::assembler::{AssembleParams, AssembleResult};
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::{ingest, rebuild};
@@ -98,6 +99,7 @@ pub struct Engine {
     callback: Option<Arc<dyn Summarizer>>,
     /// Recall state: in-memory grants and message catalog (see `retrieval`).
     pub(crate) recall: Arc<crate::retrieval::RecallState>,
+    assembly_cache: Arc<crate::assembler::Cache>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -199,6 +201,7 @@ impl Engine {
             compaction: Arc::default(),
             callback,
             recall: Arc::default(),
+            assembly_cache: Arc::default(),
         })
     }
 
@@ -421,6 +424,18 @@ impl Engine {
             };
             dag::persist_summary(conn, &s, features)
         })
+    }
+
+    /// Assembles a session's model context under a token budget (see
+    /// [`crate::assembler`]); falls back to the host's live messages when the store
+    /// cannot do better or assembly fails.
+    pub async fn assemble(&self, p: AssembleParams) -> Result<AssembleResult> {
+        crate::assembler::run(&self.store, &self.opts, &self.assembly_cache, p).await
+    }
+
+    /// What earlier assemblies prepared (reused by the next turn's assembly).
+    pub fn assembly_cache(&self) -> &Arc<crate::assembler::Cache> {
+        &self.assembly_cache
     }
 
     /// Finishes pending writes and closes the database. Running compactions are

@@ -6,6 +6,7 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod assembler;
 pub mod cli;
 pub mod compaction;
 pub mod config;

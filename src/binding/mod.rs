@@ -7,6 +7,7 @@
 mod cli_fns;
 mod compaction;
 mod js;
+mod live;
 mod prompt_fns;
 mod recall;
 mod rewrite_fns;
@@ -240,6 +241,38 @@ impl LcmEngine {
             engine.insert_summary(p).await
         };
         resolve_json(env, fut)
+    }
+
+    /// Builds the model context for a session under `tokenBudget`: summaries as XML
+    /// user messages, a fresh tail of raw messages, tool pairing repaired. Returns the
+    /// live `messages` unchanged when the store cannot do better (no conversation,
+    /// store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
+    /// `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
+    #[napi(
+        ts_args_type = "params: AssembleParams",
+        ts_return_type = "Promise<AssembleResult>"
+    )]
+    pub fn assemble<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (json, live) = live::split_messages(env, params)?;
+        let count = live.as_ref().map(live::LiveArray::len);
+        let engine = self.engine.clone();
+        env.spawn_future_with_callback(
+            async move {
+                let r = async {
+                    let p = parse_params("assemble", &json)?;
+                    let (store, opts) = (engine.store(), engine.options());
+                    let cache = engine.assembly_cache();
+                    crate::assembler::run_with_live_count(store, opts, cache, p, count).await
+                }
+                .await;
+                Ok(live::prepare(r))
+            },
+            move |env, r| live::resolve(env, r, live),
+        )
     }
 
     /// Runs the summarization pipeline on a source text (prompt for the depth, the
