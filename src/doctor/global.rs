@@ -1,0 +1,97 @@
+//! Database-wide checks: SQLite's own integrity check and link rows both of whose
+//! ends are missing (no conversation owns them).
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::repair::{Repair, RepairKind};
+use super::violation::{list, Kind, Violation};
+use crate::error::Result;
+
+/// `PRAGMA integrity_check`; one violation listing what SQLite reported.
+pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if lines.len() == 1 && lines[0] == "ok" {
+        return Ok(Vec::new());
+    }
+    Ok(vec![Violation::new(
+        Kind::SqliteIntegrity,
+        None,
+        format!(
+            "PRAGMA integrity_check reported {} problem(s): {}",
+            lines.len(),
+            lines.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+        ),
+    )
+    .details(json!({ "lines": lines }))])
+}
+
+const STRAY: &str = "
+SELECT 'summary_parents', sp.summary_id, sp.parent_summary_id FROM summary_parents sp
+ WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = sp.summary_id)
+   AND NOT EXISTS (SELECT 1 FROM summaries p WHERE p.summary_id = sp.parent_summary_id)
+UNION ALL
+SELECT 'summary_messages', sm.summary_id, CAST(sm.message_id AS TEXT) FROM summary_messages sm
+ WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = sm.summary_id)
+   AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = sm.message_id)";
+
+/// Link rows whose two ends are both missing: (table, summary_id, target).
+pub fn stray_links(conn: &Connection) -> Result<Vec<(String, String, String)>> {
+    let mut stmt = conn.prepare(STRAY)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The violation for stray link rows, if any.
+pub fn stray_violation(rows: &[(String, String, String)]) -> Option<Violation> {
+    if rows.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = rows
+        .iter()
+        .map(|(t, s, x)| format!("{t} {s} → {x}"))
+        .collect();
+    let ids: Vec<String> = rows.iter().map(|(_, s, _)| s.clone()).collect();
+    Some(
+        Violation::new(
+            Kind::LinkDangling,
+            None,
+            format!("link rows between rows that do not exist: {}", list(&names)),
+        )
+        .summaries(ids)
+        .repairable(),
+    )
+}
+
+/// Deletes link rows whose two ends are both missing.
+pub fn remove_stray_links(conn: &Connection) -> Result<Option<Repair>> {
+    let rows = stray_links(conn)?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    conn.execute(
+        "DELETE FROM summary_parents WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = summary_parents.summary_id)
+           AND NOT EXISTS (SELECT 1 FROM summaries p WHERE p.summary_id = summary_parents.parent_summary_id)",
+        [],
+    )?;
+    conn.execute(
+        "DELETE FROM summary_messages WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.summary_id = summary_messages.summary_id)
+           AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = summary_messages.message_id)",
+        [],
+    )?;
+    let mut r = Repair::new(
+        RepairKind::RemovedDanglingLink,
+        None,
+        format!(
+            "deleted {} link row(s) whose two ends do not exist",
+            rows.len()
+        ),
+    );
+    r.summary_ids = rows.into_iter().map(|(_, s, _)| s).collect();
+    Ok(Some(r))
+}
