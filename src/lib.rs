@@ -7,6 +7,7 @@
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
 pub mod config;
+pub mod dagops;
 pub mod doctor;
 pub mod engine;
 pub mod error;

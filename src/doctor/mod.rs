@@ -304,4 +304,4 @@ pub fn sort(v: &mut [Violation]) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,6 +4,8 @@
 //! put back into the context list in message order; derived columns are recomputed
 //! bottom-up; ordinals are renumbered. No message or summary is ever deleted.
 
+use std::collections::HashSet;
+
 use rusqlite::{params, Transaction};
 use serde::Serialize;
 
@@ -341,12 +343,27 @@ pub fn fix_metadata(
     a: &Analysis,
     done: &mut Vec<Repair>,
 ) -> Result<()> {
+    fix_metadata_of(tx, g, a, None, done)
+}
+
+/// [`fix_metadata`] restricted to the summaries in `only` (all when `None`).
+pub fn fix_metadata_of(
+    tx: &Transaction,
+    g: &Graph,
+    a: &Analysis,
+    only: Option<&HashSet<String>>,
+    done: &mut Vec<Repair>,
+) -> Result<()> {
     let mut st = tx.prepare(
         "UPDATE summaries SET kind = ?2, depth = ?3, token_count = ?4, earliest_at = ?5, latest_at = ?6,
             descendant_count = ?7, descendant_token_count = ?8, source_message_token_count = ?9, file_ids = ?10
          WHERE summary_id = ?1",
     )?;
-    for id in &a.order {
+    for id in a
+        .order
+        .iter()
+        .filter(|id| only.is_none_or(|o| o.contains(*id)))
+    {
         let (Some(s), Some(m)) = (g.summaries.get(id), a.expected.get(id)) else {
             continue;
         };
