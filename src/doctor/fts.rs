@@ -26,8 +26,9 @@ pub fn summary_tables(f: Features) -> Vec<&'static str> {
     t
 }
 
-/// Runs FTS5's `integrity-check` command; false when the index does not match.
-pub fn index_ok(conn: &Connection, table: &str, with_content: bool) -> Result<bool> {
+/// Runs FTS5's `integrity-check` command: `Some(false)` when the index does not
+/// match, `None` on a read-only connection (the command is a write statement).
+pub fn index_ok(conn: &Connection, table: &str, with_content: bool) -> Result<Option<bool>> {
     let sql = if with_content {
         format!("INSERT INTO {table}({table}, rank) VALUES('integrity-check', 1)")
     } else {
@@ -36,18 +37,15 @@ pub fn index_ok(conn: &Connection, table: &str, with_content: bool) -> Result<bo
     conn.execute_batch("SAVEPOINT lcm_doctor_fts")?;
     let r = conn.execute_batch(&sql);
     conn.execute_batch("ROLLBACK TO lcm_doctor_fts; RELEASE lcm_doctor_fts")?;
+    use rusqlite::ffi::ErrorCode as C;
     match r {
-        Ok(()) => Ok(true),
-        Err(e) if is_corrupt(&e) => Ok(false),
-        Err(e) => Err(e.into()),
+        Ok(()) => Ok(Some(true)),
+        Err(e) => match e.sqlite_error_code() {
+            Some(C::DatabaseCorrupt) => Ok(Some(false)),
+            Some(C::ReadOnly) => Ok(None),
+            _ => Err(e.into()),
+        },
     }
-}
-
-fn is_corrupt(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ffi::ErrorCode::DatabaseCorrupt)
-    )
 }
 
 /// One row of a summary full-text table.
@@ -290,17 +288,22 @@ impl MessageFtsDiff {
 pub fn diff_messages(conn: &Connection) -> Result<MessageFtsDiff> {
     let w = watermark(conn)?;
     let caught_up = max_message_id(conn)? <= w;
-    if caught_up && index_ok(conn, "messages_fts", true)? {
+    let verdict = if caught_up {
+        index_ok(conn, "messages_fts", true)?
+    } else {
+        None
+    };
+    if verdict == Some(true) {
         return Ok(MessageFtsDiff::default());
     }
     let mut d = MessageFtsDiff::default();
     if !has_table(conn, "messages_fts_docsize")? {
-        d.unlocated = !index_ok(conn, "messages_fts", false)?;
+        d.unlocated = index_ok(conn, "messages_fts", false)? == Some(false);
         return Ok(d);
     }
     locate_missing_and_extra(conn, w, &mut d)?;
     locate_outdated(conn, w, &mut d)?;
-    d.unlocated = d.is_empty() && caught_up;
+    d.unlocated = d.is_empty() && verdict == Some(false);
     Ok(d)
 }
 

@@ -8,25 +8,55 @@ use super::repair::{Repair, RepairKind};
 use super::violation::{list, Kind, Violation};
 use crate::error::Result;
 
-/// `PRAGMA integrity_check`; one violation listing what SQLite reported.
+/// The full-text table a line of `PRAGMA integrity_check` blames, if any (SQLite
+/// checks each FTS5 index against its stored text: "malformed inverted index for
+/// FTS5 table main.summaries_fts").
+fn fts_table_of(line: &str) -> Option<&str> {
+    let rest = line.split("FTS5 table ").nth(1)?;
+    let name = rest.split_whitespace().next()?;
+    Some(name.rsplit('.').next().unwrap_or(name))
+}
+
+/// `PRAGMA integrity_check`: an [`Kind::FtsIndex`] violation per full-text index
+/// that does not match its text (repairable by a rebuild), and one
+/// [`Kind::SqliteIntegrity`] violation listing anything else SQLite reported.
 pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
     let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-    let lines: Vec<String> = stmt
+    let all: Vec<String> = stmt
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    if lines.len() == 1 && lines[0] == "ok" {
-        return Ok(Vec::new());
+    let mut out = Vec::new();
+    let mut lines = Vec::new();
+    for line in all.into_iter().filter(|l| l != "ok") {
+        match fts_table_of(&line) {
+            Some(t) => out.push(
+                Violation::new(
+                    Kind::FtsIndex,
+                    None,
+                    format!("the {t} index does not match its stored text ({line})"),
+                )
+                .repairable()
+                .details(json!({ "table": t })),
+            ),
+            None => lines.push(line),
+        }
     }
-    Ok(vec![Violation::new(
-        Kind::SqliteIntegrity,
-        None,
-        format!(
-            "PRAGMA integrity_check reported {} problem(s): {}",
-            lines.len(),
-            lines.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
-        ),
-    )
-    .details(json!({ "lines": lines }))])
+    if lines.is_empty() {
+        return Ok(out);
+    }
+    out.push(
+        Violation::new(
+            Kind::SqliteIntegrity,
+            None,
+            format!(
+                "PRAGMA integrity_check reported {} problem(s): {}",
+                lines.len(),
+                lines.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+            ),
+        )
+        .details(json!({ "lines": lines })),
+    );
+    Ok(out)
 }
 
 const STRAY: &str = "

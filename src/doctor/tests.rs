@@ -612,3 +612,28 @@ async fn dry_runs_write_nothing() {
     assert_eq!(before, snapshot(&f).await);
     assert!(f.fake.seen.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn tampered_fts_shadow_text_is_an_index_violation() {
+    let f = fixture().await;
+    sql(
+        &f,
+        &format!(
+            "UPDATE summaries_fts_content SET c1 = 'tampered words' WHERE c0 = '{}'",
+            f.top
+        ),
+    )
+    .await;
+    let r = doctor(&f, false).await;
+    let idx: Vec<&Violation> = r
+        .found
+        .violations
+        .iter()
+        .filter(|v| v.kind == Kind::FtsIndex)
+        .collect();
+    assert_eq!(idx.len(), 1, "{:#?}", r.found.violations);
+    assert_eq!(idx[0].details["table"], "summaries_fts");
+    assert!(!kinds(&r.found.violations).contains(&Kind::SqliteIntegrity));
+    let r = doctor(&f, true).await;
+    assert!(r.ok, "{:#?}", r.remaining);
+}
