@@ -249,6 +249,160 @@ export interface RenderedPrompt {
   targetTokens: number
 }
 
+/** One template of `listPrompts`. */
+export interface PromptEntry {
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  name: string
+  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
+  file: string
+  source: 'embedded' | 'override'
+  /** The override file that wins, if any. */
+  path: string | null
+  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
+  shadowed: string[]
+  /** Why the override cannot be used (the engine would refuse to open), if so. */
+  error: string | null
+}
+
+/** Result of `listPrompts`. */
+export interface PromptList {
+  /** The override directory consulted. */
+  dir: string
+  dirExists: boolean
+  templates: PromptEntry[]
+}
+
+/** Result of `exportPrompts`. */
+export interface PromptExportReport {
+  dir: string
+  /** Files written. */
+  written: string[]
+  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
+  skipped: Array<{ path: string; reason: string }>
+}
+
+/** Result of `showPrompt`. */
+export interface ShownPrompt {
+  name: string
+  source: 'embedded' | 'override'
+  path: string | null
+  /** The template text as written. */
+  text: string
+}
+
+/** Result of `diffPrompt`. */
+export interface PromptDiff {
+  name: string
+  /** The override directory consulted. */
+  dir: string
+  /** The override file, or null when there is none. */
+  path: string | null
+  /** The override equals the embedded default byte for byte. */
+  identical: boolean
+  /** Unified diff embedded → override ('' when identical), null without an override. */
+  diff: string | null
+}
+
+/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
+export interface RewriteSelector {
+  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
+  summaryId?: string
+  /** With `summaryId`: include the summaries beneath it (default true). */
+  subtree?: boolean
+  /** Every summary of this depth (0 = leaves). */
+  depth?: number
+  /** Every summary of the conversation. */
+  all?: boolean
+}
+
+/** Parameters of `planRewrite`. */
+export interface PlanRewriteParams extends RewriteSelector {
+  conversationId: number
+}
+
+/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
+export interface PlannedRewrite {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number
+  tokenCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  createdAt: string
+}
+
+/** One summary of a rewrite report. */
+export interface RewriteEntry {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  childCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
+  timeRange: string | null
+  oldContent: string
+  /** Equal to `oldContent` when skipped. */
+  newContent: string
+  oldTokens: number
+  newTokens: number
+  /** newTokens − oldTokens. */
+  delta: number
+  /** Unified diff old → new ('' when equal). */
+  diff: string
+  /** How the pipeline got the text; null when skipped. */
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
+  model: string | null
+  /** Written to the database (apply). */
+  applied: boolean
+  /** Why the summary was left as it is (no linked sources, or no source text). */
+  skipped: string | null
+}
+
+/** An `onProgress` event: one more summary done. */
+export interface RewriteProgress {
+  completed: number
+  total: number
+  entry: RewriteEntry
+}
+
+/** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
+export interface RewriteParams extends RewriteSelector {
+  conversationId: number
+  selector?: RewriteSelector
+  /** Write the new texts (default false: a dry run writes nothing). */
+  apply?: boolean
+  /** Timestamp / time-range headers in the source text (default true). */
+  timestamps?: boolean
+  /** Prompt override directory for this run. */
+  promptDir?: string
+  /** Summarizer model for this run. */
+  model?: string
+  /** Summarizer for this run: 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: the engine's, e.g. the host callback). */
+  provider?: string
+  /** Provider base URL for this run. */
+  baseUrl?: string
+  /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
+  concurrency?: number
+  /** Called after each summary, in plan order. */
+  onProgress?: (event: RewriteProgress) => void
+}
+
+/** Result of `rewrite`. */
+export interface RewriteReport {
+  conversationId: number
+  dryRun: boolean
+  planned: number
+  entries: RewriteEntry[]
+  oldTokens: number
+  newTokens: number
+  delta: number
+  /** Always null on a resolved promise (a failed run rejects). */
+  error: { summaryId: string; depth: number; code: string; message: string } | null
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -262,6 +416,22 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * `LcmEngine.open(options)`; every method is async and runs off the JS thread.
  */
 export declare class LcmEngine {
+  /**
+   * The summaries a rewrite would touch, in order: bottom-up by depth, chronological
+   * within a depth; `summaryId` means that summary and everything beneath it
+   * (`subtree: false` for the summary alone). Rejects `LCM_NOT_FOUND` naming what
+   * exists for unknown conversations, summaries or depths.
+   */
+  planRewrite(params: PlanRewriteParams): Promise<Array<PlannedRewrite>>
+  /**
+   * Rewrites summaries in place with the current prompts. A dry run (the default)
+   * writes nothing; `apply: true` updates each summary's content and token count
+   * (and its full-text rows) in its own transaction. Resolves with the report; a
+   * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
+   * stopping the run — rewrites applied before it stay, and were reported through
+   * `onProgress`.
+   */
+  rewrite(params: RewriteParams): Promise<RewriteReport>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,
@@ -317,6 +487,19 @@ export declare class LcmEngine {
 }
 
 /**
+ * A unified diff of a template's override against its embedded default (`diff` is
+ * null when there is no override).
+ */
+export declare function diffPrompt(name: string, promptDir?: string): PromptDiff
+
+/**
+ * Writes the embedded templates as editable `<name>.jinja` files into `dir`
+ * (default `~/.config/lcm-tui/prompts`). Existing files are skipped (and reported)
+ * unless `force`. Throws `LCM_IO` when the directory cannot be written.
+ */
+export declare function exportPrompts(params?: { dir?: string; force?: boolean }): PromptExportReport
+
+/**
  * `2026-02-17 15:37–17:21 PST` within a day, `2026-02-17 – 2026-02-18` across days.
  * Throws `LCM_CONFIG` for an unknown zone.
  */
@@ -329,11 +512,31 @@ export declare function formatTimeRange(earliest: number | string | Date, latest
 export declare function formatTimestamp(value: number | string | Date, timezone?: string): string
 
 /**
+ * Each template and where it comes from: embedded, or the override file in
+ * `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
+ * override cannot be used.
+ */
+export declare function listPrompts(promptDir?: string): PromptList
+
+/**
  * Renders the summarization prompt for a depth (0 leaf, 1, 2, 3+) exactly as the
  * engine would send it, with the system prompt, the template used and its source
  * (`embedded` or the override file). Throws `LCM_TEMPLATE` for a broken override.
  */
 export declare function renderPrompt(params: RenderPromptParams): RenderedPrompt
+
+/**
+ * Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
+ * thread, writing to the process's stdout and stderr. Resolves with the exit code:
+ * 0 success, 1 the job failed, 2 bad usage.
+ */
+export declare function runCli(argv: Array<string>): Promise<number>
+
+/**
+ * The active text of a template (`leaf`, `condensed-d1`, …; case-insensitive,
+ * extension optional): the override file as written, else the embedded default.
+ */
+export declare function showPrompt(name: string, promptDir?: string): ShownPrompt
 
 /** The SQLite library version compiled into the addon. */
 export declare function sqliteVersion(): string

@@ -836,7 +836,12 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.LcmEngine = nativeBinding.LcmEngine
+module.exports.diffPrompt = nativeBinding.diffPrompt
+module.exports.exportPrompts = nativeBinding.exportPrompts
 module.exports.formatTimeRange = nativeBinding.formatTimeRange
 module.exports.formatTimestamp = nativeBinding.formatTimestamp
+module.exports.listPrompts = nativeBinding.listPrompts
 module.exports.renderPrompt = nativeBinding.renderPrompt
+module.exports.runCli = nativeBinding.runCli
+module.exports.showPrompt = nativeBinding.showPrompt
 module.exports.sqliteVersion = nativeBinding.sqliteVersion

@@ -94,6 +94,7 @@ pub struct Engine {
     opts: Arc<EngineOptions>,
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
+    callback: Option<Arc<dyn Summarizer>>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -175,7 +176,8 @@ impl Engine {
         opts.validate()?;
         let zone = Zone::resolve(opts.timezone.as_deref())?;
         let o = opts.clone();
-        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, callback))
+        let cb = callback.clone();
+        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, cb))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
         let store_opts = StoreOptions {
@@ -191,12 +193,19 @@ impl Engine {
             opts: Arc::new(opts),
             pipeline,
             zone,
+            callback,
         })
     }
 
     /// The summarization pipeline (prompts + summarizer + escalation) compaction uses.
     pub fn pipeline(&self) -> Arc<dyn SummaryPipeline> {
         self.pipeline.clone()
+    }
+
+    /// The host's summarizer callback, if the engine was opened with one (per-call
+    /// pipelines, e.g. a rewrite with another prompt directory, reuse it).
+    pub fn summarizer_callback(&self) -> Option<Arc<dyn Summarizer>> {
+        self.callback.clone()
     }
 
     /// The timezone for prompt headers and ranges (`timezone`, else `TZ`, else UTC).

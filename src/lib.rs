@@ -6,6 +6,7 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod cli;
 pub mod config;
 pub mod dagops;
 pub mod doctor;
@@ -13,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod message;
 pub mod prompts;
+pub mod rewrite;
 pub mod store;
 pub mod summarize;
 pub mod timefmt;

@@ -4,8 +4,10 @@
 //! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
+mod cli_fns;
 mod js;
 mod prompt_fns;
+mod rewrite_fns;
 mod summarizer;
 
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! template is parsed and rendered once with sample variables when the set is
 //! loaded, so a broken override fails when the engine opens, never mid-compaction.
 
+pub mod catalog;
 pub mod gotmpl;
 pub mod source;
 
@@ -302,7 +303,10 @@ fn environment(jinja_whitespace: bool) -> Environment<'static> {
 
 /// Reads the override for `kind` from `dir`, if one exists: `<name>.jinja` first,
 /// then `<name>.tmpl` (translated from Go `text/template`).
-fn read_override(dir: &Path, kind: PromptKind) -> Result<Option<(PathBuf, String, bool)>> {
+pub(crate) fn read_override(
+    dir: &Path,
+    kind: PromptKind,
+) -> Result<Option<(PathBuf, String, bool)>> {
     for (ext, is_go) in [("jinja", false), ("tmpl", true)] {
         let path = dir.join(format!("{}.{ext}", kind.name()));
         match std::fs::read_to_string(&path) {
@@ -427,6 +431,16 @@ impl PromptSet {
             templates.push(c);
         }
         Ok(PromptSet { templates })
+    }
+
+    /// Loads and test-renders one template (what [`PromptSet::load`] checks), for
+    /// reporting which override is broken without stopping at the first one.
+    pub(crate) fn check_one(kind: PromptKind, dir: Option<&Path>) -> Result<PromptOrigin> {
+        let c = compile(kind, dir)?;
+        for vars in samples(kind) {
+            c.render(&vars)?;
+        }
+        Ok(c.origin)
     }
 
     fn get(&self, kind: PromptKind) -> &Compiled {

@@ -1,0 +1,99 @@
+//! The command line and the prompt-template catalog on the addon: `runCli(argv)`
+//! (what `bin/lcm-tui.js` calls) and `listPrompts` / `exportPrompts` /
+//! `showPrompt` / `diffPrompt` (the functions behind `lcm-tui prompts`).
+#![cfg_attr(test, allow(dead_code))]
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use serde::Serialize;
+
+use super::js::{parse, to_napi_error};
+use crate::error::LcmError;
+use crate::prompts::catalog;
+
+/// Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
+/// thread, writing to the process's stdout and stderr. Resolves with the exit code:
+/// 0 success, 1 the job failed, 2 bad usage.
+#[napi(ts_return_type = "Promise<number>")]
+pub fn run_cli(env: &Env, argv: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
+    env.spawn_future(async move {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("lcm-tui".into())
+            .spawn(move || {
+                let _ = tx.send(crate::cli::run(argv));
+            })
+            .map_err(|e| Error::from_reason(format!("cannot start lcm-tui: {e}")))?;
+        Ok(rx.await.unwrap_or(crate::cli::EXIT_FAILURE))
+    })
+}
+
+fn to_js<'env, T: Serialize>(env: &'env Env, r: crate::error::Result<T>) -> Result<Unknown<'env>> {
+    let text = r
+        .and_then(|v| {
+            serde_json::to_string(&v)
+                .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
+        })
+        .map_err(|e| to_napi_error(env, e))?;
+    parse(env, &text)
+}
+
+/// Each template and where it comes from: embedded, or the override file in
+/// `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
+/// override cannot be used.
+#[napi(ts_args_type = "promptDir?: string", ts_return_type = "PromptList")]
+pub fn list_prompts(env: &Env, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
+    to_js(env, catalog::list(prompt_dir.as_deref()))
+}
+
+/// Parameters of `exportPrompts`.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct ExportParams {
+    dir: Option<String>,
+    force: bool,
+}
+
+/// Writes the embedded templates as editable `<name>.jinja` files into `dir`
+/// (default `~/.config/lcm-tui/prompts`). Existing files are skipped (and reported)
+/// unless `force`. Throws `LCM_IO` when the directory cannot be written.
+#[napi(
+    ts_args_type = "params?: { dir?: string; force?: boolean }",
+    ts_return_type = "PromptExportReport"
+)]
+pub fn export_prompts<'env>(
+    env: &'env Env,
+    params: Option<Unknown<'env>>,
+) -> Result<Unknown<'env>> {
+    let json = match params {
+        Some(p) => super::js::stringify(env, p)?,
+        None => "null".into(),
+    };
+    let parsed: crate::error::Result<Option<ExportParams>> =
+        crate::engine::parse_params("exportPrompts", &json);
+    let r = parsed.and_then(|p| {
+        let p = p.unwrap_or_default();
+        catalog::export(p.dir.as_deref(), p.force)
+    });
+    to_js(env, r)
+}
+
+/// The active text of a template (`leaf`, `condensed-d1`, …; case-insensitive,
+/// extension optional): the override file as written, else the embedded default.
+#[napi(
+    ts_args_type = "name: string, promptDir?: string",
+    ts_return_type = "ShownPrompt"
+)]
+pub fn show_prompt(env: &Env, name: String, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
+    to_js(env, catalog::show(&name, prompt_dir.as_deref()))
+}
+
+/// A unified diff of a template's override against its embedded default (`diff` is
+/// null when there is no override).
+#[napi(
+    ts_args_type = "name: string, promptDir?: string",
+    ts_return_type = "PromptDiff"
+)]
+pub fn diff_prompt(env: &Env, name: String, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
+    to_js(env, catalog::diff(&name, prompt_dir.as_deref()))
+}

@@ -1,0 +1,224 @@
+//! `lcm-tui`, the operator's command line (clap derive). Plain Rust: the addon's
+//! `runCli(argv)` and any native binary call [`run`]; tests call [`run_with`] and
+//! read the captured output.
+//!
+//! Conventions every subcommand follows (see [`output`], [`error`], [`db`]):
+//! - global flags `--db <path>`, `--json`, `--color auto|always|never`, accepted before
+//!   or after the subcommand;
+//! - results on stdout, diagnostics on stderr; with `--json` stdout carries exactly one
+//!   JSON document (`{"error": …}` on failure);
+//! - exit 0 on success, 1 when the job fails, 2 for a bad command line;
+//! - the database must exist ([`db::resolve`]); read-only jobs open it read-only.
+//!
+//! Adding a subcommand: a module with a `clap::Args` struct and
+//! `fn run(args, &mut Ctx) -> CliResult`, one variant in [`Command`] and one arm in
+//! [`dispatch`].
+
+pub mod db;
+pub mod error;
+pub mod output;
+pub mod progress;
+pub mod prompts;
+pub mod rewrite;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+pub use error::{CliError, CliResult, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use output::{ColorMode, Output};
+
+/// `lcm-tui`: inspect and maintain a Lossless Context Management database.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lcm-tui",
+    bin_name = "lcm-tui",
+    version,
+    about = "Inspect and maintain a Lossless Context Management (lcm.db) database",
+    long_about = None,
+    propagate_version = true,
+    subcommand_required = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    /// Flags every subcommand accepts.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand accepts (before or after its name).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalArgs {
+    /// SQLite database [default: $OPENCLAW_STATE_DIR/lcm.db, else ~/.openclaw/lcm.db]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Global options"
+    )]
+    pub db: Option<PathBuf>,
+    /// Print one JSON document on stdout instead of text
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub json: bool,
+    /// Colour output: auto (terminals without NO_COLOR), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorMode::Auto, value_name = "WHEN", help_heading = "Global options", hide_possible_values = true)]
+    pub color: ColorMode,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Rewrite summaries in place with the current prompts (dry run unless --apply)
+    Rewrite(rewrite::RewriteArgs),
+    /// List, export, show, diff and render the summarization prompt templates
+    Prompts(prompts::PromptsArgs),
+}
+
+/// What a subcommand gets: the output streams, the global flags and an async runtime
+/// for engine calls (created on first use).
+pub struct Ctx<'a> {
+    /// Where to write.
+    pub out: &'a mut Output,
+    /// The global flags.
+    pub global: GlobalArgs,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Ctx<'_> {
+    /// Whether `--json` is in effect.
+    pub fn json(&self) -> bool {
+        self.global.json
+    }
+
+    /// The database file (`--db`, `$OPENCLAW_STATE_DIR/lcm.db`, `~/.openclaw/lcm.db`);
+    /// an error when it does not exist.
+    pub fn db_path(&self) -> Result<PathBuf, CliError> {
+        db::resolve(self.global.db.as_deref())
+    }
+
+    /// The command's async runtime (created on first use). `Handle::block_on` on it
+    /// lets a caller keep using `ctx.out` while a future runs.
+    pub fn handle(&mut self) -> Result<tokio::runtime::Handle, CliError> {
+        if self.runtime.is_none() {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("lcm-tui")
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+            self.runtime = Some(rt);
+        }
+        match &self.runtime {
+            Some(rt) => Ok(rt.handle().clone()),
+            None => Err(CliError::failure("no async runtime")),
+        }
+    }
+
+    /// Runs a future to completion on the command's runtime.
+    pub fn block_on<F: Future>(&mut self, fut: F) -> Result<F::Output, CliError> {
+        Ok(self.handle()?.block_on(fut))
+    }
+
+    /// Opens the engine on the database for writing (the file must exist).
+    pub fn open_engine(
+        &mut self,
+        opts: crate::config::EngineOptions,
+    ) -> Result<crate::engine::Engine, CliError> {
+        self.block_on(db::open_engine(opts))?
+    }
+
+    /// Opens the database read-only.
+    pub fn open_read_only(&self, path: &Path) -> Result<rusqlite::Connection, CliError> {
+        db::open_read_only(path)
+    }
+}
+
+fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
+    match command {
+        Command::Rewrite(a) => rewrite::run(a, ctx),
+        Command::Prompts(a) => prompts::run(a, ctx),
+    }
+}
+
+/// Runs `lcm-tui` with `argv` (the arguments after the program name) on the process's
+/// stdout and stderr; returns the exit code.
+pub fn run(argv: Vec<String>) -> i32 {
+    let mode = color_mode_hint(&argv);
+    let mut out = Output::stdio(mode);
+    let code = run_with(argv, &mut out);
+    out.flush();
+    code
+}
+
+/// `--color` read ahead of parsing, so clap's own messages follow it too.
+fn color_mode_hint(argv: &[String]) -> ColorMode {
+    let mut mode = ColorMode::Auto;
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let v = match a.strip_prefix("--color=") {
+            Some(v) => Some(v.to_owned()),
+            None if a == "--color" => it.next().cloned(),
+            None => None,
+        };
+        match v.as_deref() {
+            Some("always") => mode = ColorMode::Always,
+            Some("never") => mode = ColorMode::Never,
+            Some("auto") => mode = ColorMode::Auto,
+            _ => {}
+        }
+    }
+    mode
+}
+
+/// Runs `lcm-tui` with `argv` on the given output; returns the exit code.
+pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
+    let args = std::iter::once("lcm-tui".to_owned()).chain(argv);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let text = if (out.color_err && e.use_stderr()) || (out.color && !e.use_stderr()) {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            if e.use_stderr() {
+                out.eline(text.trim_end());
+            } else {
+                out.line(text.trim_end());
+            }
+            return match e.exit_code() {
+                0 => EXIT_OK,
+                _ => EXIT_USAGE,
+            };
+        }
+    };
+    out.json = cli.global.json;
+    let mut ctx = Ctx {
+        out,
+        global: cli.global,
+        runtime: None,
+    };
+    let result = dispatch(cli.command, &mut ctx);
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            if ctx.global.json {
+                let _ = ctx.out.json(&e.to_json());
+            }
+            ctx.out.error(&e);
+            e.exit
+        }
+    };
+    if let Some(rt) = ctx.runtime.take() {
+        rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    }
+    ctx.out.flush();
+    code
+}
+
+#[cfg(test)]
+mod tests;

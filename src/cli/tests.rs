@@ -1,0 +1,331 @@
+use super::output::Output;
+use super::*;
+
+/// Runs the CLI on captured streams: (exit code, stdout, stderr).
+pub(crate) fn cli(args: &[&str]) -> (i32, String, String) {
+    let (mut out, cap) = Output::capture(false);
+    let code = run_with(args.iter().map(|s| s.to_string()).collect(), &mut out);
+    (code, cap.stdout(), cap.stderr())
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    let (code, _, err) = cli(&[]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("Usage: lcm-tui"), "{err}");
+    let (code, out, _) = cli(&["--help"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("prompts"));
+    let (code, out, _) = cli(&["--version"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.starts_with("lcm-tui "));
+    let (code, _, err) = cli(&["frobnicate"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("frobnicate"));
+    let (code, _, err) = cli(&["prompts"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("--list"), "{err}");
+    let (code, _, err) = cli(&["prompts", "--show", "bogus"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("condensed-d1"), "{err}");
+    let (code, _, _) = cli(&["prompts", "--list", "--show", "leaf"]);
+    assert_eq!(code, EXIT_USAGE);
+    let (code, _, _) = cli(&["prompts", "--list", "--force"]);
+    assert_eq!(code, EXIT_USAGE);
+    let (code, _, err) = cli(&["prompts", "--render", "leaf", "--depth", "2"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("condensed-d2"), "{err}");
+}
+
+#[test]
+fn prompts_subcommand_end_to_end() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("p");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let (code, out, _) = cli(&["prompts", "--list", "--prompt-dir", &dir_s]);
+    assert_eq!(code, 0);
+    assert!(out.contains("does not exist"));
+    assert!(out.contains("leaf.jinja"));
+    assert_eq!(out.matches("embedded (no override)").count(), 4);
+    let (code, out, _) = cli(&["prompts", "--export", &dir_s]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("wrote ")).count(), 4);
+    let (code, out, _) = cli(&["prompts", "--dump", &dir_s]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().filter(|l| l.starts_with("skipped ")).count(), 4);
+    let (code, out, _) = cli(&[
+        "prompts",
+        "--show",
+        "Condensed-D2.tmpl",
+        "--prompt-dir",
+        &dir_s,
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("# Source: "));
+    assert!(out
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("condensed-d2.jinja (override)"));
+    let empty = d.path().join("empty").to_string_lossy().into_owned();
+    let (code, out, _) = cli(&[
+        "prompts",
+        "--render",
+        "d1",
+        "--target-tokens",
+        "777",
+        "--previous-context",
+        "PREV-CTX",
+        "--prompt-dir",
+        &empty,
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Target length: about 777 tokens"));
+    assert!(out.contains("PREV-CTX"));
+    let (code, out, _) = cli(&[
+        "--json",
+        "prompts",
+        "--diff",
+        "leaf",
+        "--prompt-dir",
+        &dir_s,
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["identical"], true);
+}
+
+#[test]
+fn json_errors_are_one_document() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    // Exporting into a path that is a file fails with LCM_IO and exit 1.
+    let (code, out, err) = cli(&["prompts", "--export", &file.to_string_lossy(), "--json"]);
+    assert_eq!(code, EXIT_FAILURE);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["error"]["code"], "LCM_IO");
+    assert!(err.starts_with("error: "));
+}
+
+/// A database file with one conversation: 12 messages, 4 leaves over the first 8,
+/// two d1 nodes and one d2 node. Returns (conversation id, summary ids in plan order).
+pub(crate) fn build_db(path: &std::path::Path) -> (i64, Vec<String>) {
+    use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let e = Engine::open(db::engine_options(path)).await.unwrap();
+        let t0 = 1_771_342_620_000i64;
+        let messages = (0..12)
+            .map(|i| {
+                serde_json::json!({
+                    "role": if i % 2 == 0 { "user" } else { "assistant" },
+                    "content": format!("Message {i}: the quarterly budget review moved to Friday; Dana owns the slides and the venue booking."),
+                    "timestamp": t0 + i * 600_000,
+                })
+            })
+            .collect();
+        let r = e
+            .ingest_batch(IngestBatchParams {
+                session_id: "cli-test".into(),
+                session_key: None,
+                messages,
+                entry_ids: None,
+                is_heartbeat: false,
+            })
+            .await
+            .unwrap();
+        let conv = r.conversation_id.unwrap();
+        let ids: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+        let mut all = Vec::new();
+        let mut leaves = Vec::new();
+        for k in 0..4 {
+            let id = e
+                .insert_summary(InsertSummaryParams {
+                    conversation_id: conv,
+                    content: format!("Old leaf {k}: budget review notes, line one.\nLine two of leaf {k}."),
+                    message_ids: Some(ids[k * 2..k * 2 + 2].to_vec()),
+                    summary_ids: None,
+                    model: None,
+                })
+                .await
+                .unwrap();
+            leaves.push(id);
+        }
+        all.extend(leaves.clone());
+        let mut d1 = Vec::new();
+        for pair in leaves.chunks(2) {
+            d1.push(
+                e.insert_summary(InsertSummaryParams {
+                    conversation_id: conv,
+                    content: "Old condensed d1 text.".into(),
+                    message_ids: None,
+                    summary_ids: Some(pair.to_vec()),
+                    model: None,
+                })
+                .await
+                .unwrap(),
+            );
+        }
+        all.extend(d1.clone());
+        all.push(
+            e.insert_summary(InsertSummaryParams {
+                conversation_id: conv,
+                content: "Old d2 text.".into(),
+                message_ids: None,
+                summary_ids: Some(d1),
+                model: None,
+            })
+            .await
+            .unwrap(),
+        );
+        e.close().await.unwrap();
+        (conv, all)
+    })
+}
+
+fn checksum(p: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+#[test]
+fn rewrite_dry_run_diff_json_and_apply() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("lcm.db");
+    let (conv, ids) = build_db(&path);
+    let db = path.to_string_lossy().into_owned();
+    let conv_s = conv.to_string();
+    let prompts = d.path().join("no-prompts").to_string_lossy().into_owned();
+    let base = [
+        "rewrite",
+        conv_s.as_str(),
+        "--db",
+        db.as_str(),
+        "--provider",
+        "offline",
+        "--prompt-dir",
+        prompts.as_str(),
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .chain(extra.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli(&refs)
+    };
+    let sum_before = checksum(&path);
+    let (code, out, err) = run(with(&["--all", "--diff"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        checksum(&path),
+        sum_before,
+        "a dry run changed the database file"
+    );
+    assert!(
+        out.starts_with(&format!(
+        "Rewriting 7 summaries of conversation {conv} (4 leaves, 2 d1, 1 d2) with offline — dry run"
+    )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "━━━ {} (d0, 2 messages, 2026-02-17 15:37–15:47 UTC) ━━━\n\nOLD (",
+            ids[0]
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "━━━ {} (d1, 2 children, 2026-02-17 15:37–16:07 UTC) ━━━",
+            ids[4]
+        )),
+        "{out}"
+    );
+    assert!(out.contains("\nNEW ("));
+    assert!(out.contains("  Δ tokens: "));
+    assert!(out.contains(&format!("--- old/{}\n+++ new/{}\n", ids[0], ids[0])));
+    assert!(!out.contains("\x1b["), "colour without a terminal");
+    let last = out.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("Would rewrite 7 summaries. Total: "),
+        "{last}"
+    );
+
+    let (code, out, _) = run(with(&["--depth", "1", "--json"]));
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["dryRun"], true);
+    assert_eq!(v["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(v["entries"][0]["summaryId"], ids[4]);
+    assert_eq!(checksum(&path), sum_before);
+
+    let (code, out, err) = run(with(&["--summary", &ids[4], "--bottom-up", "--apply"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Rewrote 3 summaries. Total: "), "{out}");
+    assert_ne!(checksum(&path), sum_before);
+    let (_, out, _) = run(with(&["--summary", &ids[0], "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["entries"].as_array().unwrap().len(), 1);
+    assert_ne!(
+        v["entries"][0]["oldContent"].as_str().unwrap(),
+        "Old leaf 0: budget review notes, line one.\nLine two of leaf 0."
+    );
+}
+
+#[test]
+fn rewrite_errors_and_usage() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("lcm.db");
+    let (conv, _ids) = build_db(&path);
+    let db = path.to_string_lossy().into_owned();
+    let conv_s = conv.to_string();
+    let r = |extra: &[&str]| {
+        let mut a = vec!["rewrite", "--db", db.as_str(), "--provider", "offline"];
+        a.extend_from_slice(extra);
+        cli(&a)
+    };
+    let (code, _, err) = r(&[&conv_s, "--summary", "sum_0000000000000000"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("7 summaries (d0 ×4, d1 ×2, d2 ×1)"), "{err}");
+    assert!(err.contains("LCM_NOT_FOUND"));
+    let (code, _, err) = r(&["4242", "--all"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("conversation 4242 does not exist"), "{err}");
+    let (code, out, _) = r(&["4242", "--all", "--json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["error"]["code"], "LCM_NOT_FOUND");
+    let (code, _, err) = r(&[&conv_s, "--depth", "7"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no summaries at depth 7"), "{err}");
+    for bad in [
+        vec![conv_s.as_str()],
+        vec![conv_s.as_str(), "--all", "--depth", "1"],
+        vec![conv_s.as_str(), "--all", "--dry-run", "--apply"],
+        vec![conv_s.as_str(), "--all", "--concurrency", "0"],
+        vec![conv_s.as_str(), "--all", "--subtree"],
+        vec!["abc", "--all"],
+        vec![conv_s.as_str(), "--all", "--provider", "gemini"],
+        vec![conv_s.as_str(), "--all", "--timezone", "Mars/Base"],
+    ] {
+        let (code, _, err) = r(&bad);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+    let missing = d.path().join("missing.db").to_string_lossy().into_owned();
+    let (code, _, err) = cli(&[
+        "rewrite",
+        "1",
+        "--all",
+        "--provider",
+        "offline",
+        "--db",
+        &missing,
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("database not found"), "{err}");
+    assert!(!std::path::Path::new(&missing).exists());
+}
