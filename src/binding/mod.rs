@@ -5,6 +5,7 @@
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
 mod cli_fns;
+mod dagops_fns;
 mod js;
 mod prompt_fns;
 mod rewrite_fns;
