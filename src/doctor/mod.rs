@@ -25,7 +25,7 @@ pub mod violation;
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LcmError, Result};
@@ -280,6 +280,91 @@ pub fn repair_all(
     );
     tx.commit()?;
     Ok(done)
+}
+
+/// The optional features a database file uses (from its schema; for connections
+/// opened without the engine).
+pub fn features_of(conn: &Connection) -> Result<Features> {
+    let has = |name: &str| -> Result<bool> {
+        Ok(conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [name],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .is_some())
+    };
+    Ok(Features {
+        fts5: has("summaries_fts")? && has("messages_fts")?,
+        trigram: has("summaries_fts_cjk")?,
+    })
+}
+
+/// `Ok` when the file has the current schema (what the engine's migration
+/// produces); otherwise an `LCM_INVALID_INPUT` naming what is missing, since a
+/// read-only check cannot migrate it.
+pub fn require_current_schema(conn: &Connection) -> Result<()> {
+    let mut missing = Vec::new();
+    for (table, column) in [
+        ("summaries", "model"),
+        ("summaries", "file_ids"),
+        ("summaries", "descendant_token_count"),
+        ("messages", "lcm_envelope"),
+    ] {
+        let n: i64 = conn.query_row(
+            &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+            [column],
+            |r| r.get(0),
+        )?;
+        if n == 0 {
+            missing.push(format!("{table}.{column}"));
+        }
+    }
+    let fts: Option<String> = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'messages_fts'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if fts.is_some_and(|s| !s.contains("content='messages'")) {
+        missing.push("the external-content messages_fts".to_owned());
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(LcmError::invalid(format!(
+        "the database has not been migrated to this version (no {}); a dry run opens it read-only and cannot migrate it — run with --apply, which migrates it first",
+        missing.join(", ")
+    )))
+}
+
+/// The whole check on one connection (read-only is enough): database-wide, full-text
+/// rows, then each conversation of `ids`.
+pub fn check_with(
+    conn: &Connection,
+    features: Features,
+    ids: &[i64],
+    scope: Option<i64>,
+    progress: Option<&Progress>,
+) -> Result<Findings> {
+    let mut violations = check_global(conn)?;
+    violations.extend(check_fts(conn, features, scope)?);
+    let mut broken = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(p) = progress {
+            p("check", i as u64, ids.len() as u64);
+        }
+        let f = check_conversation(conn, *id)?;
+        violations.extend(f.violations);
+        broken.extend(f.broken_summaries);
+    }
+    sort(&mut violations);
+    Ok(Findings {
+        violations,
+        broken_summaries: broken,
+    })
 }
 
 /// Sorts violations: database-wide first, then by conversation, kind and rows.
