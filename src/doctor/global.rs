@@ -21,10 +21,10 @@ fn fts_table_of(line: &str) -> Option<&str> {
 /// that does not match its text (repairable by a rebuild), and one
 /// [`Kind::SqliteIntegrity`] violation listing anything else SQLite reported.
 pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
-    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-    let all: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    conn.execute_batch("SAVEPOINT lcm_doctor_integrity")?;
+    let all = integrity_lines(conn);
+    conn.execute_batch("RELEASE lcm_doctor_integrity")?;
+    let all = all?;
     let mut out = Vec::new();
     let mut lines = Vec::new();
     for line in all.into_iter().filter(|l| l != "ok") {
@@ -57,6 +57,31 @@ pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
         .details(json!({ "lines": lines })),
     );
     Ok(out)
+}
+
+/// The lines of `PRAGMA integrity_check`, in the caller's read transaction. FTS5
+/// caches an index's structure per connection and its integrity check does not
+/// reload it, so a long-lived connection would compare a stale structure with the
+/// current text; a full-text query first, in the same transaction, reloads it.
+fn integrity_lines(conn: &Connection) -> Result<Vec<String>> {
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for t in tables {
+        // A table whose module is missing cannot be queried; the integrity check
+        // below names it, so the error is not reported twice.
+        let _ = conn
+            .prepare(&format!(
+                "SELECT 1 FROM \"{t}\" WHERE \"{t}\" MATCH 'lcmdoctorrefresh' LIMIT 1"
+            ))
+            .and_then(|mut s| s.exists([]));
+    }
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+    let lines = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(lines)
 }
 
 const STRAY: &str = "

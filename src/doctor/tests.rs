@@ -637,3 +637,60 @@ async fn tampered_fts_shadow_text_is_an_index_violation() {
     let r = doctor(&f, true).await;
     assert!(r.ok, "{:#?}", r.remaining);
 }
+
+/// On a file database the checks after a repair run on pooled read connections,
+/// whose FTS5 tables cached the index structure before the repair.
+#[tokio::test]
+async fn fts_repairs_verify_clean_on_long_lived_read_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
+    let opts = EngineOptions {
+        db_path: Some(path.clone()),
+        ..Default::default()
+    };
+    let e = Engine::open(opts.clone()).await.unwrap();
+    let messages = (0..6)
+        .map(|i| json!({"role": "user", "content": words(i)}))
+        .collect();
+    let r = e
+        .ingest_batch(IngestBatchParams {
+            session_id: "s".into(),
+            session_key: None,
+            messages,
+            entry_ids: None,
+            is_heartbeat: false,
+        })
+        .await
+        .unwrap();
+    let ids: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+    let conv = r.conversation_id.unwrap();
+    let leaf = e
+        .insert_summary(InsertSummaryParams {
+            conversation_id: conv,
+            content: "Leaf words here.".into(),
+            message_ids: Some(ids[0..3].to_vec()),
+            summary_ids: None,
+            model: None,
+        })
+        .await
+        .unwrap();
+    e.close().await.unwrap();
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute(
+        "UPDATE summaries SET content = 'Rewritten by hand: zeppelin.' WHERE summary_id = ?1",
+        [&leaf],
+    )
+    .unwrap();
+    drop(c);
+    let e = Engine::open(opts).await.unwrap();
+    let p = |apply| DoctorParams {
+        conversation_id: Some(conv),
+        all: false,
+        apply,
+    };
+    assert!(!e.doctor(p(false), None).await.unwrap().ok);
+    let r = e.doctor(p(true), None).await.unwrap();
+    assert!(r.ok, "{:#?}", r.remaining);
+    assert!(e.doctor(p(false), None).await.unwrap().ok);
+    e.close().await.unwrap();
+}
