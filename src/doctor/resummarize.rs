@@ -193,60 +193,48 @@ pub fn prepare(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> 
     }))
 }
 
-/// Up to two summaries before `id` where it sits: its preceding siblings under the
-/// summary that holds it (walking up while fewer than two are found), then the
-/// summary items before its context item. Oldest first, blank-line separated.
+/// The leaves in context order: each context item's subtree, sources in link order.
+fn leaf_sequence(g: &Graph) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for item in &g.context {
+        let Some(root) = item.summary_id.as_deref() else {
+            continue;
+        };
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if !g.owns_summary(id) || !seen.insert(id) {
+                continue;
+            }
+            if g.msg_sources.get(id).is_some_and(|m| !m.is_empty()) {
+                out.push(id);
+            }
+            stack.extend(g.own_sources(id).into_iter().rev());
+        }
+    }
+    out
+}
+
+/// Up to two leaves before leaf `id` in context order (each context item's subtree,
+/// sources in link order), oldest first, blank-line separated: the summaries that
+/// came before it where it sits, whether it is a context item or under one.
 pub fn previous_context(
     conn: &Connection,
     conversation_id: i64,
     id: &str,
 ) -> Result<Option<String>> {
-    let mut found: Vec<String> = Vec::new();
-    let mut cur = id.to_owned();
-    let mut seen: HashSet<String> = HashSet::new();
-    while found.len() < 2 && seen.insert(cur.clone()) {
-        let ordinal: Option<i64> = conn
-            .query_row(
-                "SELECT ordinal FROM context_items WHERE conversation_id = ?1 AND summary_id = ?2",
-                params![conversation_id, cur],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(o) = ordinal {
-            let mut stmt = conn.prepare(
-                "SELECT s.content FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
-                 WHERE ci.conversation_id = ?1 AND ci.ordinal < ?2 AND TRIM(s.content) != ''
-                 ORDER BY ci.ordinal DESC LIMIT ?3",
-            )?;
-            let need = (2 - found.len()) as i64;
-            for c in stmt.query_map(params![conversation_id, o, need], |r| r.get::<_, String>(0))? {
-                found.push(c?);
-            }
-            break;
-        }
-        let holder: Option<(String, i64)> = conn
-            .query_row(
-                "SELECT sp.summary_id, sp.ordinal FROM summary_parents sp
-                 LEFT JOIN context_items ci ON ci.summary_id = sp.summary_id
-                 WHERE sp.parent_summary_id = ?1 ORDER BY ci.ordinal IS NULL, sp.summary_id LIMIT 1",
-                [&cur],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let Some((h, o)) = holder else {
-            break;
-        };
-        let mut stmt = conn.prepare(
-            "SELECT s.content FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.parent_summary_id
-             WHERE sp.summary_id = ?1 AND sp.ordinal < ?2 AND TRIM(s.content) != ''
-             ORDER BY sp.ordinal DESC LIMIT ?3",
-        )?;
-        let need = (2 - found.len()) as i64;
-        for c in stmt.query_map(params![h, o, need], |r| r.get::<_, String>(0))? {
-            found.push(c?);
-        }
-        cur = h;
-    }
+    let g = graph::load(conn, conversation_id)?;
+    let seq = leaf_sequence(&g);
+    let Some(at) = seq.iter().position(|s| *s == id) else {
+        return Ok(None);
+    };
+    let mut found: Vec<&str> = seq[..at]
+        .iter()
+        .rev()
+        .filter_map(|s| g.summaries.get(*s).map(|r| r.content.trim()))
+        .filter(|c| !c.is_empty())
+        .take(2)
+        .collect();
     found.reverse();
     Ok((!found.is_empty()).then(|| found.join("\n\n")))
 }
