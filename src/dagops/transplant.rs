@@ -110,7 +110,15 @@ fn prepare(conn: &Connection, p: &TransplantParams) -> Result<(Selection, Transp
     require_conversation(conn, src)?;
     require_conversation(conn, dst)?;
     let sel = select(conn, src)?;
-    refuse_duplicates(conn, dst, &sel.summaries)?;
+    // Context summaries first: they are what the operator sees in the plan.
+    let mut order = sel.context.clone();
+    order.extend(
+        sel.summaries
+            .iter()
+            .filter(|s| !sel.context.contains(s))
+            .cloned(),
+    );
+    refuse_duplicates(conn, dst, &order)?;
     let plan = describe(conn, p, &sel)?;
     Ok((sel, plan))
 }
