@@ -24,7 +24,7 @@ use crate::prompts::{render_params, PromptKind, RenderParams};
 ))]
 #[command(group(ArgGroup::new("export_like").args(["export", "dump"])))]
 pub struct PromptsArgs {
-    /// Show each template's source: embedded, or the override file that wins
+    /// Show each template's source: embedded, or the override file that wins (exit 1 if an override is broken)
     #[arg(long)]
     pub list: bool,
     /// Write the embedded defaults as editable .jinja files into DIR [default: the override directory]
@@ -83,6 +83,27 @@ fn parse_kind(s: &str) -> Result<PromptKind, String> {
 
 /// Runs `lcm-tui prompts`.
 pub fn run(a: PromptsArgs, ctx: &mut Ctx) -> CliResult {
+    // clap waives `requires` when the required flag conflicts with one given, so the
+    // flags that belong to one action are checked here.
+    let render_flags = [
+        ("--target-tokens", a.target_tokens.is_some()),
+        ("--previous-context", a.previous_context.is_some()),
+        ("--child-count", a.child_count.is_some()),
+        ("--time-range", a.time_range.is_some()),
+        ("--depth", a.depth.is_some()),
+        ("--source-text", a.source_text.is_some()),
+        ("--custom-instructions", a.custom_instructions.is_some()),
+        ("--aggressive", a.aggressive),
+        ("--system", a.system),
+    ];
+    if a.render.is_none() {
+        if let Some((flag, _)) = render_flags.iter().find(|(_, set)| *set) {
+            return Err(CliError::usage(format!("{flag} applies only to --render")));
+        }
+    }
+    if a.force && a.export.is_none() && a.dump.is_none() {
+        return Err(CliError::usage("--force applies only to --export / --dump"));
+    }
     let dir = a.prompt_dir.as_deref();
     if a.list {
         return list(ctx, dir);
