@@ -303,7 +303,13 @@ pub fn apply(tx: &Transaction, p: &TransplantParams, features: Features) -> Resu
     let g = graph::load(tx, dst)?;
     let a = check::analyze(&g);
     repair::fix_metadata_of(tx, &g, &a, Some(&copies), &mut Vec::new())?;
-    let front: Vec<String> = sel.context.iter().map(|s| sum_map[s].clone()).collect();
+    let copy_of = |s: &String| {
+        sum_map
+            .get(s)
+            .cloned()
+            .ok_or_else(|| LcmError::internal(format!("context summary {s} was not copied")))
+    };
+    let front: Vec<String> = sel.context.iter().map(copy_of).collect::<Result<_>>()?;
     prepend(tx, dst, &front)?;
     no_new_violations("this transplant", &before, &structural(tx, dst)?)?;
     tx.execute(
@@ -314,9 +320,10 @@ pub fn apply(tx: &Transaction, p: &TransplantParams, features: Features) -> Resu
     out.mapping = sel
         .context
         .iter()
-        .map(|s| IdPair {
+        .zip(front)
+        .map(|(s, to)| IdPair {
             from: s.clone(),
-            to: sum_map[s].clone(),
+            to,
         })
         .collect();
     out.seq_range = range;

@@ -466,7 +466,9 @@ fn check_units(g: &Graph, a: &Analysis, v: &mut Vec<Violation>) {
         };
         match u {
             Unit::Summary { id, messages } => {
-                let s = &g.summaries[id];
+                let Some(s) = g.summaries.get(id) else {
+                    continue;
+                };
                 v.push(
                     Violation::new(
                         Kind::UncoveredMessages,

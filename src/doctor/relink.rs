@@ -73,6 +73,7 @@ pub fn with_links(g: &Graph, restores: &[Restore]) -> Option<Graph> {
     out
 }
 
+/// The recomputed columns of `id`, else its stored ones.
 pub fn meta_of(g: &Graph, a: &Analysis, id: &str) -> Option<Meta> {
     a.expected
         .get(id)

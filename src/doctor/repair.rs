@@ -214,7 +214,11 @@ fn restore_units(tx: &Transaction, g: &Graph, a: &Analysis, done: &mut Vec<Repai
 
 fn relink_message(tx: &Transaction, g: &Graph, holder: &str, m: i64) -> Result<()> {
     let seq = |id: &i64| g.messages.get(id).map(|r| r.seq).unwrap_or(i64::MAX);
-    let mut ids: Vec<i64> = g.msg_sources[holder].iter().map(|(_, x)| *x).collect();
+    let mut ids: Vec<i64> = g
+        .msg_sources
+        .get(holder)
+        .map(|v| v.iter().map(|(_, x)| *x).collect())
+        .unwrap_or_default();
     let at = ids
         .iter()
         .position(|x| seq(x) > seq(&m))
@@ -245,7 +249,11 @@ fn relink_summary(
             .and_then(|m| m.first_seq)
             .unwrap_or(i64::MAX)
     };
-    let mut ids: Vec<String> = g.sources[holder].iter().map(|(_, x)| x.clone()).collect();
+    let mut ids: Vec<String> = g
+        .sources
+        .get(holder)
+        .map(|v| v.iter().map(|(_, x)| x.clone()).collect())
+        .unwrap_or_default();
     let at = ids
         .iter()
         .position(|x| first(x) > first(unit))

@@ -79,7 +79,9 @@ pub fn find(g: &Graph, a: &Analysis) -> Vec<BrokenSummary> {
         .collect();
     let mut out: Vec<(usize, &str, BrokenSummary)> = Vec::new();
     for id in &g.own_summaries {
-        let s = &g.summaries[id];
+        let Some(s) = g.summaries.get(id) else {
+            continue;
+        };
         let Some((marker, text)) = markers::detect(&s.content) else {
             continue;
         };
