@@ -77,6 +77,7 @@ pub fn run(a: DoctorArgs, ctx: &mut Ctx) -> CliResult {
 
 fn dry_run(a: &DoctorArgs, ctx: &mut Ctx) -> Result<DoctorReport, CliError> {
     let conn = operator::open_dry_run(ctx)?;
+    let probe = operator::open_fts_probe(ctx);
     let features = doctor::features_of(&conn)?;
     let (ids, scope) = match a.conversation_id {
         Some(id) => {
@@ -87,9 +88,9 @@ fn dry_run(a: &DoctorArgs, ctx: &mut Ctx) -> Result<DoctorReport, CliError> {
     };
     let (cb, rx) = operator::progress_channel();
     let list = ids.clone();
-    let job = ctx
-        .handle()?
-        .spawn_blocking(move || doctor::check_with(&conn, features, &list, scope, Some(&cb)));
+    let job = ctx.handle()?.spawn_blocking(move || {
+        doctor::check_with(&conn, probe.as_ref(), features, &list, scope, Some(&cb))
+    });
     let found = operator::drive(ctx, rx, job)?
         .map_err(|e| CliError::failure(format!("the check stopped: {e}")))??;
     Ok(DoctorReport {

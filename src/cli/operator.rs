@@ -28,6 +28,21 @@ pub fn open_dry_run(ctx: &Ctx) -> Result<Connection, CliError> {
     Ok(conn)
 }
 
+/// A second connection for FTS5's `integrity-check` command, which SQLite treats as a
+/// write statement although it writes nothing (the doctor rolls it back): read-write,
+/// never creating the file. `None` when the file cannot be opened for writing; the
+/// check then compares index rows only.
+pub fn open_fts_probe(ctx: &Ctx) -> Option<Connection> {
+    let path = ctx.db_path().ok()?;
+    let c = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    c.busy_timeout(std::time::Duration::from_secs(30)).ok()?;
+    Some(c)
+}
+
 /// Opens the engine on the database for `--apply`.
 pub fn open_apply(ctx: &mut Ctx, opts: EngineOptions) -> Result<Engine, CliError> {
     ctx.open_engine(opts)

@@ -113,7 +113,7 @@ impl Engine {
         }
         violations.extend(
             self.store()
-                .write(move |c| check_fts(c, features, scope))
+                .write(move |c| check_fts(c, c, features, scope))
                 .await?,
         );
         let mut broken = Vec::new();

@@ -285,11 +285,13 @@ impl MessageFtsDiff {
 }
 
 /// Compares `messages_fts` with `messages` up to the watermark (call after a flush).
-pub fn diff_messages(conn: &Connection) -> Result<MessageFtsDiff> {
+/// FTS5's `integrity-check` command runs on `cmd` (a connection that may run write
+/// statements; it is rolled back); on a read-only one the rows are compared instead.
+pub fn diff_messages(conn: &Connection, cmd: &Connection) -> Result<MessageFtsDiff> {
     let w = watermark(conn)?;
     let caught_up = max_message_id(conn)? <= w;
     let verdict = if caught_up {
-        index_ok(conn, "messages_fts", true)?
+        index_ok(cmd, "messages_fts", true)?
     } else {
         None
     };
@@ -298,7 +300,7 @@ pub fn diff_messages(conn: &Connection) -> Result<MessageFtsDiff> {
     }
     let mut d = MessageFtsDiff::default();
     if !has_table(conn, "messages_fts_docsize")? {
-        d.unlocated = index_ok(conn, "messages_fts", false)? == Some(false);
+        d.unlocated = index_ok(cmd, "messages_fts", false)? == Some(false);
         return Ok(d);
     }
     locate_missing_and_extra(conn, w, &mut d)?;
@@ -327,17 +329,43 @@ fn locate_missing_and_extra(conn: &Connection, w: i64, d: &mut MessageFtsDiff) -
     Ok(())
 }
 
-/// Tokenizes the current text into a temporary index with the same tokenizer and
-/// compares per-document token counts.
+/// Messages tokenized at a time into the temporary index (bounds its memory).
+const TOKENIZE_CHUNK: i64 = 2000;
+
+/// Tokenizes the current text, a chunk of messages at a time, into a temporary
+/// index with the same tokenizer and compares per-document token counts.
 fn locate_outdated(conn: &Connection, w: i64, d: &mut MessageFtsDiff) -> Result<()> {
+    let mut from = 0;
+    while from < w {
+        let to: i64 = conn
+            .query_row(
+                "SELECT message_id FROM messages WHERE message_id > ?1 AND message_id <= ?2
+                 ORDER BY message_id LIMIT 1 OFFSET ?3",
+                [from, w, TOKENIZE_CHUNK - 1],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(w);
+        for (m, c) in outdated_between(conn, from, to)? {
+            d.outdated.entry(c).or_default().push(m);
+        }
+        from = to;
+    }
+    Ok(())
+}
+
+/// Messages with ids in `(from, to]` whose index rows count other tokens than their
+/// text has; the temporary index is created and dropped inside a savepoint.
+fn outdated_between(conn: &Connection, from: i64, to: i64) -> Result<Vec<(i64, i64)>> {
     conn.execute_batch(
         "SAVEPOINT lcm_doctor_tok;
          CREATE VIRTUAL TABLE temp.lcm_doctor_tok USING fts5(content, tokenize='porter unicode61');",
     )?;
     let found = (|| -> Result<Vec<(i64, i64)>> {
         conn.execute(
-            "INSERT INTO temp.lcm_doctor_tok(rowid, content) SELECT message_id, content FROM messages WHERE message_id <= ?1",
-            [w],
+            "INSERT INTO temp.lcm_doctor_tok(rowid, content)
+             SELECT message_id, content FROM messages WHERE message_id > ?1 AND message_id <= ?2",
+            [from, to],
         )?;
         let mut stmt = conn.prepare(
             "SELECT t.id, m.conversation_id FROM temp.lcm_doctor_tok_docsize t
@@ -351,10 +379,7 @@ fn locate_outdated(conn: &Connection, w: i64, d: &mut MessageFtsDiff) -> Result<
         Ok(rows)
     })();
     conn.execute_batch("ROLLBACK TO lcm_doctor_tok; RELEASE lcm_doctor_tok")?;
-    for (m, c) in found? {
-        d.outdated.entry(c).or_default().push(m);
-    }
-    Ok(())
+    found
 }
 
 /// The violations of `messages_fts` (only those of `scope`, plus unattributed ones).

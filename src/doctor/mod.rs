@@ -186,6 +186,7 @@ pub fn check_global(conn: &Connection) -> Result<Vec<Violation>> {
 /// by row instead of with FTS5's `integrity-check` command.
 pub fn check_fts(
     conn: &Connection,
+    cmd: &Connection,
     features: Features,
     scope: Option<i64>,
 ) -> Result<Vec<Violation>> {
@@ -197,7 +198,10 @@ pub fn check_fts(
         ));
     }
     if features.fts5 {
-        v.extend(fts::message_violations(&fts::diff_messages(conn)?, scope));
+        v.extend(fts::message_violations(
+            &fts::diff_messages(conn, cmd)?,
+            scope,
+        ));
     }
     Ok(v)
 }
@@ -242,7 +246,8 @@ pub fn repair_fts(
             done.push(r);
         }
     }
-    if features.fts5 && !fts::message_violations(&fts::diff_messages(conn)?, scope).is_empty() {
+    if features.fts5 && !fts::message_violations(&fts::diff_messages(conn, conn)?, scope).is_empty()
+    {
         fts::rebuild_messages(conn)?;
         done.push(Repair::new(
             RepairKind::FtsRebuilt,
@@ -341,16 +346,19 @@ pub fn require_current_schema(conn: &Connection) -> Result<()> {
 }
 
 /// The whole check on one connection (read-only is enough): database-wide, full-text
-/// rows, then each conversation of `ids`.
+/// rows, then each conversation of `ids`. `cmd`, when given, is a connection allowed
+/// to run FTS5's `integrity-check` command (a write statement that writes nothing;
+/// it is rolled back), which detects index rows the row comparison cannot single out.
 pub fn check_with(
     conn: &Connection,
+    cmd: Option<&Connection>,
     features: Features,
     ids: &[i64],
     scope: Option<i64>,
     progress: Option<&Progress>,
 ) -> Result<Findings> {
     let mut violations = check_global(conn)?;
-    violations.extend(check_fts(conn, features, scope)?);
+    violations.extend(check_fts(conn, cmd.unwrap_or(conn), features, scope)?);
     let mut broken = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         if let Some(p) = progress {

@@ -694,3 +694,81 @@ async fn fts_repairs_verify_clean_on_long_lived_read_connections() {
     assert!(e.doctor(p(false), None).await.unwrap().ok);
     e.close().await.unwrap();
 }
+
+/// The command line's dry run: a read-only connection, where FTS5's integrity-check
+/// command cannot run, so the message index is compared chunk by chunk.
+#[tokio::test]
+async fn read_only_checks_locate_stale_message_index_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
+    let opts = EngineOptions {
+        db_path: Some(path.clone()),
+        ..Default::default()
+    };
+    let e = Engine::open(opts).await.unwrap();
+    let messages = (0..2100)
+        .map(|i| json!({"role": "user", "content": format!("note {i} about lighthouses")}))
+        .collect();
+    let r = e
+        .ingest_batch(IngestBatchParams {
+            session_id: "s".into(),
+            session_key: None,
+            messages,
+            entry_ids: None,
+            is_heartbeat: false,
+        })
+        .await
+        .unwrap();
+    let conv = r.conversation_id.unwrap();
+    let late = r.results[2050].message_id.unwrap();
+    e.close().await.unwrap();
+    let ro = || {
+        let c = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let f = features_of(&c).unwrap();
+        (c, f)
+    };
+    let (c, f) = ro();
+    require_current_schema(&c).unwrap();
+    let clean = check_with(&c, None, f, &[conv], Some(conv), None).unwrap();
+    assert!(clean.is_clean(), "{:#?}", clean.violations);
+    drop(c);
+    let (c, f) = ro();
+    // Read-only alone: the row comparison singles out a text whose token count changed.
+    w_update(&path, late, "completely different and longer words now");
+    let found = check_with(&c, None, f, &[conv], Some(conv), None).unwrap();
+    let stale: Vec<&Violation> = found
+        .violations
+        .iter()
+        .filter(|v| v.kind == Kind::FtsOutdated)
+        .collect();
+    assert_eq!(stale.len(), 1, "{:#?}", found.violations);
+    assert_eq!(stale[0].message_ids, [late]);
+    // Same token counts: only the integrity-check command (on a probe) sees it.
+    w_update(&path, late, "note 2050 about lighthouses");
+    let other = r.results[7].message_id.unwrap();
+    w_update(&path, other, "note seven about lamps");
+    let blind = check_with(&c, None, f, &[conv], Some(conv), None).unwrap();
+    assert!(blind.is_clean(), "{:#?}", blind.violations);
+    let probe = rusqlite::Connection::open(&path).unwrap();
+    let seen = check_with(&c, Some(&probe), f, &[conv], Some(conv), None).unwrap();
+    assert_eq!(
+        kinds(&seen.violations),
+        [Kind::FtsIndex],
+        "{:#?}",
+        seen.violations
+    );
+    assert!(seen.violations[0].repairable);
+}
+
+fn w_update(path: &str, id: i64, text: &str) {
+    let w = rusqlite::Connection::open(path).unwrap();
+    w.execute(
+        "UPDATE messages SET content = ?2 WHERE message_id = ?1",
+        rusqlite::params![id, text],
+    )
+    .unwrap();
+}
