@@ -772,3 +772,35 @@ fn w_update(path: &str, id: i64, text: &str) {
     )
     .unwrap();
 }
+
+#[tokio::test]
+async fn a_lost_message_item_goes_back_between_its_neighbours() {
+    let f = fixture().await;
+    let m = f.msgs[8];
+    sql(
+        &f,
+        &format!("DELETE FROM context_items WHERE message_id = {m}"),
+    )
+    .await;
+    let r = doctor(&f, false).await;
+    let unc = r
+        .found
+        .violations
+        .iter()
+        .find(|v| v.kind == Kind::UncoveredMessages)
+        .unwrap();
+    assert_eq!(unc.message_ids, [m]);
+    assert!(
+        unc.details.is_null(),
+        "no summary can prove it held the message"
+    );
+    let r = doctor(&f, true).await;
+    assert!(r.ok, "{:#?}", r.remaining);
+    assert!(r
+        .repairs
+        .iter()
+        .any(|x| x.kind == RepairKind::Reinserted && x.message_ids == [m]));
+    let items = f.engine.get_context_items(f.conv).await.unwrap();
+    let ids: Vec<Option<i64>> = items.iter().map(|i| i.message_id).collect();
+    assert_eq!(ids, [None, None, Some(m), Some(f.msgs[9])]);
+}
