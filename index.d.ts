@@ -54,7 +54,7 @@ export interface LcmOptions {
   maxExpandTokens?: number
   /** File blocks above this many tokens are stored outside the database (default 25000). */
   largeFileTokenThreshold?: number
-  /** Where large files go (default `~/.openclaw/lcm-files`). */
+  /** Where large files go (default `lcm-files` beside the database: `~/.openclaw/lcm-files` for the default database). */
   largeFilesDir?: string
   /** Per-file prompt template overrides (default `~/.config/lcm-tui/prompts`). */
   promptDir?: string
@@ -247,6 +247,136 @@ export interface RenderedPrompt {
   /** 'embedded' or the override file's path. */
   source: string
   targetTokens: number
+
+/* ── Compaction ─────────────────────────────────────────────────────────────── */
+
+/** Parameters of `evaluate`. */
+export interface EvaluateParams {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget in tokens (> 0). */
+  tokenBudget: number
+  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
+  currentTokenCount?: number
+}
+
+/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
+export interface Evaluation {
+  shouldCompact: boolean
+  reason: 'threshold' | 'none'
+  /** max(storedTokens, currentTokenCount). */
+  currentTokens: number
+  /** floor(contextThreshold × tokenBudget). */
+  threshold: number
+  tokenBudget: number
+  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
+  storedTokens: number
+  observedTokens: number | null
+  /** Raw message tokens outside the fresh tail (diagnostic). */
+  rawTokensOutsideTail: number
+  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
+  leafTrigger: boolean
+  conversationId: number | null
+}
+
+/**
+ * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
+ * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
+ * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
+ * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
+ * equality still compacts once.
+ */
+export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
+
+/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
+export interface CompactionPass {
+  kind: 'leaf' | 'condensed'
+  /** Depth of the new summary (0 for a leaf). */
+  depth: number
+  summaryId: string
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
+  /** Estimated tokens of the source text. */
+  tokensIn: number
+  /** Estimated tokens of the summary. */
+  tokensOut: number
+  model: string
+  ms: number
+  /** Messages (leaf) or summaries (condensed) replaced. */
+  sourceCount: number
+  contextTokensBefore: number
+  contextTokensAfter: number
+}
+
+/** Parameters of `compact`. */
+export interface CompactParams {
+  sessionId: string
+  sessionKey?: string
+  tokenBudget: number
+  /** Default 'sweep'. */
+  mode?: CompactMode
+  /** Compact even when under the threshold. */
+  force?: boolean
+  currentTokenCount?: number
+  /** Instructions for this call's prompts (override the configured `customInstructions`). */
+  customInstructions?: string
+  /** Target of `untilUnder` (default tokenBudget). */
+  targetTokens?: number
+  /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
+  signal?: AbortSignal
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `compact`; "nothing to do" is a result, never an exception. */
+export interface CompactResult {
+  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
+  ok: boolean
+  /** True only if at least one summary was written. */
+  compacted: boolean
+  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
+   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
+   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
+  reason: string
+  /** Nothing is left to compact and the context is still over the target. */
+  exhausted: boolean
+  aborted: boolean
+  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
+  errorCode: string | null
+  mode: CompactMode
+  conversationId: number | null
+  tokensBefore: number
+  tokensAfter: number
+  currentTokens: number
+  threshold: number
+  /** The goal compacted toward: the threshold, or the untilUnder target. */
+  targetTokens: number
+  rounds: number
+  passes: CompactionPass[]
+}
+
+/** Parameters of `afterTurn` (the plugin's lifecycle hook). */
+export interface AfterTurnParams {
+  sessionId: string
+  sessionKey?: string
+  /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
+  messages: AgentMessage[]
+  prePromptMessageCount: number
+  tokenBudget: number
+  currentTokenCount?: number
+  /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
+  entryIds?: Array<string | null>
+  /** Heartbeat turns are neither stored nor compacted. */
+  isHeartbeat?: boolean
+  customInstructions?: string
+  signal?: AbortSignal
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `afterTurn`. */
+export interface AfterTurnResult {
+  ingest: IngestBatchResult
+  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
+  compaction: CompactResult
 }
 
 /** One template of `listPrompts`. */
@@ -402,6 +532,315 @@ export interface RewriteReport {
   /** Always null on a resolved promise (a failed run rejects). */
   error: { summaryId: string; depth: number; code: string; message: string } | null
 }
+/* ---- Recall (grep / describe / expand / grants) and large files ---- */
+
+/** Options of `getMessages`. */
+export interface GetMessagesOptions {
+  /** Re-inline large files externalized at ingest, byte-exact (default true). False returns the stored form with `[LCM File: …]` references (what the model sees). */
+  expandFiles?: boolean
+}
+
+/** Parameters of `grep`. Needs `conversationId`, `allConversations: true` or `grantId`. */
+export interface GrepParams {
+  /** A regex (mode "regex", Rust syntax, at most 1000 bytes) or full-text terms (quoted phrases kept). */
+  pattern: string
+  /** Default "regex". */
+  mode?: 'regex' | 'full_text'
+  /** Default "both". */
+  scope?: 'messages' | 'summaries' | 'both'
+  conversationId?: number
+  allConversations?: boolean
+  /** Inclusive lower bound, ISO-8601. */
+  since?: string
+  /** Exclusive upper bound, ISO-8601; must be later than `since`. */
+  before?: string
+  /** Results per scope, 1–200 (default 50). */
+  limit?: number
+  /** full_text only (regex is always newest first). Default "recency". */
+  sort?: 'recency' | 'relevance' | 'hybrid'
+  /** Run under a delegation grant (scope and token budget). */
+  grantId?: string
+}
+
+/** A message found by `grep`. */
+export interface MessageHit {
+  messageId: number; conversationId: number; role: string
+  /** ISO time. */
+  createdAt: string
+  snippet: string
+  /** FTS5 rank (lower is better), full_text only. */
+  rank: number | null
+}
+
+/** A summary found by `grep`. */
+export interface SummaryHit {
+  summaryId: string; conversationId: number; kind: 'leaf' | 'condensed'; depth: number
+  /** Latest source time, else creation time (ISO): what filters and order use. */
+  createdAt: string
+  earliestAt: string | null; latestAt: string | null
+  snippet: string
+  rank: number | null
+}
+
+/** How one scope of a grep ran. */
+export interface GrepScopeStats {
+  /** 'fts' | 'fts-trigram' | 'like' | 'trigram-filter' | 'scan' */
+  strategy: string
+  /** Rows that passed scope, time and literal filters. */
+  candidates: number
+  /** Rows read and checked. */
+  scanned: number
+  /** The scan budget (10,000 rows) stopped the search before its scope was covered. */
+  truncated: boolean
+  /** Messages in the engine's in-memory catalog (message scope only). */
+  indexedMessages?: number | null
+  /** Approximate bytes of memory the catalog holds (message scope only). */
+  indexBytes?: number | null
+}
+
+/** Result of `grep`. */
+export interface GrepResult {
+  pattern: string
+  mode: 'regex' | 'full_text'
+  scope: 'messages' | 'summaries' | 'both'
+  sort: 'recency' | 'relevance' | 'hybrid'
+  /** Conversations searched; null = all. */
+  conversationIds: number[] | null
+  messages: MessageHit[]
+  summaries: SummaryHit[]
+  totalMatches: number
+  truncated: boolean
+  messageStats: GrepScopeStats | null
+  summaryStats: GrepScopeStats | null
+  elapsedMs: number
+  /** The grant's state after this call, when run under one. */
+  grant: Grant | null
+  /** The `lcm_grep` tool text (`## LCM Grep Results` …), ready to print. */
+  text: string
+}
+
+/** Options of `describe`. */
+export interface DescribeOptions {
+  /** The item must belong to this conversation, else the result is null. */
+  conversationId?: number
+  allConversations?: boolean
+  /** Budget cap marking manifest nodes in/over budget (default: grant remaining, else maxExpandTokens). */
+  tokenCap?: number
+  grantId?: string
+  /** Files: include content for an agent, bounded by `expandFileMaxBytes`. */
+  expandFile?: boolean
+  /** Default 32768, clamped to 1024–512000. */
+  expandFileMaxBytes?: number
+  /** With expandFile: 1-based first line. */
+  startLine?: number
+  /** With expandFile: 1-based last line (inclusive). */
+  endLine?: number
+  /** Files: the whole content, byte-exact, unbounded (programmatic recovery). */
+  includeContent?: boolean
+}
+
+/** One node of a summary's source subtree. */
+export interface ManifestNode {
+  summaryId: string; parentSummaryId: string | null; depthFromRoot: number; kind: 'leaf' | 'condensed'; depth: number
+  tokenCount: number; descendantCount: number; descendantTokenCount: number; sourceMessageTokenCount: number
+  /** Direct sources: summaries of a condensed node, messages of a leaf. */
+  childCount: number
+  earliestAt: string | null; latestAt: string | null; path: string
+  costSummariesOnly: number; costWithMessages: number; fitsSummariesOnly: boolean; fitsWithMessages: boolean
+}
+
+/** A described summary. `parentIds` are its sources, `childIds` the summaries derived from it. */
+export interface SummaryDescription extends Omit<SummaryWithLinks, 'parentIds' | 'messageIds'> {
+  parentIds: string[]
+  childIds: string[]
+  messageIds: number[]
+  /** Distinct messages under the whole subtree. */
+  sourceMessageCount: number
+  budgetCap: number
+  budgetSource: 'request' | 'delegated_grant_remaining' | 'config_default'
+  /** Source subtree, breadth first (at most 200 nodes). */
+  manifest: ManifestNode[]
+  manifestOmitted: number
+  /** Content was cut to a grant's remaining budget. */
+  contentTruncated: boolean
+}
+
+/** A described large file. */
+export interface FileDescription {
+  fileId: string; conversationId: number; fileName: string | null; mimeType: string | null
+  byteSize: number | null; lineCount: number | null; storageUri: string; explorationSummary: string | null; createdAt: string
+  content?: string
+  contentTruncated?: boolean
+  startLine?: number
+  endLine?: number
+  /** Why the content could not be read (expandFile). */
+  contentError?: string
+}
+
+/** Result of `describe`. */
+export interface DescribeResult {
+  id: string
+  type: 'summary' | 'file'
+  summary: SummaryDescription | null
+  file: FileDescription | null
+  grant: Grant | null
+  /** The `lcm_describe` tool text (`LCM_SUMMARY …` / `## LCM File: …`). */
+  text: string
+}
+
+/** Parameters of `expand`: `summaryId` and/or `summaryIds`, else `query`. */
+export interface ExpandParams {
+  summaryId?: string
+  summaryIds?: string[]
+  /** Full-text query over summaries in scope, used when no id is given. */
+  query?: string
+  /** Levels of sources to descend (default 3; `maxDepth` is accepted too). */
+  depth?: number
+  maxDepth?: number
+  /** Also return the original messages of leaves (default false). */
+  includeMessages?: boolean
+  /** Default maxExpandTokens; a grant's remaining budget caps it. */
+  tokenCap?: number
+  grantId?: string
+  conversationId?: number
+  allConversations?: boolean
+}
+
+/** A summary reached by `expand`. */
+export interface ExpandedSummary {
+  summaryId: string; parentSummaryId: string; rootId: string; kind: 'leaf' | 'condensed'; depth: number
+  content: string; tokenCount: number; earliestAt: string | null; latestAt: string | null
+}
+
+/** A message reached by `expand` through a leaf. */
+export interface ExpandedMessage {
+  messageId: number; summaryId: string; rootId: string; conversationId: number; role: string
+  content: string; tokenCount: number; createdAt: string
+}
+
+/** Result of `expand`. */
+export interface ExpandResult {
+  roots: Array<{ summaryId: string; kind: 'leaf' | 'condensed'; conversationId: number }>
+  /** Source summaries, depth first in source order. */
+  children: ExpandedSummary[]
+  messages: ExpandedMessage[]
+  totalTokens: number
+  /** The token cap stopped the walk. */
+  truncated: boolean
+  citedIds: string[]
+  tokenCap: number
+  depth: number
+  grant: Grant | null
+  /** `## Expansion Results …` text for a sub-agent. */
+  text: string
+}
+
+/** Parameters of `createGrant`. */
+export interface CreateGrantParams {
+  conversationIds: number[]
+  /** Token budget across calls (default maxExpandTokens). */
+  tokenCap?: number
+  /** Time to live (default 300000 ms); zero or negative gives an already expired grant. */
+  ttlMs?: number
+  /** Only these summaries and their source subtrees may be described or expanded. */
+  summaryIds?: string[]
+  /** Depth limit of expansions (default 3). */
+  maxDepth?: number
+  issuer?: string
+}
+
+/** A delegation grant (kept in memory by the engine; lost on close). */
+export interface Grant {
+  /** `grant_` + 12 characters. */
+  grantId: string
+  conversationIds: number[]
+  summaryIds: string[]
+  tokenCap: number
+  consumedTokens: number
+  remainingTokens: number
+  maxDepth: number
+  createdAt: string
+  expiresAt: string
+  revoked: boolean
+  issuer: string | null
+}
+
+/** An agent tool definition for the plugin to register. */
+export interface RecallToolDefinition {
+  name: 'lcm_grep' | 'lcm_describe' | 'lcm_expand' | 'lcm_expand_query'
+  label: string
+  description: string
+  /** JSON schema of the parameters. */
+  parameters: Record<string, unknown>
+}
+
+/** State of the in-memory message catalog behind `grep` (`warmRecallIndex`). */
+export interface RecallIndexInfo { indexedMessages: number; indexBytes: number; elapsedMs: number }
+
+// ── Context assembly ─────────────────────────────────────────────────────────
+
+/** Parameters of `assemble`. */
+export interface AssembleParams {
+  sessionId: string
+  sessionKey?: string
+  /** Token budget of the assembled context (> 0). The fresh tail is kept even when it alone is over. */
+  tokenBudget: number
+  /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
+  messages?: AgentMessage[]
+}
+
+/** Why `assemble` returned the live messages. */
+export type AssembleFallbackReason =
+  | 'noConversation' | 'emptyContext' | 'incompleteCoverage' | 'emptyAssembly' | 'noUserTurn' | 'error'
+
+/** What the clean-up and tool-pairing repair changed. */
+export interface AssembleRepairStats {
+  syntheticToolResults: number
+  droppedOrphanResults: number
+  droppedDuplicateResults: number
+  droppedDuplicateToolCalls: number
+  strippedTerminalToolCalls: number
+  /** Tool calls stripped because their result is not in the assembled context. */
+  strippedUnpairedToolCalls: number
+  movedToolResults: number
+  droppedEmptyMessages: number
+  /** Tool results without a call id presented as assistant text. */
+  downgradedToolResults: number
+}
+
+/** What an assembly did. */
+export interface AssembleStats {
+  conversationId: number | null
+  tokenBudget: number
+  /** Entries of the context list. */
+  contextItems: number
+  summariesIncluded: number
+  /** Stored messages in the output (synthetic tool results not counted). */
+  messagesIncluded: number
+  /** Evictable context items left out for the budget. */
+  droppedForBudget: number
+  /** Context items whose row could not be read. */
+  unresolvedItems: number
+  tailStartOrdinal: number | null
+  tailItems: number
+  tailTokens: number
+  overBudget: boolean
+  liveFallback: boolean
+  fallbackReason: AssembleFallbackReason | null
+  error: string | null
+  repair: AssembleRepairStats
+}
+
+/** Result of `assemble`. */
+export interface AssembleResult {
+  /** Messages for the model, oldest first: summaries are user messages wrapped in `<summary>`. */
+  messages: AgentMessage[]
+  /** Estimated tokens of `messages`, XML wrappers included. */
+  estimatedTokens: number
+  stats: AssembleStats
+  /** Static recall guidance for the system prompt; present when a summary is included. */
+  systemPromptAddition?: string
+
 
 /* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
 
@@ -567,6 +1006,34 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class LcmEngine {
   /**
+   * Whether the session's context is over the threshold:
+   * `currentTokens = max(stored, currentTokenCount)`, `threshold =
+   * floor(contextThreshold × tokenBudget)`, due when strictly greater. Reads only.
+   */
+  evaluate(params: EvaluateParams): Promise<Evaluation>
+  /**
+   * Compacts the session's conversation (`mode`: incremental, sweep, untilUnder).
+   * Summarizer calls run with no database connection held; each pass is written
+   * in one transaction. Resolves with a result even when there is nothing to do,
+   * the summarizer fails (`ok: false`, `errorCode`) or the call is aborted.
+   * Rejects only for bad parameters and database failures.
+   */
+  compact(params: CompactParams): Promise<CompactResult>
+  /**
+   * The plugin's lifecycle hook: ingests `messages.slice(prePromptMessageCount)`
+   * in one batch, then runs a threshold sweep when the context is over the
+   * threshold. Resolves with `{ ingest, compaction }`.
+   */
+  afterTurn(params: AfterTurnParams): Promise<AfterTurnResult>
+  /**
+   * Stops every running compaction of the session (matched by session id or
+   * key) between passes; an in-flight summarizer call is abandoned and nothing
+   * of it is written. Returns how many calls were running.
+   */
+  cancel(session: string): number
+  /** `PRAGMA integrity_check` rows: `['ok']` for a sound database. */
+  integrityCheck(): Promise<string[]>
+  /**
    * Checks the store's invariants for one conversation (`conversationId`) or all
    * (`all: true`): SQLite integrity, context ordinals, links, cycles, coverage of
    * every message exactly once, recomputed summary columns, full-text rows; and
@@ -593,6 +1060,43 @@ export declare class LcmEngine {
    * holds the text of a summary to copy.
    */
   transplant(params: TransplantParams): Promise<TransplantPlan>
+  /**
+   * Searches messages and/or summaries. `mode: "regex"` (default; Rust regex
+   * syntax, linear time) or `"full_text"` (FTS5, every term quoted; CJK through
+   * substring matching). Needs `conversationId`, `allConversations: true` or a
+   * `grantId`. Resolves with structured hits and the tool's `text` rendering.
+   */
+  grep(params: GrepParams): Promise<GrepResult>
+  /**
+   * Describes a `sum_…` summary (lineage, manifest, content) or a `file_…` large
+   * file (exploration summary; content with `expandFile` or `includeContent`).
+   * Resolves with null for unknown ids or ids outside `conversationId`.
+   */
+  describe(id: string, options?: DescribeOptions): Promise<DescribeResult | null>
+  /**
+   * Walks from summaries to their sources (and leaf messages with
+   * `includeMessages`), oldest first, stopping at the token cap (`truncated`).
+   */
+  expand(params: ExpandParams): Promise<ExpandResult>
+  /**
+   * Creates an in-memory delegation grant scoping grep/describe/expand to some
+   * conversations with a token budget and a time to live.
+   */
+  createGrant(params: CreateGrantParams): Promise<Grant>
+  /** Revokes a grant; resolves false when the id is unknown. */
+  revokeGrant(grantId: string): Promise<boolean>
+  /** A grant's current state (budget left, expiry, revoked), or null. */
+  getGrant(grantId: string): Promise<Grant | null>
+  /**
+   * Builds (or catches up) the in-memory message catalog behind `grep` now, so
+   * the next search does not pay for it. Optional: `grep` does it on demand.
+   */
+  warmRecallIndex(): Promise<RecallIndexInfo>
+  /**
+   * JSON-schema definitions of `lcm_grep`, `lcm_describe`, `lcm_expand` and
+   * `lcm_expand_query`, to register as agent tools unchanged.
+   */
+  getRecallToolDefinitions(): Array<RecallToolDefinition>
   /**
    * The summaries a rewrite would touch, in order: bottom-up by depth, chronological
    * within a depth; `summaryId` means that summary and everything beneath it
@@ -632,8 +1136,12 @@ export declare class LcmEngine {
   getConversation(params: SessionLookup): Promise<Conversation | null>
   /** Every conversation, newest first. */
   listConversations(): Promise<Array<Conversation>>
-  /** Every stored message of a conversation, rebuilt exactly as ingested, oldest first. */
-  getMessages(conversationId: number): Promise<Array<AgentMessage>>
+  /**
+   * Every stored message of a conversation, rebuilt exactly as ingested, oldest
+   * first: large files externalized at ingest are re-inlined from disk. Pass
+   * `{ expandFiles: false }` for the stored form with `[LCM File: …]` references.
+   */
+  getMessages(conversationId: number, options?: GetMessagesOptions): Promise<Array<AgentMessage>>
   /** The context list (what the model sees) with each item's token count. */
   getContextItems(conversationId: number): Promise<Array<ContextItem>>
   /** Every summary of a conversation with its source links. */
@@ -647,6 +1155,14 @@ export declare class LcmEngine {
    * the new `sum_…` id. Compaction uses the same primitive.
    */
   insertSummary(params: InsertSummaryParams): Promise<string>
+  /**
+   * Builds the model context for a session under `tokenBudget`: summaries as XML
+   * user messages, a fresh tail of raw messages, tool pairing repaired. Returns the
+   * live `messages` unchanged when the store cannot do better (no conversation,
+   * store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
+   * `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
+   */
+  assemble(params: AssembleParams): Promise<AssembleResult>
   /**
    * Runs the summarization pipeline on a source text (prompt for the depth, the
    * configured summarizer or host callback, escalation normal → aggressive →

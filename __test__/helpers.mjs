@@ -17,7 +17,7 @@ export function tempDir(prefix = 'lcm-test-') {
 
 /** The seeded workload generator shared by every implementation (../shared/bench). */
 export function workloadScript() {
-  const candidates = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')]
+  const candidates = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')]
   const found = candidates.find((p) => existsSync(p))
   if (!found) throw new Error('gen-workload.mjs not found beside the checkout (../shared/bench)')
   return found

@@ -29,6 +29,16 @@ describe('idempotency', () => {
     await e.close()
   })
 
+  it('messages that differ only in their tool calls are not mistaken for replays', async () => {
+    const e = await open()
+    const call = (id, command) => ({ role: 'assistant', content: [{ type: 'toolCall', id, name: 'exec', arguments: { command } }] })
+    const r = await e.ingestBatch({ sessionId: 's', messages: [call('call_1', 'ls'), call('call_2', 'pwd'), call('call_2', 'pwd')] })
+    expect(r.results.map((x) => x.ingested)).toEqual([true, true, false])
+    const back = await e.getMessages(r.conversationId)
+    expect(back).toEqual([call('call_1', 'ls'), call('call_2', 'pwd')])
+    await e.close()
+  })
+
   it('heartbeat turns are not stored', async () => {
     const e = await open()
     const r = await e.ingestBatch({ sessionId: 's', messages: [user('ping')], isHeartbeat: true })

@@ -20,9 +20,12 @@ async function open(fx, { fail, delay } = {}) {
   return { engine, seen }
 }
 
-/** Every column of every summary except content/token_count, plus links and context. */
+/**
+ * Every column of every summary except content/token_count and the derived
+ * descendantTokenCount (checked against its recomputation instead), plus links and context.
+ */
 async function structure(engine, conversationId) {
-  const sums = (await engine.getSummaries(conversationId)).map(({ content, tokenCount, ...rest }) => rest)
+  const sums = (await engine.getSummaries(conversationId)).map(({ content, tokenCount, descendantTokenCount, ...rest }) => rest)
   // A context item's tokenCount is its summary's token count, read through.
   const items = (await engine.getContextItems(conversationId)).map(({ tokenCount, ...rest }) => rest)
   return { sums, items }
@@ -97,6 +100,12 @@ describe('rewrite', () => {
       expect(e.delta).toBe(e.newTokens - e.oldTokens)
       expect(e.diff).toContain(`--- old/${e.summaryId}\n+++ new/${e.summaryId}\n`)
       expect(e).toMatchObject({ level: 'normal', model: 'echo-model', skipped: null })
+    }
+    // Summaries built on rewritten ones keep descendantTokenCount equal to its recomputation.
+    const byId = Object.fromEntries(after.map((s) => [s.summaryId, s]))
+    for (const s of after.filter((x) => x.parentIds.length > 0)) {
+      const sum = s.parentIds.reduce((a, id) => a + byId[id].tokenCount + byId[id].descendantTokenCount, 0)
+      expect(s.descendantTokenCount).toBe(sum)
     }
     expect(report.oldTokens).toBe(report.entries.reduce((a, e) => a + e.oldTokens, 0))
     expect(report.delta).toBe(report.newTokens - report.oldTokens)

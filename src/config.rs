@@ -67,7 +67,8 @@ pub struct EngineOptions {
     pub max_expand_tokens: i64,
     /// `largeFileTokenThreshold`: file blocks above this are stored outside.
     pub large_file_token_threshold: i64,
-    /// `largeFilesDir`: where large files go. Default `~/.openclaw/lcm-files`.
+    /// `largeFilesDir`: where large files go. Default `lcm-files` beside the database
+    /// (`~/.openclaw/lcm-files` for the default database).
     pub large_files_dir: Option<String>,
     /// `promptDir`: per-file overrides of the prompt templates. Default
     /// `~/.config/lcm-tui/prompts`.
@@ -183,6 +184,8 @@ impl EngineOptions {
             ("condensedMinFanoutHard", self.condensed_min_fanout_hard),
             ("maxRounds", self.max_rounds),
             ("maxSweepIterations", self.max_sweep_iterations),
+            ("maxExpandTokens", self.max_expand_tokens),
+            ("largeFileTokenThreshold", self.large_file_token_threshold),
         ];
         for (name, v) in positive {
             if v < 1 {
@@ -212,11 +215,20 @@ impl EngineOptions {
         }
     }
 
-    /// The large-files directory.
+    /// The large-files directory: `largeFilesDir`, else `lcm-files` beside the
+    /// database file (for the default database that is `~/.openclaw/lcm-files`, the
+    /// reference plugin's location), else, for `:memory:`, a per-process temporary one.
     pub fn resolved_large_files_dir(&self) -> PathBuf {
-        match &self.large_files_dir {
-            Some(p) => expand_home(p),
-            None => state_dir().join("lcm-files"),
+        if let Some(p) = &self.large_files_dir {
+            return expand_home(p);
+        }
+        let db = self.resolved_db_path();
+        if db == ":memory:" || db.starts_with("file:") {
+            return std::env::temp_dir().join(format!("lcm-files-{}", std::process::id()));
+        }
+        match std::path::Path::new(&db).parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join("lcm-files"),
+            _ => PathBuf::from("lcm-files"),
         }
     }
 

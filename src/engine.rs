@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::assembler::{AssembleParams, AssembleResult};
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::{ingest, rebuild};
@@ -94,7 +95,11 @@ pub struct Engine {
     opts: Arc<EngineOptions>,
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
+    compaction: Arc<crate::compaction::Coordinator>,
     callback: Option<Arc<dyn Summarizer>>,
+    /// Recall state: in-memory grants and message catalog (see `retrieval`).
+    pub(crate) recall: Arc<crate::retrieval::RecallState>,
+    assembly_cache: Arc<crate::assembler::Cache>,
 }
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
@@ -193,8 +198,16 @@ impl Engine {
             opts: Arc::new(opts),
             pipeline,
             zone,
+            compaction: Arc::default(),
             callback,
+            recall: Arc::default(),
+            assembly_cache: Arc::default(),
         })
+    }
+
+    /// Compaction bookkeeping shared by this engine's calls (locks, cancel tokens).
+    pub fn compaction_coordinator(&self) -> &Arc<crate::compaction::Coordinator> {
+        &self.compaction
     }
 
     /// The summarization pipeline (prompts + summarizer + escalation) compaction uses.
@@ -332,7 +345,8 @@ impl Engine {
         self.store.read(conversations::list).await
     }
 
-    /// Every stored message of a conversation, rebuilt as ingested, in seq order.
+    /// Every stored message of a conversation in seq order, in stored form (large
+    /// files as `[LCM File: …]` references); `get_messages_with` re-inlines them.
     pub async fn get_messages(&self, conversation_id: i64) -> Result<Vec<Value>> {
         self.store
             .read(move |c| {
@@ -412,8 +426,22 @@ impl Engine {
         })
     }
 
-    /// Finishes pending writes and closes the database.
+    /// Assembles a session's model context under a token budget (see
+    /// [`crate::assembler`]); falls back to the host's live messages when the store
+    /// cannot do better or assembly fails.
+    pub async fn assemble(&self, p: AssembleParams) -> Result<AssembleResult> {
+        crate::assembler::run(&self.store, &self.opts, &self.assembly_cache, p).await
+    }
+
+    /// What earlier assemblies prepared (reused by the next turn's assembly).
+    pub fn assembly_cache(&self) -> &Arc<crate::assembler::Cache> {
+        &self.assembly_cache
+    }
+
+    /// Finishes pending writes and closes the database. Running compactions are
+    /// cancelled first (an in-flight summarizer call is abandoned).
     pub async fn close(&self) -> Result<()> {
+        self.compaction.cancel_all();
         self.store.close().await
     }
 }
@@ -453,7 +481,7 @@ pub struct SummaryWithLinks {
 /// Validates, maps and writes one batch (runs on the writer thread).
 fn write_batch(
     conn: &mut rusqlite::Connection,
-    p: IngestBatchParams,
+    mut p: IngestBatchParams,
     opts: &EngineOptions,
 ) -> Result<IngestBatchResult> {
     if p.is_heartbeat || p.messages.is_empty() {
@@ -469,11 +497,17 @@ fn write_batch(
                 .collect(),
         });
     }
-    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let session = SessionRef {
-        session_id: p.session_id,
-        session_key: p.session_key,
+        session_id: p.session_id.clone(),
+        session_key: p.session_key.clone(),
     };
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if crate::largefiles::intercept::may_need(&p.messages, &large) {
+        // Validate the whole batch before any file is written.
+        map_batch(&p, opts.max_message_bytes)?;
+        crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
+    }
+    let mapped = map_batch(&p, opts.max_message_bytes)?;
     let IngestOutcome {
         conversation_id,
         messages,

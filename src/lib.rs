@@ -6,14 +6,18 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+pub mod assembler;
 pub mod cli;
+pub mod compaction;
 pub mod config;
 pub mod dagops;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+pub mod largefiles;
 pub mod message;
 pub mod prompts;
+pub mod retrieval;
 pub mod rewrite;
 pub mod store;
 pub mod summarize;

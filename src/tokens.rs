@@ -26,8 +26,31 @@ fn quarter_tokens(c: char) -> u64 {
 
 /// Estimated token count of a text.
 pub fn estimate(text: &str) -> i64 {
-    let quarters: u64 = text.chars().map(quarter_tokens).sum();
-    quarters.div_ceil(4) as i64
+    quarters(text).div_ceil(4) as i64
+}
+
+/// Σ [`quarter_tokens`] over the text; ASCII runs are counted 64 bytes at a time
+/// (one quarter each) and only other code points are decoded.
+fn quarters(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let (mut total, mut i) = (0u64, 0usize);
+    while i < bytes.len() {
+        let end = (i + 64).min(bytes.len());
+        if bytes[i..end].is_ascii() {
+            total += (end - i) as u64;
+            i = end;
+            continue;
+        }
+        // Decode whole code points from a boundary until past this block.
+        for c in text[i..].chars() {
+            total += quarter_tokens(c);
+            i += c.len_utf8();
+            if i >= end {
+                break;
+            }
+        }
+    }
+    total
 }
 
 /// The longest prefix of `text` whose estimate stays within `max_tokens`, cut on a
@@ -60,6 +83,26 @@ mod tests {
         assert_eq!(estimate("漢字"), 3);
         assert_eq!(estimate("😀"), 2);
         assert_eq!(estimate("한"), 2);
+    }
+
+    #[test]
+    fn block_counting_equals_per_code_point_counting() {
+        let samples = [
+            "plain ascii ".repeat(20),
+            format!(
+                "{}漢字{}😀{}é",
+                "a".repeat(63),
+                "b".repeat(70),
+                "c".repeat(5)
+            ),
+            "한국어 텍스트와 emoji 🎉 mixed with ascii ".repeat(9),
+            "é".repeat(100),
+            String::new(),
+        ];
+        for s in samples {
+            let naive: u64 = s.chars().map(quarter_tokens).sum();
+            assert_eq!(quarters(&s), naive, "{s:?}");
+        }
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
 mod cli_fns;
+mod compaction;
 mod dagops_fns;
 mod js;
+mod live;
 mod prompt_fns;
+mod recall;
 mod rewrite_fns;
 mod summarizer;
 
@@ -154,18 +157,31 @@ impl LcmEngine {
         resolve_json(env, async move { engine.list_conversations().await })
     }
 
-    /// Every stored message of a conversation, rebuilt exactly as ingested, oldest first.
-    #[napi(ts_return_type = "Promise<Array<AgentMessage>>")]
+    /// Every stored message of a conversation, rebuilt exactly as ingested, oldest
+    /// first: large files externalized at ingest are re-inlined from disk. Pass
+    /// `{ expandFiles: false }` for the stored form with `[LCM File: …]` references.
+    #[napi(
+        ts_args_type = "conversationId: number, options?: GetMessagesOptions",
+        ts_return_type = "Promise<Array<AgentMessage>>"
+    )]
     pub fn get_messages<'env>(
         &self,
         env: &'env Env,
         conversation_id: i64,
+        options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = match options {
+            Some(o) => stringify(env, o)?,
+            None => "null".to_owned(),
+        };
         let engine = self.engine.clone();
-        resolve_json(
-            env,
-            async move { engine.get_messages(conversation_id).await },
-        )
+        resolve_json(env, async move {
+            let o: Option<crate::retrieval::api::GetMessagesOptions> =
+                parse_params("getMessages", &json)?;
+            engine
+                .get_messages_with(conversation_id, o.unwrap_or_default())
+                .await
+        })
     }
 
     /// The context list (what the model sees) with each item's token count.
@@ -226,6 +242,38 @@ impl LcmEngine {
             engine.insert_summary(p).await
         };
         resolve_json(env, fut)
+    }
+
+    /// Builds the model context for a session under `tokenBudget`: summaries as XML
+    /// user messages, a fresh tail of raw messages, tool pairing repaired. Returns the
+    /// live `messages` unchanged when the store cannot do better (no conversation,
+    /// store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
+    /// `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
+    #[napi(
+        ts_args_type = "params: AssembleParams",
+        ts_return_type = "Promise<AssembleResult>"
+    )]
+    pub fn assemble<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (json, live) = live::split_messages(env, params)?;
+        let count = live.as_ref().map(live::LiveArray::len);
+        let engine = self.engine.clone();
+        env.spawn_future_with_callback(
+            async move {
+                let r = async {
+                    let p = parse_params("assemble", &json)?;
+                    let (store, opts) = (engine.store(), engine.options());
+                    let cache = engine.assembly_cache();
+                    crate::assembler::run_with_live_count(store, opts, cache, p, count).await
+                }
+                .await;
+                Ok(live::prepare(r))
+            },
+            move |env, r| live::resolve(env, r, live),
+        )
     }
 
     /// Runs the summarization pipeline on a source text (prompt for the depth, the

@@ -45,7 +45,7 @@ pub struct NewMessage {
 }
 
 /// A `message_parts` row ready to insert.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NewPart {
     /// Reference part type.
     pub part_type: &'static str,

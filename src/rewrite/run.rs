@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::stream::{self, StreamExt};
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use serde::Serialize;
 
 use super::plan::{self, PlannedSummary, Selector};
@@ -216,16 +216,7 @@ fn write_one(
     features: crate::store::Features,
 ) -> Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let n = tx.execute(
-        "UPDATE summaries SET content = ?1, token_count = ?2 WHERE summary_id = ?3 AND conversation_id = ?4",
-        params![content, tokens::estimate(content), id, conversation_id],
-    )?;
-    if n != 1 {
-        return Err(LcmError::not_found(format!(
-            "summary {id} is no longer in conversation {conversation_id}"
-        )));
-    }
-    dag::index_summary(&tx, id, content, features)?;
+    dag::update_content(&tx, conversation_id, id, content, features)?;
     tx.commit()?;
     Ok(())
 }

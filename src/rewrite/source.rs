@@ -1,6 +1,7 @@
 //! A summary's pipeline input rebuilt from the database, as compaction builds it.
 //!
-//! - Leaf: its messages in link order, each `[YYYY-MM-DD HH:MM TZ] [role]` + content
+//! - Leaf: its messages in link order, each `[YYYY-MM-DD HH:MM TZ] [role]` + the
+//!   message text compaction uses (`compaction::source::message_text`)
 //!   ([`crate::prompts::source::leaf_source_text`]); previous context = the preceding
 //!   leaf in context order.
 //! - Condensed: its source summaries in link order, each with its
@@ -13,6 +14,7 @@
 
 use std::collections::HashMap;
 
+use crate::compaction::source::message_text;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::plan::PlannedSummary;
@@ -60,18 +62,21 @@ pub fn leaf_input(
     timestamps: bool,
 ) -> Result<SummarizeInput> {
     let mut st = conn.prepare_cached(
-        "SELECT m.role, m.content, m.created_at
+        "SELECT m.message_id, m.role, m.created_at
          FROM summary_messages sm JOIN messages m ON m.message_id = sm.message_id
          WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
     )?;
-    let timed: Vec<SourceMessage> = st
-        .query_map([id], |r| {
-            let role: String = r.get::<_, Option<String>>(0)?.unwrap_or_default();
-            let content: String = r.get::<_, Option<String>>(1)?.unwrap_or_default();
-            let at: String = r.get::<_, Option<String>>(2)?.unwrap_or_default();
-            Ok(SourceMessage::new(&at, &role, &content))
-        })?
+    let rows: Vec<(i64, String, String)> = st
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    // The same text compaction gives the summarizer (tool calls and results included).
+    let stored = crate::store::messages::stored_by_ids(conn, &ids)?;
+    let timed: Vec<SourceMessage> = rows
+        .iter()
+        .zip(&stored)
+        .map(|((_, role, at), m)| SourceMessage::new(at, role, &message_text(m)))
+        .collect();
     let time_range = messages_time_range(&timed, zone);
     let shown: Vec<SourceMessage> = if timestamps {
         timed.clone()

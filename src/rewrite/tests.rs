@@ -246,7 +246,9 @@ async fn snapshot(e: &Engine) -> Vec<serde_json::Value> {
         .read(|c| {
             let mut out = Vec::new();
             for sql in [
-                "SELECT summary_id, conversation_id, kind, depth, earliest_at, latest_at, descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model FROM summaries ORDER BY summary_id",
+                // descendant_token_count is derived from the sources' token counts: it
+                // follows the rewrite (checked against its recomputation below).
+                "SELECT summary_id, conversation_id, kind, depth, earliest_at, latest_at, descendant_count, source_message_token_count, created_at, file_ids, model FROM summaries ORDER BY summary_id",
                 "SELECT summary_id, parent_summary_id, ordinal FROM summary_parents ORDER BY 1, 3",
                 "SELECT summary_id, message_id, ordinal FROM summary_messages ORDER BY 1, 3",
                 "SELECT conversation_id, ordinal, item_type, message_id, summary_id, created_at FROM context_items ORDER BY 1, 2",
@@ -340,6 +342,24 @@ async fn dry_run_writes_nothing_and_apply_changes_only_content_and_tokens() {
         .await
         .unwrap();
     assert_eq!(fts, 7);
+    let stale: i64 = e
+        .store()
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*) FROM summaries s WHERE s.kind = 'condensed' AND s.descendant_token_count !=
+                   (SELECT COALESCE(SUM(p.token_count + p.descendant_token_count), 0)
+                    FROM summary_parents sp JOIN summaries p ON p.summary_id = sp.parent_summary_id
+                    WHERE sp.summary_id = s.summary_id)",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stale, 0,
+        "descendant_token_count equals its recomputation after apply"
+    );
     let stale: i64 = e
         .store()
         .read(|c| {

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use regex::Regex;
-use rusqlite::{params, params_from_iter, Connection, Transaction};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -381,6 +381,47 @@ fn insert_row(
         s.model
     ])?;
     index_summary(tx, id, &s.content, features)
+}
+
+/// Replaces a summary's text in place (its id, links and context items stay): the
+/// content, its token count, its full-text rows, and the `descendant_token_count`
+/// of every summary built on it, which changes by the same delta — so invariant 3
+/// (stored metadata equals its recomputation) holds after the rewrite.
+pub fn update_content(
+    tx: &Transaction,
+    conversation_id: i64,
+    id: &str,
+    content: &str,
+    features: Features,
+) -> Result<()> {
+    let old: Option<i64> = tx
+        .query_row(
+            "SELECT token_count FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
+            params![id, conversation_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(old) = old else {
+        return Err(LcmError::not_found(format!(
+            "summary {id} is no longer in conversation {conversation_id}"
+        )));
+    };
+    let new = tokens::estimate(content);
+    tx.execute(
+        "UPDATE summaries SET content = ?1, token_count = ?2 WHERE summary_id = ?3",
+        params![content, new, id],
+    )?;
+    if new != old {
+        tx.execute(
+            "WITH RECURSIVE up(id) AS (
+               SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?1
+               UNION SELECT sp.summary_id FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id)
+             UPDATE summaries SET descendant_token_count = descendant_token_count + ?2
+             WHERE summary_id IN (SELECT id FROM up)",
+            params![id, new - old],
+        )?;
+    }
+    index_summary(tx, id, content, features)
 }
 
 /// Writes (or rewrites) a summary's rows in the full-text tables.

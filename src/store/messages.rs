@@ -49,10 +49,11 @@ pub fn insert_batch(
     let session_id: String = tx
         .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
         .query_row([conversation_id], |r| r.get(0))?;
-    let mut seen_envelopes: HashSet<(String, Vec<Option<String>>)> = HashSet::new();
+    // An identical replay inside one batch: same envelope and same parts, every column.
+    let mut seen_messages: HashSet<(&str, &[crate::message::ingest::NewPart])> = HashSet::new();
     let mut seen_entries: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(batch.len());
-    for m in batch {
+    for m in &batch {
         if let Some(id) = &m.transcript_entry_id {
             if let Some(&(mid, s)) = existing.get(id) {
                 out.push(IngestedMessage {
@@ -71,11 +72,7 @@ pub fn insert_batch(
                 continue;
             }
         } else {
-            let key = (
-                m.envelope.clone(),
-                m.parts.iter().map(|p| p.text_content.clone()).collect(),
-            );
-            if !seen_envelopes.insert(key) {
+            if !seen_messages.insert((m.envelope.as_str(), m.parts.as_slice())) {
                 out.push(IngestedMessage {
                     ingested: false,
                     message_id: None,
@@ -91,7 +88,7 @@ pub fn insert_batch(
             session_id: &session_id,
             now: &now,
         };
-        let message_id = insert_one(&tx, &at, &m)?;
+        let message_id = insert_one(&tx, &at, m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),

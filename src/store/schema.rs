@@ -1,6 +1,6 @@
 //! The SQLite schema, compatible with the reference plugin's `lcm.db`: the same
-//! tables, columns, value formats and index names, plus one nullable column of ours
-//! (`messages.lcm_envelope`) that older readers ignore.
+//! tables, columns, value formats and index names, plus nullable columns of ours
+//! (`messages.lcm_envelope`, `large_files.lcm_source`) that older readers ignore.
 
 /// Core tables, created when missing. Column lists match the reference plugin.
 pub const CREATE_TABLES: &str = r#"
@@ -174,6 +174,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("summaries", "model", "TEXT NOT NULL DEFAULT 'unknown'"),
     ("summaries", "file_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("large_files", "line_count", "INTEGER"),
+    ("large_files", "lcm_source", "TEXT"),
 ];
 
 /// Indexes, created after the columns they use exist. Names match the reference.
@@ -181,7 +182,9 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
 /// KEY index exactly (`messages_conv_seq_idx`, `message_parts_message_idx`,
 /// `context_items_conv_idx`): they cost a page write per insert and answer no query
 /// the constraint's own index does not. The reference recreates them if it opens
-/// the file; existing ones are left alone.
+/// the file; existing ones are left alone. One index is ours:
+/// `lcm_summary_parents_ordinal_idx` covers reading a node's sources in link order
+/// (assembly renders them on every turn).
 pub const CREATE_INDEXES: &str = r#"
 CREATE INDEX IF NOT EXISTS summaries_conv_created_idx ON summaries (conversation_id, created_at);
 CREATE INDEX IF NOT EXISTS summary_messages_message_idx ON summary_messages (message_id);
@@ -200,6 +203,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS messages_conv_entry_unique_idx
 CREATE UNIQUE INDEX IF NOT EXISTS messages_stable_event_key_unique
   ON messages (conversation_id, stable_event_key) WHERE stable_event_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS summaries_conv_depth_kind_idx ON summaries (conversation_id, depth, kind);
+CREATE INDEX IF NOT EXISTS lcm_summary_parents_ordinal_idx ON summary_parents (summary_id, ordinal, parent_summary_id);
 "#;
 
 /// One full-text table: its name, the SQL that creates it, the SQL that fills it

@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// grep latency over a large conversation (regex and full_text), with the event
+// loop's max delay while the queries run.
+//
+//   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5] [--no-summaries]
+//
+// Ingests the shared generator's workload (gen-workload.mjs) into a temp database,
+// then times grep calls end to end from JavaScript (binding + core), after one
+// warm-up call that builds the in-memory catalog (reported as "cold"). "core" columns
+// are the engine's own time (elapsedMs), without the binding and event-loop hops.
+import { createRequire } from 'node:module'
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { execFileSync } from 'node:child_process'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const { LcmEngine } = createRequire(import.meta.url)(join(root, 'index.js'))
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []))
+const N = Number(args.messages ?? 100000)
+const SEED = Number(args.seed ?? 1)
+const ITER = Number(args.iterations ?? 5)
+
+const gen = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')].find(existsSync)
+if (!gen) throw new Error('gen-workload.mjs not found (../shared/bench)')
+const dir = mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+const out = join(dir, 'conv.jsonl')
+const needleFile = join(dir, 'needles.jsonl')
+execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
+const messages = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+
+const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+// Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
+// messages' worth (100 messages each) and one condensed summary over those leaves,
+// so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
+const withSummaries = !process.argv.includes('--no-summaries')
+const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content || []).filter((b) => b.type === 'text').map((b) => b.text).join('\n'))
+let t0 = performance.now()
+let conversationId
+let summaryCount = 0
+for (let i = 0; i < messages.length; i += 1000) {
+  const chunk = messages.slice(i, i + 1000)
+  const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
+  conversationId = r.conversationId
+  if (!withSummaries || chunk.length < 1000) continue
+  const ids = r.results.map((x) => x.messageId)
+  const leaves = []
+  for (let k = 0; k < 10; k++) {
+    const part = chunk.slice(k * 100, k * 100 + 100)
+    const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
+    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${i / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
+  }
+  await e.insertSummary({ conversationId, content: `Condensed ${i / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
+  summaryCount += 11
+}
+const ingestMs = performance.now() - t0
+
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const ids = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
+const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 40)) === 0).slice(0, 40)
+
+const rssBefore = process.memoryUsage().rss
+t0 = performance.now()
+const cold = await e.grep({ pattern: esc(sample[0]), conversationId })
+const coldMs = performance.now() - t0
+const rssAfter = process.memoryUsage().rss
+
+const sets = [
+  ['regex', 'needle ids (literal)', sample.map(esc)],
+  ['regex', 'needle ids, case-insensitive', sample.map((s) => `(?i)${esc(s.toLowerCase())}`)],
+  ['regex', 'error strings', ['ECONNRESET', 'SQLITE_BUSY: database is locked', 'panic: index out of range', 'Too Many Requests \\(retry-after: \\d+\\)']],
+  ['regex', 'word + class', ['rollback \\w+ incident', 'invoice (draft|report)', 'flight_\\d+ =']],
+  ['regex', 'no literal (bounded scan)', ['\\(\\d{4}\\);\\n\\s+fn']],
+  ['full_text', 'needle ids', sample],
+  ['full_text', 'rare words', ['ECONNRESET', '"database is locked"', 'refusing unrelated']],
+  ['full_text', 'common words', ['invoice', 'rollback incident', 'flight hotel', 'the']],
+]
+
+const pct = (xs, p) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]
+const h = monitorEventLoopDelay({ resolution: 1 })
+h.enable()
+const rows = []
+for (const [mode, label, patterns] of sets) {
+  const times = []
+  const core = []
+  let hits = 0
+  let scanned = 0
+  let truncated = false
+  for (let it = 0; it < ITER; it++) {
+    for (const pattern of patterns) {
+      const s = performance.now()
+      const r = await e.grep({ pattern, mode, conversationId, limit: 50 })
+      times.push(performance.now() - s)
+      core.push(r.elapsedMs)
+      if (it === 0) {
+        hits += r.totalMatches
+        scanned = Math.max(scanned, r.messageStats.scanned, r.summaryStats.scanned)
+        truncated ||= r.truncated
+      }
+    }
+  }
+  rows.push({ mode, queries: label, n: times.length, p50: pct(times, 50), p99: pct(times, 99), max: Math.max(...times), c50: pct(core, 50), c99: pct(core, 99), hits, maxScanned: scanned, truncated })
+}
+h.disable()
+
+console.log(`grep bench: ${N} messages (seed ${SEED}) + ${summaryCount} summaries, ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}, scope "both", limit 50`)
+console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(cold.messageStats.indexBytes / 1048576).toFixed(1)} MiB for ${cold.messageStats.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
+console.log('')
+console.log('mode       queries                        calls   p50 ms   p99 ms   max ms  core p50  core p99   hits  max scanned  truncated')
+for (const r of rows) {
+  console.log(`${r.mode.padEnd(10)} ${r.queries.padEnd(30)} ${String(r.n).padStart(5)} ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)} ${r.max.toFixed(2).padStart(8)} ${r.c50.toFixed(2).padStart(9)} ${r.c99.toFixed(2).padStart(9)} ${String(r.hits).padStart(6)} ${String(r.maxScanned).padStart(12)}  ${r.truncated}`)
+}
+console.log('')
+console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
+await e.close()
+rmSync(dir, { recursive: true, force: true })

@@ -1,0 +1,260 @@
+#!/usr/bin/env node
+'use strict'
+// `npm run bench`: the numbers that show lcm-native is fast. Builds the release
+// addon (unless --no-build), then measures on the shared seeded workload with an
+// instant deterministic callback summarizer (so no LLM is in the measurement):
+//   ingest (10k ×runs, 100k flatness, 8 conversations), full-sweep overhead,
+//   assemble p50/p99 at 32k / 200k after a sweep of 100k, grep (regex / full text),
+//   bytes per message, event-loop delay during each, ingest while another process
+//   holds write locks, peak RSS, and raw SQLite on the same rows as the reference.
+// Prints a table and writes bench/results/<date>.json (not committed).
+//   node bench/run.js [--no-build] [--runs 3] [--big 100000]   (--big 1000000: the 1M-message run)
+const { spawnSync, spawn } = require('node:child_process')
+const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, existsSync, readdirSync, rmSync } = require('node:fs')
+const { tmpdir } = require('node:os')
+const { join } = require('node:path')
+const { monitorEventLoopDelay } = require('node:perf_hooks')
+const { targetTriple } = require('../scripts/platform.js')
+
+const root = join(__dirname, '..')
+const argv = process.argv.slice(2)
+const flag = (k) => argv.includes(k)
+const num = (k, d) => (argv.includes(k) ? Number(argv[argv.indexOf(k) + 1]) : d)
+const RUNS = num('--runs', 3)
+const BIG = num('--big', 100000)
+const env = { ...process.env, CARGO_BUILD_TARGET: targetTriple() || '' }
+
+function sh(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, env, encoding: 'utf8', stdio: opts.quiet ? 'pipe' : 'inherit', ...opts })
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed:\n${r.stderr || ''}`)
+  return r.stdout || ''
+}
+
+if (!flag('--no-build')) {
+  console.log('building the release addon and the raw-SQLite reference (a few minutes the first time)…')
+  sh(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--release', '--target', targetTriple()])
+  sh('cargo', ['build', '--release', '--example', 'raw_sqlite'])
+}
+const { LcmEngine } = require(join(root, 'index.js'))
+
+// ---------------------------------------------------------------- workload
+function generator() {
+  const shared = join(root, '..', 'shared', 'bench', 'gen-workload.mjs')
+  return existsSync(shared) ? shared : join(root, 'bench', 'gen-workload.mjs')
+}
+const work = mkdtempSync(join(tmpdir(), 'lcm-bench-'))
+function workload(n, seed = 1) {
+  const out = join(work, `conv-${n}-${seed}.jsonl`)
+  const needles = join(work, `needles-${n}-${seed}.jsonl`)
+  if (!existsSync(out)) sh(process.execPath, [generator(), '--messages', String(n), '--seed', String(seed), '--out', out, '--needles', needles])
+  const text = readFileSync(out, 'utf8')
+  return {
+    file: out,
+    bytes: Buffer.byteLength(text),
+    messages: text.split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+    needles: readFileSync(needles, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+  }
+}
+function toTurns(messages) {
+  const out = []
+  for (const m of messages) {
+    if (m.role === 'user' || out.length === 0) out.push([])
+    out[out.length - 1].push(m)
+  }
+  return out
+}
+function dirBytes(p) {
+  if (!existsSync(p)) return 0
+  const s = statSync(p)
+  if (!s.isDirectory()) return s.size
+  return readdirSync(p).reduce((a, f) => a + dirBytes(join(p, f)), 0)
+}
+const stat = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
+  return { min: s[0], median: q(0.5), p99: q(0.99), max: s[s.length - 1] }
+}
+async function measureLoop(fn) {
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  const t0 = performance.now()
+  const value = await fn()
+  const ms = performance.now() - t0
+  h.disable()
+  return { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
+}
+
+// An instant deterministic summarizer: the first 300 characters of the source plus
+// the footer. Time spent inside it is subtracted from sweep timings.
+let summarizerMs = 0
+function instantSummarizer(req) {
+  const t = performance.now()
+  const text = `${req.sourceText.slice(0, 300)}\nExpand for details about: everything else`
+  summarizerMs += performance.now() - t
+  return text
+}
+async function open(dir, extra = {}) {
+  return LcmEngine.open({ dbPath: join(dir, 'lcm.db'), summarizer: instantSummarizer, ...extra })
+}
+
+const results = { date: new Date().toISOString(), node: process.version, machine: `${require('node:os').cpus().length} cores`, sections: {} }
+const rows = []
+const row = (name, s, unit, digits = 1) => rows.push({ name, unit, ...Object.fromEntries(Object.entries(s).map(([k, v]) => [k, Number(v.toFixed(digits))])) })
+
+async function ingestRun(wl, sessions = 1) {
+  const dir = mkdtempSync(join(work, 'db-'))
+  const engine = await open(dir)
+  const turns = toTurns(wl.messages)
+  const m = await measureLoop(async () => {
+    for (const t of turns) {
+      if (sessions === 1) await engine.ingestBatch({ sessionId: 'bench', messages: t })
+      else await Promise.all(Array.from({ length: sessions }, (_, k) => engine.ingestBatch({ sessionId: `bench-${k}`, messages: t })))
+    }
+  })
+  await engine.close()
+  const count = wl.messages.length * sessions
+  const bytes = dirBytes(join(dir, 'lcm.db')) + dirBytes(join(dir, 'lcm.db-wal'))
+  const files = dirBytes(join(dir, 'lcm-files'))
+  rmSync(dir, { recursive: true, force: true })
+  return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count }
+}
+
+async function main() {
+  // ---- ingest, 10k
+  const w10 = workload(10000)
+  console.log(`\nworkload: ${w10.messages.length} messages, ${(w10.bytes / 1e6).toFixed(1)} MB JSONL, ${toTurns(w10.messages).length} turns`)
+  const ing = []
+  for (let i = 0; i < RUNS; i++) ing.push(await ingestRun(w10))
+  for (const [k, unit, d] of [['msgsPerSec', 'msgs/s', 0], ['mbPerSec', 'MB/s', 2], ['loopMax', 'ms', 2], ['loopP99', 'ms', 2], ['dbBytesPerMsg', 'B/msg', 0], ['totalBytesPerMsg', 'B/msg', 0]]) {
+    row(`ingest 10k: ${k}`, stat(ing.map((r) => r[k])), unit, d)
+  }
+  results.sections.ingest10k = ing
+
+  // ---- raw SQLite on the same rows (the physical reference)
+  const rawDir = mkdtempSync(join(work, 'raw-'))
+  const rawBin = join(root, 'target', targetTriple(), 'release', 'examples', 'raw_sqlite')
+  if (existsSync(rawBin)) {
+    const perTurn = []
+    const oneTx = []
+    for (let i = 0; i < RUNS; i++) {
+      const out1 = sh(rawBin, ['insert', w10.file, join(rawDir, `t${i}.db`), '--per-turn'], { quiet: true })
+      perTurn.push(Number(/msgs_per_sec=(\d+)/.exec(out1)[1]))
+      const out2 = sh(rawBin, ['insert', w10.file, join(rawDir, `o${i}.db`)], { quiet: true })
+      oneTx.push(Number(/msgs_per_sec=(\d+)/.exec(out2)[1]))
+    }
+    row('raw SQLite, commit per turn', stat(perTurn), 'msgs/s', 0)
+    row('raw SQLite, one transaction', stat(oneTx), 'msgs/s', 0)
+    results.sections.rawSqlite = { perTurn, oneTx, ingestFractionOfPerTurn: stat(ing.map((r) => r.msgsPerSec)).median / stat(perTurn).median }
+  }
+
+  // ---- ingest while another process takes the write lock repeatedly
+  if (spawnSync('python3', ['-c', 'import sqlite3'], { stdio: 'ignore' }).status === 0) {
+    const dir = mkdtempSync(join(work, 'lock-'))
+    const engine = await open(dir)
+    await engine.ingest({ sessionId: 'bench', message: { role: 'user', content: 'warm up' } })
+    const holder = spawn('python3', ['-c', `
+import sqlite3, time
+c = sqlite3.connect(${JSON.stringify(join(dir, 'lcm.db'))}, timeout=30, isolation_level=None)
+end = time.time() + 60
+while time.time() < end:
+    c.execute('BEGIN IMMEDIATE'); time.sleep(0.2); c.execute('COMMIT'); time.sleep(0.05)
+`], { stdio: 'ignore' })
+    await new Promise((r) => setTimeout(r, 300))
+    const turns = toTurns(w10.messages.slice(0, 3000))
+    const m = await measureLoop(async () => { for (const t of turns) await engine.ingestBatch({ sessionId: 'bench', messages: t }) })
+    holder.kill()
+    await engine.close()
+    rows.push({ name: 'ingest 3k under lock contention', unit: 'msgs/s', min: Math.round(3000 / (m.ms / 1000)) })
+    rows.push({ name: '  event-loop max / p99 meanwhile', unit: 'ms', min: Number(m.loopMax.toFixed(2)), median: Number(m.loopP99.toFixed(2)) })
+    results.sections.contention = { msgsPerSec: 3000 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99 }
+  }
+
+  // ---- 8 conversations of 10k, ingested concurrently turn by turn
+  const multi = await ingestRun(w10, 8)
+  rows.push({ name: 'ingest 8 × 10k concurrently', unit: 'msgs/s', min: Math.round(multi.msgsPerSec) })
+  results.sections.ingest8x10k = multi
+
+  // ---- 100k: flatness, sweep, assemble, grep
+  const wb = workload(BIG)
+  const dir = mkdtempSync(join(work, 'big-'))
+  const engine = await open(dir)
+  const turns = toTurns(wb.messages)
+  const deciles = []
+  let done = 0
+  let t0 = performance.now()
+  const ingestBig = await measureLoop(async () => {
+    for (const t of turns) {
+      await engine.ingestBatch({ sessionId: 'big', messages: t })
+      done += t.length
+      if (done >= (deciles.length + 1) * (BIG / 10)) {
+        const now = performance.now()
+        deciles.push(Math.round((BIG / 10) / ((now - t0) / 1000)))
+        t0 = now
+      }
+    }
+  })
+  rows.push({ name: `ingest ${BIG / 1000}k: rate by tenth`, unit: 'msgs/s', min: Math.min(...deciles), median: deciles[4], max: Math.max(...deciles) })
+  results.sections.ingestBig = { deciles, loopMax: ingestBig.loopMax, loopP99: ingestBig.loopP99 }
+  const conv = await engine.getConversation({ sessionId: 'big' })
+
+  summarizerMs = 0
+  const sweep = await measureLoop(() => engine.compact({ sessionId: 'big', tokenBudget: 200000, mode: 'sweep', force: true }))
+  const overhead = sweep.ms - summarizerMs
+  rows.push({ name: `full sweep ${BIG / 1000}k: wall − summarizer`, unit: 'ms', min: Math.round(overhead) })
+  rows.push({ name: '  per 10k messages', unit: 'ms', min: Math.round(overhead / (BIG / 10000)) })
+  rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.value.passes.length, median: Number(sweep.loopMax.toFixed(2)) })
+  results.sections.sweep = { wallMs: sweep.ms, summarizerMs, overheadMs: overhead, passes: sweep.value.passes.length, tokensBefore: sweep.value.tokensBefore, tokensAfter: sweep.value.tokensAfter, loopMax: sweep.loopMax }
+
+  for (const budget of [32000, 200000]) {
+    const lat = []
+    const m = await measureLoop(async () => {
+      for (let i = 0; i < 300; i++) {
+        const t = performance.now()
+        await engine.assemble({ sessionId: 'big', tokenBudget: budget })
+        lat.push(performance.now() - t)
+      }
+    })
+    row(`assemble ${BIG / 1000}k @${budget / 1000}k`, stat(lat), 'ms', 3)
+    rows.push({ name: '  event-loop max / p99 meanwhile', unit: 'ms', min: Number(m.loopMax.toFixed(2)), median: Number(m.loopP99.toFixed(2)) })
+    results.sections[`assemble${budget}`] = { ...stat(lat), loopMax: m.loopMax }
+  }
+
+  await engine.grep({ pattern: 'warm', mode: 'regex', conversationId: conv.conversationId })
+  const needles = wb.needles.map((n) => n.id)
+  for (const mode of ['regex', 'full_text']) {
+    const lat = []
+    const m = await measureLoop(async () => {
+      for (let i = 0; i < 200; i++) {
+        const t = performance.now()
+        await engine.grep({ pattern: needles[i % needles.length], mode, scope: 'messages', conversationId: conv.conversationId, limit: 20 })
+        lat.push(performance.now() - t)
+      }
+    })
+    row(`grep ${BIG / 1000}k ${mode} (needles)`, stat(lat), 'ms', 3)
+    results.sections[`grep_${mode}`] = { ...stat(lat), loopMax: m.loopMax }
+  }
+  await engine.close()
+  const dbBytes = dirBytes(join(dir, 'lcm.db'))
+  rows.push({ name: `db bytes/message at ${BIG / 1000}k (after sweep)`, unit: 'B/msg', min: Math.round(dbBytes / BIG), median: Math.round((dbBytes + dirBytes(join(dir, 'lcm-files'))) / BIG) })
+  rmSync(dir, { recursive: true, force: true })
+
+  results.peakRssMb = process.resourceUsage().maxRSS / 1024
+  rows.push({ name: 'peak RSS', unit: 'MB', min: Math.round(results.peakRssMb) })
+
+  // ---- print
+  console.log(`\n${'measurement'.padEnd(44)} ${'unit'.padEnd(8)} ${'min'.padStart(10)} ${'median'.padStart(10)} ${'p99'.padStart(10)} ${'max'.padStart(10)}`)
+  for (const r of rows) {
+    const f = (v) => (v === undefined ? '' : String(v)).padStart(10)
+    console.log(`${r.name.padEnd(44)} ${r.unit.padEnd(8)} ${f(r.min)} ${f(r.median)} ${f(r.p99)} ${f(r.max)}`)
+  }
+  mkdirSync(join(root, 'bench', 'results'), { recursive: true })
+  const file = join(root, 'bench', 'results', `${results.date.slice(0, 10)}.json`)
+  writeFileSync(file, JSON.stringify({ ...results, table: rows }, null, 2))
+  console.log(`\nJSON: ${file}`)
+  rmSync(work, { recursive: true, force: true })
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})

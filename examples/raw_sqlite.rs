@@ -1,0 +1,122 @@
+//! The physical reference for the benchmarks: what bare SQLite allows on this
+//! machine for the same rows, with no engine around it.
+//!
+//! ```text
+//! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn]
+//! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
+//! ```
+//! `insert` writes each message as a `messages` row, one `message_parts` row per
+//! block (the block JSON), a `context_items` row and a standalone FTS row, in one
+//! transaction (default) or one per turn, and prints `msgs_per_sec=…`.
+//! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
+//! time, to measure the engine while another process writes.
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection};
+use serde_json::Value;
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
+CREATE TABLE IF NOT EXISTS messages (message_id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, token_count INTEGER NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (datetime('now')), UNIQUE (conversation_id, seq));
+CREATE TABLE IF NOT EXISTS message_parts (part_id TEXT PRIMARY KEY, message_id INTEGER NOT NULL, ordinal INTEGER NOT NULL,
+  part_type TEXT NOT NULL, text_content TEXT, metadata TEXT, UNIQUE (message_id, ordinal));
+CREATE TABLE IF NOT EXISTS context_items (conversation_id INTEGER NOT NULL, ordinal INTEGER NOT NULL,
+  item_type TEXT NOT NULL, message_id INTEGER, PRIMARY KEY (conversation_id, ordinal));
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tokenize='porter unicode61');
+";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("insert") if args.len() >= 3 => {
+            insert(&args[1], &args[2], args.iter().any(|a| a == "--per-turn"))
+        }
+        Some("hold-lock") if args.len() >= 3 => {
+            hold_lock(&args[1], args[2].parse().unwrap_or(1000))
+        }
+        _ => {
+            eprintln!(
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis>"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+fn text_of(m: &Value) -> String {
+    match m.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn insert(jsonl: &str, db: &str, per_turn: bool) {
+    let file = std::fs::File::open(jsonl).expect("open jsonl");
+    let messages: Vec<Value> = BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(&l).expect("valid JSON line"))
+        .collect();
+    let conn = Connection::open(db).expect("open db");
+    conn.execute_batch(SCHEMA).expect("schema");
+    let start = Instant::now();
+    conn.execute_batch("BEGIN").expect("begin");
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        if per_turn && role == "user" && i > 0 {
+            conn.execute_batch("COMMIT; BEGIN").expect("commit");
+        }
+        let t = &conn;
+        let content = text_of(m);
+        t.prepare_cached("INSERT INTO messages (conversation_id, seq, role, content, token_count) VALUES (1, ?1, ?2, ?3, ?4)")
+            .and_then(|mut s| s.execute(params![i as i64 + 1, role, content, content.len() as i64 / 4]))
+            .expect("message");
+        let id = t.last_insert_rowid();
+        let blocks: Vec<Value> = match m.get("content") {
+            Some(Value::Array(b)) => b.clone(),
+            Some(other) => vec![other.clone()],
+            None => vec![],
+        };
+        for (k, b) in blocks.iter().enumerate() {
+            t.prepare_cached("INSERT INTO message_parts (part_id, message_id, ordinal, part_type, metadata) VALUES (?1, ?2, ?3, 'text', ?4)")
+                .and_then(|mut s| s.execute(params![format!("{id:010}.{k}"), id, k as i64, b.to_string()]))
+                .expect("part");
+        }
+        t.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![id, content]))
+            .expect("fts");
+        t.prepare_cached("INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, ?1, 'message', ?2)")
+            .and_then(|mut s| s.execute(params![i as i64, id]))
+            .expect("context");
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "msgs_per_sec={:.0} messages={} secs={:.3}",
+        messages.len() as f64 / secs,
+        messages.len(),
+        secs
+    );
+}
+
+fn hold_lock(db: &str, millis: u64) {
+    let conn = Connection::open(db).expect("open db");
+    conn.busy_timeout(Duration::from_secs(30))
+        .expect("busy timeout");
+    conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    println!("locked");
+    std::thread::sleep(Duration::from_millis(millis));
+    conn.execute_batch("COMMIT").expect("unlock");
+    println!("released");
+}

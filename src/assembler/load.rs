@@ -1,0 +1,202 @@
+//! The reads of one assembly. The context list is streamed newest first with each
+//! item's message or summary (and a condensed node's sources) in the same row, so
+//! assembly stops reading at the first item that no longer fits: the oldest items
+//! of a long conversation are never touched. Message parts are then read for the
+//! selected ordinal range in one more query. Every statement is cached.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, CachedStatement, Connection, Row as SqlRow};
+
+use super::xml::SummaryView;
+use crate::error::Result;
+use crate::message::rebuild::{StoredMessage, StoredPart};
+
+/// One context item with its row, as streamed.
+#[derive(Debug)]
+pub struct Row {
+    /// Position in the context list.
+    pub ordinal: i64,
+    /// True for `message` items (even when the message row is missing).
+    pub is_message: bool,
+    /// A message item with a message id: what the fresh-tail rule counts.
+    pub is_raw: bool,
+    /// The message's DB role.
+    pub role: Option<String>,
+    /// Stored token count of the message or summary (0 when missing).
+    pub tokens: i64,
+    /// The message, without parts (None for summaries and missing rows).
+    pub message: Option<StoredMessage>,
+    /// The summary with its sources (None for messages and missing rows).
+    pub summary: Option<SummaryView>,
+    /// False for a condensed summary whose sources were not read (see
+    /// [`newest_first`]); its `parents` is then empty.
+    pub parents_loaded: bool,
+}
+
+/// The statement streaming a conversation's context list newest first; query it
+/// with the conversation id and a JSON array of summary ids whose sources are not
+/// needed (already known), and read rows with [`read_row`].
+pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
+    Ok(conn.prepare_cached(
+        "SELECT ci.ordinal, ci.item_type,
+                m.message_id, m.role, m.token_count, m.content, m.lcm_envelope,
+                s.summary_id, s.kind, s.depth, s.descendant_count, s.earliest_at, s.latest_at,
+                s.content, s.token_count,
+                CASE WHEN s.kind = 'condensed' AND s.summary_id NOT IN (SELECT value FROM json_each(?2)) THEN
+                  (SELECT json_group_array(json_array(ordinal, parent_summary_id))
+                   FROM summary_parents WHERE summary_id = s.summary_id)
+                END,
+                ci.message_id IS NOT NULL
+         FROM context_items ci
+         LEFT JOIN messages m ON m.message_id = ci.message_id AND ci.item_type = 'message'
+         LEFT JOIN summaries s ON s.summary_id = ci.summary_id AND ci.item_type = 'summary'
+         WHERE ci.conversation_id = ?1
+         ORDER BY ci.ordinal DESC",
+    )?)
+}
+
+/// Reads one row of [`newest_first`].
+pub fn read_row(r: &SqlRow) -> Result<Row> {
+    let ordinal: i64 = r.get(0)?;
+    let is_message = r.get_ref(1)?.as_str().ok() == Some("message");
+    let message_id: Option<i64> = r.get(2)?;
+    let role: Option<String> = r.get(3)?;
+    let message = match (message_id, &role) {
+        (Some(message_id), Some(role)) => Some(StoredMessage {
+            message_id,
+            role: role.clone(),
+            content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+            envelope: r.get(6)?,
+            parts: Vec::new(),
+        }),
+        _ => None,
+    };
+    let links: Option<String> = r.get(15)?;
+    let condensed = r.get_ref(8)?.as_str_or_null().ok().flatten() == Some("condensed");
+    let parents_loaded = !condensed || links.is_some();
+    let summary = match r.get::<_, Option<String>>(7)? {
+        Some(summary_id) => Some(SummaryView {
+            summary_id,
+            kind: r.get(8)?,
+            depth: r.get(9)?,
+            descendant_count: r.get(10)?,
+            earliest_at: r.get(11)?,
+            latest_at: r.get(12)?,
+            content: r.get(13)?,
+            parents: parents_in_link_order(links.as_deref()),
+        }),
+        None => None,
+    };
+    let tokens = if is_message {
+        r.get::<_, Option<i64>>(4)?
+    } else {
+        r.get::<_, Option<i64>>(14)?
+    };
+    Ok(Row {
+        ordinal,
+        is_message,
+        is_raw: is_message && r.get::<_, bool>(16)?,
+        role,
+        tokens: tokens.unwrap_or(0),
+        message,
+        summary,
+        parents_loaded,
+    })
+}
+
+/// Source ids from `[[ordinal, id], …]` (aggregated without a sort, which would
+/// cost a sorter per row), in link order.
+fn parents_in_link_order(json: Option<&str>) -> Vec<String> {
+    let mut links: Vec<(i64, String)> = json
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    links.sort_unstable_by_key(|(ordinal, _)| *ordinal);
+    links.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Whether a user message sits among the context items before ordinal `before`.
+pub fn user_before(conn: &Connection, conversation_id: i64, before: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
+             WHERE ci.conversation_id = ?1 AND ci.ordinal < ?2 AND ci.item_type = 'message' AND m.role = 'user')",
+        )?
+        .query_row(params![conversation_id, before], |r| r.get(0))?)
+}
+
+/// The number of context items of a conversation.
+pub fn item_count(conn: &Connection, conversation_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// Whether the context list holds any summary item.
+pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM context_items WHERE conversation_id = ?1 AND item_type = 'summary')",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
+/// The parts of the given messages, keyed by message id, in part order (one query).
+pub fn parts_of(conn: &Connection, message_ids: &[i64]) -> Result<HashMap<i64, Vec<StoredPart>>> {
+    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
+    if message_ids.is_empty() {
+        return Ok(out);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata
+         FROM message_parts WHERE message_id IN (SELECT value FROM json_each(?1))
+         ORDER BY message_id, ordinal",
+    )?;
+    let rows = stmt.query_map([serde_json::to_string(message_ids)?], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            StoredPart {
+                part_type: r.get(1)?,
+                text_content: r.get(2)?,
+                tool_call_id: r.get(3)?,
+                tool_name: r.get(4)?,
+                tool_input: r.get(5)?,
+                tool_output: r.get(6)?,
+                metadata: r.get(7)?,
+            },
+        ))
+    })?;
+    for row in rows {
+        let (id, part) = row?;
+        out.entry(id).or_default().push(part);
+    }
+    Ok(out)
+}
+
+/// Which of `ids` are carried by a tool-result message among the context items
+/// before ordinal `before` (the part of the list assembly did not load).
+pub fn tool_results_before(
+    conn: &Connection,
+    conversation_id: i64,
+    before: i64,
+    ids: &[String],
+) -> Result<HashSet<String>> {
+    if ids.is_empty() || before <= 0 {
+        return Ok(HashSet::new());
+    }
+    let list = serde_json::to_string(ids)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT p.tool_call_id
+         FROM context_items ci
+         JOIN messages m ON m.message_id = ci.message_id
+         JOIN message_parts p ON p.message_id = ci.message_id
+         WHERE ci.conversation_id = ?1 AND ci.ordinal < ?2 AND ci.item_type = 'message'
+           AND m.role = 'tool' AND p.tool_call_id IN (SELECT value FROM json_each(?3))",
+    )?;
+    let found = stmt
+        .query_map(params![conversation_id, before, list], |r| {
+            r.get::<_, String>(0)
+        })?
+        .collect::<rusqlite::Result<HashSet<String>>>()?;
+    Ok(found)
+}

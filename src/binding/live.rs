@@ -1,0 +1,134 @@
+//! `assemble`'s live messages stay on the JavaScript side. The host may pass its whole
+//! transcript every turn; serializing it only to learn its length would cost the JS
+//! thread time in proportion to the session. The binding keeps a reference to the
+//! array, sends the core only its length, and — when the core falls back — resolves
+//! with that very array (unchanged, by identity) and its token estimate.
+
+use napi::bindgen_prelude::*;
+use napi::UnknownRef;
+
+use super::js::{parse, stringify, to_napi_error};
+use crate::assembler::{self, AssembleResult};
+use crate::error::LcmError;
+
+/// The host's `messages` array, held until the call resolves.
+pub struct LiveArray {
+    array: UnknownRef,
+    len: usize,
+}
+
+impl LiveArray {
+    /// How many live messages the host passed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The parameters as JSON without `messages` when `messages` is an array (kept as a
+/// reference), else as given (so the core reports a malformed `messages`).
+pub fn split_messages<'env>(
+    env: &'env Env,
+    params: Unknown<'env>,
+) -> Result<(String, Option<LiveArray>)> {
+    if params.get_type()? != ValueType::Object {
+        return Ok((stringify(env, params)?, None));
+    }
+    let obj: Object = unsafe { params.cast()? };
+    let messages: Unknown = obj.get_named_property("messages")?;
+    if !messages.is_array()? {
+        return Ok((stringify(env, params)?, None));
+    }
+    let array: Array = unsafe { messages.cast()? };
+    let len = array.len() as usize;
+    // `Object` is a function; read it untyped to reach `Object.assign`.
+    let object_ctor: Unknown = env.get_global()?.get_named_property("Object")?;
+    let object_ctor: Object = unsafe { object_ctor.cast()? };
+    let assign: Function<FnArgs<(Object, Object)>, Object> =
+        object_ctor.get_named_property("assign")?;
+    let mut copy = assign.call((Object::new(env)?, obj).into())?;
+    copy.delete_named_property("messages")?;
+    let json = stringify(env, copy.to_unknown())?;
+    let array = messages.create_ref()?;
+    Ok((json, Some(LiveArray { array, len })))
+}
+
+/// The core's result serialized off the JS thread, with what the resolve step needs.
+/// Summary texts (most of the bytes) travel beside the JSON and become JavaScript
+/// strings directly, so the JS thread does not scan them in `JSON.parse`.
+pub struct Prepared {
+    text: String,
+    summaries: Vec<(usize, String)>,
+    live_fallback: bool,
+    token_budget: i64,
+}
+
+/// Serializes a result (call it in the future, off the JS thread).
+pub fn prepare(r: crate::error::Result<AssembleResult>) -> crate::error::Result<Prepared> {
+    let mut r = r?;
+    let mut summaries = Vec::with_capacity(r.summary_positions.len());
+    for &i in &r.summary_positions {
+        let content = r.messages.get_mut(i).and_then(|m| m.get_mut("content"));
+        if let Some(serde_json::Value::String(s)) = content {
+            summaries.push((i, std::mem::take(s)));
+        }
+    }
+    Ok(Prepared {
+        text: serde_json::to_string(&r)
+            .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))?,
+        summaries,
+        live_fallback: r.stats.live_fallback,
+        token_budget: r.stats.token_budget,
+    })
+}
+
+/// Puts the summary texts into the parsed result's messages.
+fn restore_summaries(env: &Env, value: &Unknown, summaries: &[(usize, String)]) -> Result<()> {
+    if summaries.is_empty() {
+        return Ok(());
+    }
+    let obj: Object = unsafe { value.cast()? };
+    let messages: Object = obj.get_named_property("messages")?;
+    for (i, text) in summaries {
+        let mut m: Object = messages.get_element(*i as u32)?;
+        m.set_named_property("content", env.create_string(text)?)?;
+    }
+    Ok(())
+}
+
+/// The resolved value; on a live fallback `messages` is the host's own array and
+/// `estimatedTokens` its estimate. Releases the reference either way.
+pub fn resolve<'env>(
+    env: &'env Env,
+    r: crate::error::Result<Prepared>,
+    live: Option<LiveArray>,
+) -> Result<Unknown<'env>> {
+    let out = build(env, r, live.as_ref());
+    if let Some(l) = live {
+        l.array.unref(env)?;
+    }
+    out
+}
+
+fn build<'env>(
+    env: &'env Env,
+    r: crate::error::Result<Prepared>,
+    live: Option<&LiveArray>,
+) -> Result<Unknown<'env>> {
+    let p = r.map_err(|e| to_napi_error(env, e))?;
+    let value = parse(env, &p.text)?;
+    restore_summaries(env, &value, &p.summaries)?;
+    let Some(l) = live.filter(|_| p.live_fallback) else {
+        return Ok(value);
+    };
+    let array = l.array.get_value(env)?;
+    let values: Vec<serde_json::Value> =
+        serde_json::from_str(&stringify(env, array)?).unwrap_or_default();
+    let (tokens, over) = assembler::live_totals(&values, p.token_budget);
+    let mut obj: Object = unsafe { value.cast()? };
+    obj.set_named_property("messages", array)?;
+    obj.set_named_property("estimatedTokens", tokens)?;
+    let mut stats: Object = obj.get_named_property("stats")?;
+    stats.set_named_property("messagesIncluded", l.len as i64)?;
+    stats.set_named_property("overBudget", over)?;
+    Ok(value)
+}

@@ -1,0 +1,269 @@
+//! The compaction engine: turns the oldest raw messages outside the fresh tail into
+//! leaf summaries and same-depth runs of summaries into condensed ones, until the
+//! mode's goal is met. Plain Rust; the binding and the engine call [`Compactor`].
+//!
+//! - [`select`]: pure selection over a context-list snapshot (tail, chunks, fanout).
+//! - [`source`]: the text the summarizer reads (timestamped blocks).
+//! - [`pass`]: one pass — read, summarize with no connection held, one write job.
+//! - [`run`]: the modes (`incremental`, `sweep`, `untilUnder`), bounds and results.
+//! - [`control`]: per-conversation lock and cancel tokens.
+
+pub mod api;
+pub mod control;
+pub mod pass;
+pub mod run;
+pub mod select;
+pub mod source;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use control::{CancelToken, Coordinator};
+pub use pass::{PassKind, PassRecord};
+
+use crate::config::EngineOptions;
+use crate::error::{LcmError, Result};
+use crate::store::conversations::{self, SessionRef};
+use crate::store::{messages, Store};
+use crate::summarize::SummaryPipeline;
+
+/// How much to compact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    /// One leaf pass, then condensation up to `incrementalMaxDepth`.
+    Incremental,
+    /// Leaf passes until none is eligible, then condensation, shallowest first.
+    #[default]
+    Sweep,
+    /// Up to `maxRounds` forced sweeps until the context is at or under the target.
+    UntilUnder,
+}
+
+/// Parameters of `evaluate`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EvaluateParams {
+    /// Runtime session id.
+    pub session_id: String,
+    /// Stable session key.
+    #[serde(default)]
+    pub session_key: Option<String>,
+    /// The model's context budget, in tokens.
+    pub token_budget: i64,
+    /// The host's observed token count of the live context, if known.
+    #[serde(default)]
+    pub current_token_count: Option<i64>,
+}
+
+/// The answer of `evaluate`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evaluation {
+    /// `currentTokens > threshold`.
+    pub should_compact: bool,
+    /// `threshold` when compaction is due, else `none`.
+    pub reason: String,
+    /// max(stored context tokens, currentTokenCount).
+    pub current_tokens: i64,
+    /// ⌊contextThreshold × tokenBudget⌋.
+    pub threshold: i64,
+    /// The budget evaluated against.
+    pub token_budget: i64,
+    /// Σ tokens of the stored context list.
+    pub stored_tokens: i64,
+    /// The host's count, when given and positive.
+    pub observed_tokens: Option<i64>,
+    /// Raw message tokens outside the fresh tail (diagnostic; the leaf trigger).
+    pub raw_tokens_outside_tail: i64,
+    /// Whether raw tokens outside the tail reach `leafChunkTokens`.
+    pub leaf_trigger: bool,
+    /// The conversation, when the session has one.
+    pub conversation_id: Option<i64>,
+}
+
+/// Parameters of `compact`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CompactParams {
+    /// Runtime session id.
+    pub session_id: String,
+    /// Stable session key.
+    #[serde(default)]
+    pub session_key: Option<String>,
+    /// The model's context budget, in tokens.
+    pub token_budget: i64,
+    /// `incremental`, `sweep` (default) or `untilUnder`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Compact even when under the threshold.
+    #[serde(default)]
+    pub force: bool,
+    /// The host's observed token count of the live context, if known.
+    #[serde(default)]
+    pub current_token_count: Option<i64>,
+    /// Instructions for this call's prompts (override the configured ones).
+    #[serde(default)]
+    pub custom_instructions: Option<String>,
+    /// `untilUnder` target (default: tokenBudget).
+    #[serde(default)]
+    pub target_tokens: Option<i64>,
+    /// The AbortSignal; read by the binding, ignored here.
+    #[serde(default, rename = "signal")]
+    pub _signal: Option<serde::de::IgnoredAny>,
+}
+
+/// The result of `compact` (never an error for "nothing to do").
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactResult {
+    /// False when the summarizer failed, or `untilUnder` missed its target.
+    pub ok: bool,
+    /// True only if at least one summary was written.
+    pub compacted: bool,
+    /// Why the call ended.
+    pub reason: String,
+    /// Nothing is left to compact and the context is still over the target.
+    pub exhausted: bool,
+    /// The call was cancelled (finished passes are kept).
+    pub aborted: bool,
+    /// The error code of a summarizer failure (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …).
+    pub error_code: Option<String>,
+    /// The mode that ran.
+    pub mode: Mode,
+    /// The conversation, when the session has one.
+    pub conversation_id: Option<i64>,
+    /// Stored context tokens before.
+    pub tokens_before: i64,
+    /// Stored context tokens after.
+    pub tokens_after: i64,
+    /// max(stored, currentTokenCount) before.
+    pub current_tokens: i64,
+    /// ⌊contextThreshold × tokenBudget⌋.
+    pub threshold: i64,
+    /// The goal the mode compacted toward (threshold, or the untilUnder target).
+    pub target_tokens: i64,
+    /// Sweeps run by `untilUnder` (1 for a sweep, 0 when nothing ran).
+    pub rounds: i64,
+    /// Every written pass, in order.
+    pub passes: Vec<PassRecord>,
+}
+
+/// Receives each pass as it finishes.
+pub type ProgressFn = Arc<dyn Fn(&PassRecord) + Send + Sync>;
+
+/// Per-call hooks: cancellation and progress.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// Tripped by an AbortSignal or `cancel(sessionId)`.
+    pub cancel: CancelToken,
+    /// Called after each written pass.
+    pub on_progress: Option<ProgressFn>,
+}
+
+/// Everything a compaction call needs.
+#[derive(Clone)]
+pub struct Compactor {
+    /// The store.
+    pub store: Store,
+    /// The options in force.
+    pub opts: Arc<EngineOptions>,
+    /// Prompt rendering + summarizer + escalation.
+    pub pipeline: Arc<dyn SummaryPipeline>,
+    /// Locks and cancel tokens shared by the engine's calls.
+    pub coordinator: Arc<Coordinator>,
+}
+
+/// ⌊ratio × budget⌋.
+pub fn threshold_for(ratio: f64, budget: i64) -> i64 {
+    (ratio * budget as f64).floor() as i64
+}
+
+/// Whether compaction is due: strictly over the threshold.
+pub fn over_threshold(current: i64, threshold: i64) -> bool {
+    current > threshold
+}
+
+fn check_budget(budget: i64) -> Result<()> {
+    if budget <= 0 {
+        return Err(LcmError::invalid(format!(
+            "tokenBudget must be a positive number of tokens, got {budget}"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the session's context is over the threshold (reads only).
+pub async fn evaluate(
+    store: &Store,
+    opts: &EngineOptions,
+    p: EvaluateParams,
+) -> Result<Evaluation> {
+    check_budget(p.token_budget)?;
+    let session = SessionRef {
+        session_id: p.session_id,
+        session_key: p.session_key,
+    };
+    let limits = select::Limits::from_options(opts);
+    let (conversation_id, items) = store
+        .read(move |c| {
+            let Some(conv) = conversations::find(c, &session)? else {
+                return Ok((None, Vec::new()));
+            };
+            Ok((
+                Some(conv.conversation_id),
+                messages::context_items(c, conv.conversation_id)?,
+            ))
+        })
+        .await?;
+    let stored = pass::snapshot_tokens(&items);
+    let observed = p.current_token_count.filter(|n| *n > 0);
+    let current = stored.max(observed.unwrap_or(0));
+    let threshold = threshold_for(opts.context_threshold, p.token_budget);
+    let raw = select::raw_tokens_before(&items, select::fresh_tail_start(&items, &limits));
+    let due = over_threshold(current, threshold);
+    Ok(Evaluation {
+        should_compact: due,
+        reason: if due { "threshold" } else { "none" }.into(),
+        current_tokens: current,
+        threshold,
+        token_budget: p.token_budget,
+        stored_tokens: stored,
+        observed_tokens: observed,
+        raw_tokens_outside_tail: raw,
+        leaf_trigger: raw >= opts.leaf_chunk_tokens,
+        conversation_id,
+    })
+}
+
+impl Compactor {
+    /// Compacts the session's conversation. Waits for any other compaction of the
+    /// same conversation; summarizer failures, cancellation and bounds end the call
+    /// with a result, database failures reject.
+    pub async fn compact(&self, p: CompactParams, hooks: &Hooks) -> Result<CompactResult> {
+        check_budget(p.token_budget)?;
+        let session = SessionRef {
+            session_id: p.session_id.clone(),
+            session_key: p.session_key.clone(),
+        };
+        let conv = self
+            .store
+            .read(move |c| conversations::find(c, &session))
+            .await?;
+        let Some(conv) = conv else {
+            return Ok(run::nothing(
+                &p,
+                self.opts.context_threshold,
+                "no conversation for this session",
+            ));
+        };
+        let _guard = self.coordinator.lock(conv.conversation_id).await;
+        run::Run::new(self, conv.conversation_id, &p, hooks)?
+            .execute(&p)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,289 @@
+//! One pass, top to bottom: read the chunk's sources (a pooled read connection,
+//! released before anything else happens), summarize them (no connection held; the
+//! call can be cancelled), then one writer job that re-validates the sources and
+//! writes summary, links, FTS rows and the context replacement in one transaction.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::control::CancelToken;
+use super::select::{LeafChunk, SummaryChunk};
+use super::source::{self, SourceMessage, SourceSummary};
+use crate::error::{ErrorCode, Result};
+use crate::prompts::source as prompt_source;
+use crate::store::dag::{self, NewSummary, Sources};
+use crate::store::messages::{self, ContextItem};
+use crate::store::{summaries, Features, Store};
+use crate::summarize::{Level, SummarizeInput, SummarizeOutput, SummaryPipeline};
+use crate::timefmt::Zone;
+use crate::tokens;
+
+/// What one pass will summarize, chosen from a snapshot of the context list.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Raw messages into a leaf.
+    Leaf {
+        /// The run of messages.
+        chunk: LeafChunk,
+        /// Up to two summaries just before the run (previous_context).
+        previous: Vec<String>,
+    },
+    /// Same-depth summaries into a condensed node.
+    Condensed {
+        /// The run of summaries.
+        chunk: SummaryChunk,
+        /// Depth-0 summaries before the run, when building depth 1.
+        previous: Vec<String>,
+    },
+}
+
+impl Plan {
+    /// Depth of the summary this plan builds.
+    pub fn output_depth(&self) -> i64 {
+        match self {
+            Plan::Leaf { .. } => 0,
+            Plan::Condensed { chunk, .. } => chunk.depth + 1,
+        }
+    }
+
+    fn sources(&self) -> Sources {
+        match self {
+            Plan::Leaf { chunk, .. } => Sources::Messages(chunk.message_ids.clone()),
+            Plan::Condensed { chunk, .. } => Sources::Summaries(chunk.summary_ids.clone()),
+        }
+    }
+
+    fn previous(&self) -> &[String] {
+        match self {
+            Plan::Leaf { previous, .. } | Plan::Condensed { previous, .. } => previous,
+        }
+    }
+}
+
+/// Kind of a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PassKind {
+    /// Messages → leaf summary.
+    Leaf,
+    /// Summaries → condensed summary.
+    Condensed,
+}
+
+/// A finished pass, as reported in results and progress events.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassRecord {
+    /// Leaf or condensed.
+    pub kind: PassKind,
+    /// Depth of the new summary.
+    pub depth: i64,
+    /// The new summary.
+    pub summary_id: String,
+    /// How the summary was obtained.
+    pub level: Level,
+    /// Estimated tokens of the source text.
+    pub tokens_in: i64,
+    /// Estimated tokens of the summary.
+    pub tokens_out: i64,
+    /// Model that produced it.
+    pub model: String,
+    /// Wall-clock time of the pass.
+    pub ms: u64,
+    /// Number of sources (messages or summaries) replaced.
+    pub source_count: usize,
+    /// Context tokens before the pass.
+    pub context_tokens_before: i64,
+    /// Context tokens after the pass.
+    pub context_tokens_after: i64,
+}
+
+/// What a pass needs besides its plan.
+pub struct PassEnv<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The summarization pipeline.
+    pub pipeline: &'a dyn SummaryPipeline,
+    /// Zone for source headers.
+    pub zone: Zone,
+    /// The conversation.
+    pub conversation_id: i64,
+    /// Per-call instructions.
+    pub custom_instructions: Option<String>,
+    /// Trips to abandon the in-flight summarizer call (nothing is written).
+    pub cancel: &'a CancelToken,
+}
+
+/// How a pass ended without an error.
+#[derive(Debug)]
+pub enum PassEnd {
+    /// The summary was written.
+    Written(PassRecord),
+    /// The sources changed before the write; nothing was written.
+    Stale,
+    /// Cancelled during the summarizer call; nothing was written.
+    Cancelled,
+    /// The summarizer failed (auth, callback, provider); nothing was written.
+    SummarizerFailed(crate::error::LcmError),
+}
+
+/// Reads the plan's sources into a pipeline input.
+pub async fn prepare(env: &PassEnv<'_>, plan: &Plan) -> Result<SummarizeInput> {
+    let zone = env.zone;
+    let custom = env.custom_instructions.clone();
+    let plan = plan.clone();
+    env.store
+        .read(move |c| {
+            let previous = previous_context(c, plan.previous())?;
+            let mut input = match &plan {
+                Plan::Leaf { chunk, .. } => leaf_input(c, &zone, &chunk.message_ids)?,
+                Plan::Condensed { chunk, .. } => condensed_input(c, &zone, &chunk.summary_ids)?,
+            };
+            input.depth = plan.output_depth();
+            input.previous_context = previous;
+            input.custom_instructions = custom;
+            Ok(input)
+        })
+        .await
+}
+
+fn previous_context(c: &rusqlite::Connection, ids: &[String]) -> Result<Option<String>> {
+    let texts: Vec<String> = summaries::by_ids(c, ids)?
+        .into_iter()
+        .map(|s| s.content.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    Ok((!texts.is_empty()).then(|| texts.join("\n\n")))
+}
+
+fn leaf_input(c: &rusqlite::Connection, zone: &Zone, ids: &[i64]) -> Result<SummarizeInput> {
+    let records = messages::records_by_ids(c, ids)?;
+    let stored = messages::stored_by_ids(c, ids)?;
+    let msgs: Vec<SourceMessage> = records
+        .iter()
+        .zip(&stored)
+        .map(|(r, s)| SourceMessage::new(&r.created_at, &r.role, &source::message_text(s)))
+        .collect();
+    Ok(SummarizeInput {
+        source_text: prompt_source::leaf_source_text(&msgs, zone),
+        child_count: msgs.len(),
+        time_range: prompt_source::messages_time_range(&msgs, zone),
+        ..SummarizeInput::default()
+    })
+}
+
+fn condensed_input(
+    c: &rusqlite::Connection,
+    zone: &Zone,
+    ids: &[String],
+) -> Result<SummarizeInput> {
+    let children: Vec<SourceSummary> = summaries::by_ids(c, ids)?
+        .into_iter()
+        .map(|s| {
+            let at = |t: &Option<String>| t.clone().unwrap_or_else(|| s.created_at.clone());
+            SourceSummary::new(&at(&s.earliest_at), &at(&s.latest_at), &s.content)
+        })
+        .collect();
+    let children = source::in_time_order(children);
+    Ok(SummarizeInput {
+        source_text: prompt_source::condensed_source_text(&children, zone),
+        child_count: children.len(),
+        time_range: prompt_source::summaries_time_range(&children, zone),
+        ..SummarizeInput::default()
+    })
+}
+
+/// A source with no text at all is recorded without calling the summarizer, so the
+/// messages stay covered and the sweep moves on.
+fn empty_source_summary(input: &SummarizeInput) -> SummarizeOutput {
+    let content = format!("[{} source items without text content]", input.child_count);
+    SummarizeOutput {
+        tokens_out: tokens::estimate(&content),
+        content,
+        level: Level::Fallback,
+        model: "deterministic".into(),
+        tokens_in: 0,
+    }
+}
+
+/// Summarizes the input; an empty source never reaches the pipeline.
+pub async fn summarize(env: &PassEnv<'_>, input: SummarizeInput) -> Result<SummarizeOutput> {
+    if input.source_text.trim().is_empty() {
+        return Ok(empty_source_summary(&input));
+    }
+    env.pipeline.run(input).await
+}
+
+/// The writer job: re-validates and persists in one transaction, returning the new
+/// id and the context tokens after it, or `None` when the sources moved.
+pub async fn write(
+    store: &Store,
+    features: Features,
+    summary: NewSummary,
+) -> Result<Option<(String, i64)>> {
+    store
+        .write(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            match dag::persist_in(&tx, &summary, features) {
+                Ok(id) => {
+                    let after = messages::context_token_count(&tx, summary.conversation_id)?;
+                    tx.commit()?;
+                    Ok(Some((id, after)))
+                }
+                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await
+}
+
+/// Runs one planned pass; `before` is the context's token count when it was planned.
+pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
+    let started = Instant::now();
+    let input = prepare(env, plan).await?;
+    let out = tokio::select! {
+        biased;
+        _ = env.cancel.cancelled() => return Ok(PassEnd::Cancelled),
+        out = summarize(env, input) => match out {
+            Ok(out) => out,
+            Err(e) => return Ok(PassEnd::SummarizerFailed(e)),
+        },
+    };
+    if env.cancel.is_cancelled() {
+        return Ok(PassEnd::Cancelled);
+    }
+    let summary = NewSummary {
+        conversation_id: env.conversation_id,
+        content: out.content.clone(),
+        model: out.model.clone(),
+        sources: plan.sources(),
+    };
+    let Some((summary_id, after)) = write(env.store, env.store.features(), summary).await? else {
+        return Ok(PassEnd::Stale);
+    };
+    let (kind, count) = match plan {
+        Plan::Leaf { chunk, .. } => (PassKind::Leaf, chunk.message_ids.len()),
+        Plan::Condensed { chunk, .. } => (PassKind::Condensed, chunk.summary_ids.len()),
+    };
+    Ok(PassEnd::Written(PassRecord {
+        kind,
+        depth: plan.output_depth(),
+        summary_id,
+        level: out.level,
+        tokens_in: out.tokens_in,
+        tokens_out: out.tokens_out,
+        model: out.model,
+        ms: started.elapsed().as_millis() as u64,
+        source_count: count,
+        context_tokens_before: before,
+        context_tokens_after: after,
+    }))
+}
+
+/// Σ tokens of a snapshot (equals the stored context token count).
+pub fn snapshot_tokens(items: &[ContextItem]) -> i64 {
+    items.iter().map(|i| i.token_count.max(0)).sum()
+}

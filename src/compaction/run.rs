@@ -1,0 +1,339 @@
+//! The modes. A [`Run`] is one `compact` call on one conversation (its lock held):
+//! it gates on the threshold, runs passes through [`pass::execute`], enforces the
+//! bounds (cancel token, `sweepDeadlineMs`, `maxSweepIterations`) between passes,
+//! and composes the result.
+
+use std::time::{Duration, Instant};
+
+use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan};
+use super::select::{self, Limits};
+use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
+use crate::error::{LcmError, Result};
+use crate::store::messages::{self, ContextItem};
+use crate::timefmt::Zone;
+
+/// Why a run stopped before its mode was done.
+#[derive(Debug)]
+enum Stop {
+    Aborted,
+    Deadline,
+    IterationCap,
+    Failed(LcmError),
+    Unstable,
+}
+
+/// How often a pass is re-planned when its sources moved before the write.
+const STALE_RETRIES: usize = 3;
+
+/// One compaction call.
+pub struct Run<'a> {
+    env: PassEnv<'a>,
+    compactor: &'a Compactor,
+    hooks: &'a Hooks,
+    limits: Limits,
+    deadline: Instant,
+    passes: Vec<PassRecord>,
+    stop: Option<Stop>,
+    sweep_passes: i64,
+    rounds: i64,
+}
+
+/// A result for a call that did nothing.
+pub fn nothing(p: &CompactParams, ratio: f64, reason: &str) -> CompactResult {
+    let threshold = super::threshold_for(ratio, p.token_budget);
+    CompactResult {
+        ok: true,
+        compacted: false,
+        reason: reason.into(),
+        exhausted: false,
+        aborted: false,
+        error_code: None,
+        mode: p.mode,
+        conversation_id: None,
+        tokens_before: 0,
+        tokens_after: 0,
+        current_tokens: p.current_token_count.unwrap_or(0).max(0),
+        threshold,
+        target_tokens: target_of(p, threshold),
+        rounds: 0,
+        passes: Vec::new(),
+    }
+}
+
+fn target_of(p: &CompactParams, threshold: i64) -> i64 {
+    match p.mode {
+        Mode::UntilUnder => p.target_tokens.filter(|t| *t > 0).unwrap_or(p.token_budget),
+        _ => threshold,
+    }
+}
+
+/// Chooses the next pass from a snapshot and the index where its tail starts.
+type Chooser<'c> = dyn Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync + 'c;
+
+fn leaf_plan(limits: Limits) -> impl Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync {
+    move |items, tail| {
+        let chunk = select::oldest_leaf_chunk(items, tail, &limits)?;
+        let previous = select::previous_summaries(items, chunk.start, None, 2);
+        Some(Plan::Leaf { chunk, previous })
+    }
+}
+
+fn condensed_plan(chunk: select::SummaryChunk, items: &[ContextItem]) -> Plan {
+    let previous = match chunk.depth {
+        0 => select::previous_summaries(items, chunk.start, Some(0), 2),
+        _ => Vec::new(),
+    };
+    Plan::Condensed { chunk, previous }
+}
+
+fn shallowest_plan(
+    limits: Limits,
+    hard: bool,
+) -> impl Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync {
+    move |items, tail| {
+        select::condensation_candidate(items, tail, &limits, hard, None)
+            .map(|c| condensed_plan(c, items))
+    }
+}
+
+fn depth_plan(
+    limits: Limits,
+    depth: i64,
+) -> impl Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync {
+    move |items, tail| {
+        select::oldest_chunk_at_depth(items, tail, depth, &limits)
+            .filter(|c| select::is_eligible(c, &limits, false))
+            .map(|c| condensed_plan(c, items))
+    }
+}
+
+impl<'a> Run<'a> {
+    /// Prepares a run; the conversation's lock must be held.
+    pub fn new(
+        compactor: &'a Compactor,
+        conversation_id: i64,
+        p: &CompactParams,
+        hooks: &'a Hooks,
+    ) -> Result<Run<'a>> {
+        let zone = Zone::resolve(compactor.opts.timezone.as_deref())?;
+        Ok(Run {
+            env: PassEnv {
+                store: &compactor.store,
+                pipeline: compactor.pipeline.as_ref(),
+                zone,
+                conversation_id,
+                // The pipeline falls back to the configured instructions.
+                custom_instructions: p.custom_instructions.clone(),
+                cancel: &hooks.cancel,
+            },
+            compactor,
+            hooks,
+            limits: Limits::from_options(&compactor.opts),
+            deadline: Instant::now() + Duration::from_millis(compactor.opts.sweep_deadline_ms),
+            passes: Vec::new(),
+            stop: None,
+            sweep_passes: 0,
+            rounds: 0,
+        })
+    }
+
+    async fn snapshot(&self) -> Result<Vec<ContextItem>> {
+        let conv = self.env.conversation_id;
+        self.env
+            .store
+            .read(move |c| messages::context_items(c, conv))
+            .await
+    }
+
+    /// Checks the bounds before a pass; records why when one is hit.
+    fn may_continue(&mut self) -> bool {
+        if self.stop.is_none() {
+            self.stop = if self.hooks.cancel.is_cancelled() {
+                Some(Stop::Aborted)
+            } else if Instant::now() >= self.deadline {
+                Some(Stop::Deadline)
+            } else if self.sweep_passes >= self.compactor.opts.max_sweep_iterations {
+                Some(Stop::IterationCap)
+            } else {
+                None
+            };
+        }
+        self.stop.is_none()
+    }
+
+    /// Plans and runs one pass; re-plans when the sources moved before the write.
+    /// `None` when there was nothing to do or the run stopped.
+    async fn step(&mut self, choose: &Chooser<'_>) -> Result<Option<PassRecord>> {
+        for _ in 0..STALE_RETRIES {
+            if !self.may_continue() {
+                return Ok(None);
+            }
+            let items = self.snapshot().await?;
+            let tail = select::fresh_tail_start(&items, &self.limits);
+            let Some(plan) = choose(&items, tail) else {
+                return Ok(None);
+            };
+            let before = pass::snapshot_tokens(&items);
+            match pass::execute(&self.env, &plan, before).await? {
+                PassEnd::Written(rec) => return Ok(Some(self.record(rec))),
+                PassEnd::Stale => continue,
+                PassEnd::Cancelled => self.stop = Some(Stop::Aborted),
+                PassEnd::SummarizerFailed(e) => self.stop = Some(Stop::Failed(e)),
+            }
+            return Ok(None);
+        }
+        self.stop = Some(Stop::Unstable);
+        Ok(None)
+    }
+
+    fn record(&mut self, rec: PassRecord) -> PassRecord {
+        self.sweep_passes += 1;
+        if let Some(f) = &self.hooks.on_progress {
+            f(&rec);
+        }
+        self.passes.push(rec.clone());
+        rec
+    }
+
+    /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
+    /// (when given) the context is at or under `until`.
+    async fn phase(&mut self, choose: &Chooser<'_>, until: Option<i64>) -> Result<()> {
+        while let Some(rec) = self.step(choose).await? {
+            if rec.context_tokens_after >= rec.context_tokens_before {
+                break;
+            }
+            if until.is_some_and(|t| rec.context_tokens_after <= t) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Leaf passes, then condensation shallowest first; while still over `target`,
+    /// condensation with the hard fanout until the context is at or under it.
+    async fn sweep(&mut self, target: i64) -> Result<()> {
+        self.sweep_passes = 0;
+        self.rounds += 1;
+        self.phase(&leaf_plan(self.limits), None).await?;
+        self.phase(&shallowest_plan(self.limits, false), None)
+            .await?;
+        if self.stop.is_none() && self.current_tokens().await? > target {
+            self.phase(&shallowest_plan(self.limits, true), Some(target))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// One leaf pass, then condensation of depths 0 … incrementalMaxDepth − 1.
+    async fn incremental(&mut self) -> Result<()> {
+        self.rounds = 1;
+        self.step(&leaf_plan(self.limits)).await?;
+        let max = match self.compactor.opts.incremental_max_depth {
+            d if d < 0 => i64::MAX,
+            d => d,
+        };
+        for depth in 0..max {
+            match self.step(&depth_plan(self.limits, depth)).await? {
+                Some(r) if r.context_tokens_after < r.context_tokens_before => {}
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Forced sweeps until at or under `target`. Equality still compacts once.
+    async fn until_under(&mut self, target: i64, mut last: i64) -> Result<()> {
+        for _ in 0..self.compactor.opts.max_rounds {
+            let done_before = self.passes.len();
+            self.sweep(target).await?;
+            let now = self.current_tokens().await?;
+            if self.stop.is_some() || now <= target {
+                break;
+            }
+            if self.passes.len() == done_before || now >= last {
+                break;
+            }
+            last = now;
+        }
+        Ok(())
+    }
+
+    async fn current_tokens(&self) -> Result<i64> {
+        Ok(pass::snapshot_tokens(&self.snapshot().await?))
+    }
+
+    /// Whether any pass could still run (a leaf chunk, or a condensation candidate
+    /// even at the hard fanout).
+    fn work_left(&self, items: &[ContextItem]) -> bool {
+        let tail = select::fresh_tail_start(items, &self.limits);
+        select::oldest_leaf_chunk(items, tail, &self.limits).is_some()
+            || select::condensation_candidate(items, tail, &self.limits, true, None).is_some()
+    }
+
+    /// Gates on the threshold, runs the mode and composes the result.
+    pub async fn execute(mut self, p: &CompactParams) -> Result<CompactResult> {
+        let opts = self.compactor.opts.clone();
+        let items = self.snapshot().await?;
+        let before = pass::snapshot_tokens(&items);
+        let current = before.max(p.current_token_count.unwrap_or(0));
+        let threshold = super::threshold_for(opts.context_threshold, p.token_budget);
+        let target = target_of(p, threshold);
+        let tail = select::fresh_tail_start(&items, &self.limits);
+        let leaf_trigger = select::raw_tokens_before(&items, tail) >= opts.leaf_chunk_tokens;
+        let mut result = super::run::nothing(p, opts.context_threshold, "below threshold");
+        result.conversation_id = Some(self.env.conversation_id);
+        result.tokens_before = before;
+        result.tokens_after = before;
+        result.current_tokens = current;
+        let due = p.force
+            || super::over_threshold(current, threshold)
+            || (p.mode == Mode::Incremental && leaf_trigger);
+        if !due {
+            return Ok(result);
+        }
+        if p.mode == Mode::UntilUnder && current < target {
+            result.reason = "already under target".into();
+            return Ok(result);
+        }
+        match p.mode {
+            Mode::Incremental => self.incremental().await?,
+            Mode::Sweep => self.sweep(target).await?,
+            Mode::UntilUnder => self.until_under(target, current).await?,
+        }
+        self.finish(result, p.mode, target).await
+    }
+
+    async fn finish(self, mut r: CompactResult, mode: Mode, target: i64) -> Result<CompactResult> {
+        let items = self.snapshot().await?;
+        r.tokens_after = pass::snapshot_tokens(&items);
+        r.compacted = !self.passes.is_empty();
+        r.rounds = self.rounds;
+        let over = r.tokens_after > target;
+        r.exhausted = over && self.stop.is_none() && !self.work_left(&items);
+        r.reason = match &self.stop {
+            Some(Stop::Failed(e)) => {
+                r.ok = false;
+                r.error_code = Some(e.code.as_str().to_owned());
+                format!("summarizer failed ({}): {}", e.code, e.message)
+            }
+            Some(Stop::Aborted) => {
+                r.aborted = true;
+                "aborted".into()
+            }
+            Some(Stop::Deadline) => "deadline reached (sweepDeadlineMs)".into(),
+            Some(Stop::IterationCap) => "iteration cap reached (maxSweepIterations)".into(),
+            Some(Stop::Unstable) => {
+                "the context kept changing during compaction; call again".into()
+            }
+            None if mode == Mode::UntilUnder && over => "could not reach target".into(),
+            None if !r.compacted => "nothing to compact".into(),
+            None if over => "compacted; still over threshold".into(),
+            None => "compacted".into(),
+        };
+        if mode == Mode::UntilUnder && over && self.stop.is_none() {
+            r.ok = false;
+        }
+        r.passes = self.passes;
+        Ok(r)
+    }
+}

@@ -1,0 +1,891 @@
+//! End-to-end tests of the compaction engine over an in-memory store with a fake
+//! pipeline (deterministic, instrumented, optionally failing or blocking).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use super::*;
+use crate::engine::{Engine, IngestBatchParams};
+use crate::error::{ErrorCode, LcmError};
+use crate::summarize::{Level, SummarizeInput, SummarizeOutput};
+use crate::tokens;
+
+/// Runs on the n-th call (1-based), before the answer.
+type CallHook = Box<dyn FnMut(usize) + Send>;
+
+/// A pipeline that answers with a short deterministic text, records its inputs,
+/// and can fail, block or run a hook on chosen calls.
+#[derive(Default)]
+struct Fake {
+    inputs: Mutex<Vec<SummarizeInput>>,
+    fail_at: Option<(usize, ErrorCode)>,
+    delay: Option<Duration>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    on_call: Mutex<Option<CallHook>>,
+}
+
+#[async_trait]
+impl SummaryPipeline for Fake {
+    async fn run(&self, input: SummarizeInput) -> crate::error::Result<SummarizeOutput> {
+        let n = {
+            let mut v = self.inputs.lock().unwrap();
+            v.push(input.clone());
+            v.len()
+        };
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        if let Some(hook) = self.on_call.lock().unwrap().as_mut() {
+            hook(n);
+        }
+        if let Some(d) = self.delay {
+            tokio::time::sleep(d).await;
+        }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if let Some((at, code)) = self.fail_at {
+            if n >= at {
+                return Err(LcmError::new(code, "provider rejected the key"));
+            }
+        }
+        let head: String = input.source_text.chars().take(200).collect();
+        let content = format!("S{} call {n}: {head}", input.depth);
+        Ok(SummarizeOutput {
+            tokens_in: tokens::estimate(&input.source_text),
+            tokens_out: tokens::estimate(&content),
+            content,
+            level: Level::Normal,
+            model: "fake".into(),
+        })
+    }
+}
+
+fn small_options() -> EngineOptions {
+    EngineOptions {
+        db_path: Some(":memory:".into()),
+        timezone: Some("UTC".into()),
+        fresh_tail_count: 4,
+        leaf_chunk_tokens: 400,
+        leaf_min_fanout: 3,
+        condensed_min_fanout: 2,
+        condensed_min_fanout_hard: 2,
+        condensed_target_tokens: 30,
+        leaf_target_tokens: 30,
+        incremental_max_depth: 1,
+        ..EngineOptions::default()
+    }
+}
+
+async fn engine_with(opts: EngineOptions, n: usize, tokens_each: usize) -> (Engine, i64) {
+    let engine = Engine::open(opts).await.unwrap();
+    let conv = ingest(&engine, "s1", 0, n, tokens_each).await;
+    (engine, conv)
+}
+
+/// Appends `n` alternating user/assistant messages of about `tokens_each` tokens.
+async fn ingest(engine: &Engine, session: &str, from: usize, n: usize, tokens_each: usize) -> i64 {
+    let messages = (from..from + n)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            let mut body = format!("message {i} ");
+            while body.len() < tokens_each * 4 {
+                body.push_str("word ");
+            }
+            body.truncate(tokens_each * 4);
+            json!({"role": role, "content": body, "timestamp": 1_771_313_820_000i64 + i as i64 * 60_000})
+        })
+        .collect();
+    engine
+        .ingest_batch(IngestBatchParams {
+            session_id: session.into(),
+            session_key: None,
+            messages,
+            entry_ids: None,
+            is_heartbeat: false,
+        })
+        .await
+        .unwrap()
+        .conversation_id
+        .unwrap()
+}
+
+fn params(mode: Mode, budget: i64) -> CompactParams {
+    CompactParams {
+        session_id: "s1".into(),
+        session_key: None,
+        token_budget: budget,
+        mode,
+        force: false,
+        current_token_count: None,
+        custom_instructions: None,
+        target_tokens: None,
+        _signal: None,
+    }
+}
+
+async fn compact(engine: &Engine, fake: &Arc<Fake>, p: CompactParams) -> CompactResult {
+    engine
+        .compact_with(fake.clone(), p, Hooks::default())
+        .await
+        .unwrap()
+}
+
+/// Checks the DAG invariants: ordinals 0..n-1, every message covered exactly once
+/// by the context list or a reachable summary, and stored metadata equal to its
+/// recomputation from the sources. Returns the deepest depth.
+async fn check_invariants(engine: &Engine, conv: i64) -> i64 {
+    let items = engine.get_context_items(conv).await.unwrap();
+    let ordinals: Vec<i64> = items.iter().map(|i| i.ordinal).collect();
+    assert_eq!(ordinals, (0..items.len() as i64).collect::<Vec<_>>());
+    let sums: HashMap<String, crate::engine::SummaryWithLinks> = engine
+        .get_summaries(conv)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.summary.summary_id.clone(), s))
+        .collect();
+    let all: Vec<i64> = engine
+        .store()
+        .read(move |c| crate::store::messages::ids_in_order(c, conv))
+        .await
+        .unwrap();
+    let mut covered: Vec<i64> = Vec::new();
+    let mut reached: HashSet<String> = HashSet::new();
+    let mut stack: Vec<String> = Vec::new();
+    for it in &items {
+        match (&it.message_id, &it.summary_id) {
+            (Some(m), _) => covered.push(*m),
+            (_, Some(s)) => stack.push(s.clone()),
+            _ => panic!("empty context item"),
+        }
+    }
+    while let Some(id) = stack.pop() {
+        assert!(reached.insert(id.clone()), "{id} reached twice");
+        let s = &sums[&id];
+        covered.extend(&s.message_ids);
+        stack.extend(s.parent_ids.iter().cloned());
+    }
+    assert_eq!(reached.len(), sums.len(), "every summary is reachable");
+    let mut sorted = covered.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, all, "every message covered exactly once");
+    let msgs: HashMap<i64, crate::store::messages::MessageRecord> = engine
+        .store()
+        .read(move |c| {
+            let ids = crate::store::messages::ids_in_order(c, conv)?;
+            crate::store::messages::records_by_ids(c, &ids)
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.message_id, m))
+        .collect();
+    let iso = |s: &str| crate::timestamp::parse(s).map(crate::timestamp::to_iso);
+    let mut deepest = -1;
+    for s in sums.values() {
+        let r = &s.summary;
+        deepest = deepest.max(r.depth);
+        if r.kind == "leaf" {
+            let srcs: Vec<_> = s.message_ids.iter().map(|m| &msgs[m]).collect();
+            assert_eq!(r.depth, 0);
+            assert_eq!(
+                r.source_message_token_count,
+                srcs.iter().map(|m| m.token_count).sum::<i64>()
+            );
+            assert_eq!(
+                r.earliest_at,
+                srcs.iter().filter_map(|m| iso(&m.created_at)).min()
+            );
+            assert_eq!(
+                r.latest_at,
+                srcs.iter().filter_map(|m| iso(&m.created_at)).max()
+            );
+            assert_eq!((r.descendant_count, r.descendant_token_count), (0, 0));
+        } else {
+            let kids: Vec<_> = s.parent_ids.iter().map(|p| &sums[p].summary).collect();
+            assert!(
+                kids.iter().all(|k| k.depth == kids[0].depth),
+                "uniform source depth"
+            );
+            assert_eq!(r.depth, kids[0].depth + 1);
+            assert_eq!(
+                r.descendant_count,
+                kids.iter().map(|k| k.descendant_count + 1).sum::<i64>()
+            );
+            assert_eq!(
+                r.descendant_token_count,
+                kids.iter()
+                    .map(|k| k.token_count + k.descendant_token_count)
+                    .sum::<i64>()
+            );
+            assert_eq!(
+                r.source_message_token_count,
+                kids.iter()
+                    .map(|k| k.source_message_token_count)
+                    .sum::<i64>()
+            );
+            assert_eq!(
+                r.earliest_at,
+                kids.iter().filter_map(|k| k.earliest_at.clone()).min()
+            );
+            assert_eq!(
+                r.latest_at,
+                kids.iter().filter_map(|k| k.latest_at.clone()).max()
+            );
+        }
+        assert_eq!(r.token_count, tokens::estimate(&r.content));
+    }
+    deepest
+}
+
+#[tokio::test]
+async fn the_threshold_is_floored_and_strict() {
+    assert_eq!(threshold_for(0.75, 1001), 750);
+    assert!(!over_threshold(750, 750));
+    assert!(over_threshold(751, 750));
+    let (engine, _) = engine_with(small_options(), 10, 100).await;
+    let stored = engine
+        .evaluate(EvaluateParams {
+            session_id: "s1".into(),
+            session_key: None,
+            token_budget: 1_000_000,
+            current_token_count: None,
+        })
+        .await
+        .unwrap()
+        .stored_tokens;
+    // A budget whose threshold equals the stored tokens exactly: not due.
+    let budget = stored * 4 / 3 + 1;
+    let at = |budget, current| EvaluateParams {
+        session_id: "s1".into(),
+        session_key: None,
+        token_budget: budget,
+        current_token_count: current,
+    };
+    let e = engine.evaluate(at(budget, None)).await.unwrap();
+    assert_eq!(e.threshold, threshold_for(0.75, budget));
+    assert_eq!(e.should_compact, stored > e.threshold);
+    let e = engine
+        .evaluate(at(budget, Some(e.threshold)))
+        .await
+        .unwrap();
+    assert_eq!(e.current_tokens, stored.max(e.threshold));
+    let e = engine
+        .evaluate(at(budget, Some(e.threshold + 1)))
+        .await
+        .unwrap();
+    assert!(e.should_compact, "the observed count wins when higher");
+    let bad = engine.evaluate(at(0, None)).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+}
+
+#[tokio::test]
+async fn under_the_threshold_nothing_happens_unless_forced() {
+    let (engine, conv) = engine_with(small_options(), 20, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000_000)).await;
+    assert!(r.ok && !r.compacted && !r.exhausted);
+    assert_eq!(r.reason, "below threshold");
+    assert_eq!(fake.inputs.lock().unwrap().len(), 0);
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000_000)
+        },
+    )
+    .await;
+    assert!(r.ok && r.compacted, "{}", r.reason);
+    check_invariants(&engine, conv).await;
+    // No conversation for the session: nothing to do, no error.
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            session_id: "nobody".into(),
+            ..params(Mode::Sweep, 10)
+        },
+    )
+    .await;
+    assert!(r.ok && !r.compacted);
+}
+
+#[tokio::test]
+async fn a_leaf_pass_takes_the_oldest_messages_outside_the_fresh_tail() {
+    let (engine, conv) = engine_with(small_options(), 12, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Incremental, 1_000)
+        },
+    )
+    .await;
+    assert_eq!(r.passes.len(), 1);
+    let p = &r.passes[0];
+    assert_eq!(
+        (p.kind, p.depth, p.source_count),
+        (PassKind::Leaf, 0, 4),
+        "400-token cap / ~100-token messages"
+    );
+    assert!(p.summary_id.starts_with("sum_") && p.summary_id.len() == 20);
+    let items = engine.get_context_items(conv).await.unwrap();
+    assert_eq!(items[0].summary_id.as_deref(), Some(p.summary_id.as_str()));
+    assert_eq!(items.len(), 12 - 4 + 1);
+    // The source carries timestamp and role headers.
+    let first = fake.inputs.lock().unwrap()[0].clone();
+    assert!(
+        first
+            .source_text
+            .starts_with("[2026-02-17 07:37 UTC] [user]\nmessage 0 "),
+        "{}",
+        &first.source_text[..60]
+    );
+    assert_eq!(first.previous_context, None);
+    assert_eq!(
+        r.tokens_after,
+        items.iter().map(|i| i.token_count).sum::<i64>()
+    );
+    // The next leaf pass gets the previous summary as continuity.
+    compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Incremental, 1_000)
+        },
+    )
+    .await;
+    let second = fake.inputs.lock().unwrap()[1].clone();
+    assert!(second.previous_context.unwrap().starts_with("S0 call 1"));
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn a_sweep_compacts_everything_outside_the_tail_and_goes_deep() {
+    let (engine, conv) = engine_with(small_options(), 120, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.ok && r.compacted, "{}", r.reason);
+    assert!(r.tokens_after < r.tokens_before);
+    let items = engine.get_context_items(conv).await.unwrap();
+    let raw = items.iter().filter(|i| i.item_type == "message").count();
+    assert_eq!(raw, 4, "only the fresh tail stays raw");
+    let deepest = check_invariants(&engine, conv).await;
+    assert!(deepest >= 2, "deepest {deepest}");
+    // Condensed prompts get the output depth; previous_context only when building d1.
+    for input in fake.inputs.lock().unwrap().iter() {
+        if input.depth >= 2 {
+            assert!(input.previous_context.is_none());
+            assert!(
+                input.source_text.starts_with("[2026-02-17 "),
+                "range headers"
+            );
+            assert!(input.source_text.lines().next().unwrap().contains("–"));
+        }
+    }
+    for input in fake.inputs.lock().unwrap().iter().filter(|i| i.depth == 1) {
+        let prev = input.previous_context.as_deref().unwrap_or("S0");
+        assert!(
+            prev.starts_with("S0"),
+            "d1 continuity comes from leaves only"
+        );
+    }
+    let leaves: Vec<_> = fake
+        .inputs
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|i| i.depth == 0)
+        .cloned()
+        .collect();
+    assert!(leaves[1..].iter().all(|i| i
+        .previous_context
+        .as_deref()
+        .is_some_and(|p| p.contains("S0 call"))));
+    assert_eq!(r.passes.len(), fake.inputs.lock().unwrap().len());
+}
+
+#[tokio::test]
+async fn incremental_depth_limits_the_cascade() {
+    for (max_depth, want_deepest) in [(0, 0), (1, 1)] {
+        let opts = EngineOptions {
+            incremental_max_depth: max_depth,
+            leaf_min_fanout: 2,
+            ..small_options()
+        };
+        let (engine, conv) = engine_with(opts, 60, 100).await;
+        let fake = Arc::new(Fake::default());
+        for _ in 0..6 {
+            compact(
+                &engine,
+                &fake,
+                CompactParams {
+                    force: true,
+                    ..params(Mode::Incremental, 1_000)
+                },
+            )
+            .await;
+        }
+        assert_eq!(
+            check_invariants(&engine, conv).await,
+            want_deepest,
+            "incrementalMaxDepth {max_depth}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_hard_fanout_applies_only_under_pressure() {
+    // Two leaves, leafMinFanout 3: a forced sweep under the threshold leaves them;
+    // over the threshold the hard fanout (2) condenses them.
+    let opts = EngineOptions {
+        leaf_min_fanout: 3,
+        fresh_tail_count: 2,
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 10, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000_000)
+        },
+    )
+    .await;
+    assert!(
+        r.passes.iter().all(|p| p.kind == PassKind::Leaf),
+        "{:?}",
+        r.passes
+    );
+    assert_eq!(r.passes.len(), 2);
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 100)
+        },
+    )
+    .await;
+    assert_eq!(r.passes.len(), 1);
+    assert_eq!(
+        (r.passes[0].kind, r.passes[0].depth),
+        (PassKind::Condensed, 1)
+    );
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn until_under_stops_at_the_target_and_equality_still_compacts() {
+    let (engine, conv) = engine_with(small_options(), 40, 100).await;
+    let fake = Arc::new(Fake::default());
+    let stored = engine.get_stats(conv).await.unwrap().context_tokens;
+    let at = |target| CompactParams {
+        target_tokens: Some(target),
+        force: true,
+        ..params(Mode::UntilUnder, 10_000)
+    };
+    let r = compact(&engine, &fake, at(stored + 1)).await;
+    assert_eq!(
+        (r.compacted, r.reason.as_str()),
+        (false, "already under target")
+    );
+    let r = compact(&engine, &fake, at(stored)).await;
+    assert!(r.compacted && r.ok, "equality compacts: {}", r.reason);
+    assert_eq!(r.rounds, 1);
+    assert!(r.tokens_after <= stored);
+    // An unreachable target: rounds until no progress, then not ok and exhausted.
+    let r = compact(&engine, &fake, at(1)).await;
+    assert!(!r.ok && r.exhausted, "{r:?}");
+    assert_eq!(r.reason, "could not reach target");
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn a_failing_summarizer_stops_the_sweep_without_a_partial_summary() {
+    let (engine, conv) = engine_with(small_options(), 60, 100).await;
+    let fake = Arc::new(Fake {
+        fail_at: Some((3, ErrorCode::LlmAuth)),
+        ..Fake::default()
+    });
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(!r.ok);
+    assert_eq!(r.error_code.as_deref(), Some("LCM_LLM_AUTH"));
+    assert!(r.reason.contains("LCM_LLM_AUTH"), "{}", r.reason);
+    assert_eq!(r.passes.len(), 2, "the two finished passes are kept");
+    assert_eq!(engine.get_stats(conv).await.unwrap().summary_count, 2);
+    assert_eq!(
+        fake.inputs.lock().unwrap().len(),
+        3,
+        "no call after the failure"
+    );
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn cancel_stops_between_passes_and_abandons_the_call_in_flight() {
+    let (engine, conv) = engine_with(small_options(), 60, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(40)),
+        ..Fake::default()
+    });
+    let hooks = Hooks::default();
+    let token = hooks.cancel.clone();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let seen2 = seen.clone();
+    let hooks = Hooks {
+        on_progress: Some(Arc::new(move |p: &PassRecord| {
+            if seen2.fetch_add(1, Ordering::SeqCst) == 1 {
+                token.cancel();
+            }
+            assert!(p.summary_id.starts_with("sum_"));
+        })),
+        ..hooks
+    };
+    let r = engine
+        .compact_with(fake.clone(), params(Mode::Sweep, 1_000), hooks)
+        .await
+        .unwrap();
+    assert!(r.ok && r.aborted && r.compacted);
+    assert_eq!(r.reason, "aborted");
+    assert_eq!(r.passes.len(), 2);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    // cancel(sessionId) while a call is in flight: nothing of that pass is written.
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(300)),
+        ..Fake::default()
+    });
+    let fut = engine.compact_with(fake.clone(), params(Mode::Sweep, 1_000), Hooks::default());
+    let task = tokio::spawn(fut);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(engine.cancel_compaction("s1"), 1);
+    let r = task.await.unwrap().unwrap();
+    assert!(r.aborted && !r.compacted, "{r:?}");
+    assert_eq!(engine.get_stats(conv).await.unwrap().summary_count, 2);
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn bounds_stop_a_sweep_cleanly() {
+    let opts = EngineOptions {
+        max_sweep_iterations: 3,
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 60, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert_eq!(r.passes.len(), 3);
+    assert!(r.reason.starts_with("iteration cap"), "{}", r.reason);
+    check_invariants(&engine, conv).await;
+    let opts = EngineOptions {
+        sweep_deadline_ms: 50,
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 60, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(30)),
+        ..Fake::default()
+    });
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.reason.starts_with("deadline"), "{}", r.reason);
+    assert!((1..=3).contains(&r.passes.len()), "{}", r.passes.len());
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn one_conversation_compacts_serially_others_in_parallel() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let c1 = ingest(&engine, "s1", 0, 40, 100).await;
+    let c2 = ingest(&engine, "s2", 0, 40, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(20)),
+        ..Fake::default()
+    });
+    let a = engine.compact_with(fake.clone(), params(Mode::Sweep, 1_000), Hooks::default());
+    let b = engine.compact_with(fake.clone(), params(Mode::Sweep, 1_000), Hooks::default());
+    let (ra, rb) = tokio::join!(a, b);
+    assert_eq!(
+        fake.max_in_flight.load(Ordering::SeqCst),
+        1,
+        "same conversation never overlaps"
+    );
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert!(
+        ra.compacted != rb.compacted,
+        "whichever got the lock second found the work done"
+    );
+    let stats = engine.get_stats(c1).await.unwrap();
+    assert_eq!(
+        stats.summary_count as usize,
+        ra.passes.len() + rb.passes.len()
+    );
+    check_invariants(&engine, c1).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(20)),
+        ..Fake::default()
+    });
+    ingest(&engine, "s1", 40, 40, 100).await;
+    let a = engine.compact_with(fake.clone(), params(Mode::Sweep, 1_000), Hooks::default());
+    let b = engine.compact_with(
+        fake.clone(),
+        CompactParams {
+            session_id: "s2".into(),
+            ..params(Mode::Sweep, 1_000)
+        },
+        Hooks::default(),
+    );
+    let _ = tokio::join!(a, b);
+    assert_eq!(
+        fake.max_in_flight.load(Ordering::SeqCst),
+        2,
+        "two conversations overlap"
+    );
+    check_invariants(&engine, c1).await;
+    check_invariants(&engine, c2).await;
+}
+
+#[tokio::test]
+async fn ingest_during_a_summarizer_call_is_not_blocked_and_stale_sources_replan() {
+    let engine = Arc::new(Engine::open(small_options()).await.unwrap());
+    let conv = ingest(&engine, "s1", 0, 30, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(30)),
+        ..Fake::default()
+    });
+    // On the first call, append messages (ingest proceeds while the call runs) and
+    // summarize the first two messages behind compaction's back, making its chunk stale.
+    let e2 = engine.clone();
+    *fake.on_call.lock().unwrap() = Some(Box::new(move |n| {
+        if n == 1 {
+            let e = e2.clone();
+            let append = e.ingest_batch(IngestBatchParams {
+                session_id: "s1".into(),
+                session_key: None,
+                messages: vec![json!({"role":"user","content":"late arrival"})],
+                entry_ids: None,
+                is_heartbeat: false,
+            });
+            let steal = e.insert_summary(crate::engine::InsertSummaryParams {
+                conversation_id: 1,
+                content: "taken".into(),
+                message_ids: Some(vec![1, 2]),
+                summary_ids: None,
+                model: None,
+            });
+            tokio::spawn(async move {
+                append.await.unwrap();
+                steal.await.unwrap();
+            });
+        }
+    }));
+    let r = engine
+        .compact_with(fake.clone(), params(Mode::Sweep, 1_000), Hooks::default())
+        .await
+        .unwrap();
+    assert!(r.ok && r.compacted, "{}", r.reason);
+    assert!(
+        fake.inputs.lock().unwrap()[1].previous_context.as_deref() == Some("taken"),
+        "re-planned after the stale write"
+    );
+    assert_eq!(engine.get_stats(conv).await.unwrap().message_count, 31);
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn an_oversized_message_is_summarized_alone() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    ingest(&engine, "s1", 0, 1, 2_000).await;
+    let conv = ingest(&engine, "s1", 1, 8, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Incremental, 100_000)
+        },
+    )
+    .await;
+    assert_eq!(r.passes[0].source_count, 1);
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn after_turn_ingests_the_new_messages_then_sweeps_over_the_threshold() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let fake = Arc::new(Fake::default());
+    let all: Vec<serde_json::Value> = (0..40)
+        .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("turn text {i} ") + &"x ".repeat(150)}))
+        .collect();
+    let turn = |pre: usize, budget: i64| api::AfterTurnParams {
+        session_id: "s1".into(),
+        session_key: None,
+        messages: all[..pre + 10].to_vec(),
+        pre_prompt_message_count: pre,
+        token_budget: budget,
+        current_token_count: None,
+        entry_ids: None,
+        is_heartbeat: false,
+        custom_instructions: None,
+        _signal: None,
+    };
+    let r = engine
+        .after_turn_with(fake.clone(), turn(0, 1_000_000), Hooks::default())
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 10);
+    assert_eq!(
+        (r.compaction.compacted, r.compaction.reason.as_str()),
+        (false, "below threshold")
+    );
+    let r = engine
+        .after_turn_with(fake.clone(), turn(10, 1_000), Hooks::default())
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 10);
+    assert!(r.compaction.compacted);
+    let conv = r.ingest.conversation_id.unwrap();
+    assert_eq!(engine.get_stats(conv).await.unwrap().message_count, 20);
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn integrity_check_reports_ok() {
+    let (engine, _) = engine_with(small_options(), 2, 10).await;
+    assert_eq!(engine.integrity_check().await.unwrap(), ["ok"]);
+}
+
+#[tokio::test]
+async fn the_pressure_phase_stops_once_under_the_target() {
+    // Six leaves at leafMinFanout 7: the normal phase condenses nothing; under
+    // pressure the hard fanout condenses one pair at a time and stops as soon as the
+    // context is at or under the threshold.
+    let opts = EngineOptions {
+        leaf_min_fanout: 7,
+        fresh_tail_count: 2,
+        leaf_chunk_tokens: 200,
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 14, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000_000)
+        },
+    )
+    .await;
+    assert_eq!(
+        r.passes.len(),
+        6,
+        "six leaves, no condensation under the threshold"
+    );
+    let items = engine.get_context_items(conv).await.unwrap();
+    let now: i64 = items.iter().map(|i| i.token_count).sum();
+    // A threshold just under the current size: one hard-fanout pass is enough.
+    let budget = (now - 1) * 4 / 3;
+    let r = compact(&engine, &fake, params(Mode::Sweep, budget)).await;
+    assert_eq!(r.passes.len(), 1, "{:?}", r.passes);
+    assert_eq!(r.passes[0].kind, PassKind::Condensed);
+    assert!(
+        (2..6).contains(&r.passes[0].source_count),
+        "hard fanout 2, chunk cap"
+    );
+    assert!(r.tokens_after <= r.threshold);
+    check_invariants(&engine, conv).await;
+}
+
+#[tokio::test]
+async fn closing_the_engine_abandons_a_running_compaction() {
+    let (engine, _) = engine_with(small_options(), 40, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_secs(30)),
+        ..Fake::default()
+    });
+    let task = tokio::spawn(engine.compact_with(
+        fake.clone(),
+        params(Mode::Sweep, 1_000),
+        Hooks::default(),
+    ));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    engine.close().await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the compaction ends without waiting for the summarizer")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    match r {
+        Ok(r) => assert!(r.aborted && !r.compacted, "{r:?}"),
+        Err(e) => assert_eq!(e.code, ErrorCode::Closed),
+    }
+}
+
+#[tokio::test]
+async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let fake = Arc::new(Fake::default());
+    let msgs: Vec<serde_json::Value> = (0..4)
+        .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("m{i}")}))
+        .collect();
+    let turn = |n: usize, pre: usize, ids: Vec<Option<String>>| api::AfterTurnParams {
+        session_id: "s1".into(),
+        session_key: None,
+        messages: msgs[..n].to_vec(),
+        pre_prompt_message_count: pre,
+        token_budget: 1_000_000,
+        current_token_count: None,
+        entry_ids: Some(ids),
+        is_heartbeat: false,
+        custom_instructions: None,
+        _signal: None,
+    };
+    let id = |i: usize| Some(format!("e{i}"));
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(2, 0, vec![id(0), id(1)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 2);
+    // Whole-transcript ids are sliced like the messages; new-only ids are taken as is.
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(3, 2, vec![id(0), id(1), id(2)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 1);
+    let r = engine
+        .after_turn_with(fake.clone(), turn(4, 3, vec![id(3)]), Hooks::default())
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 1);
+    // A replayed turn (same entry ids) is not stored twice.
+    let r = engine
+        .after_turn_with(
+            fake.clone(),
+            turn(4, 2, vec![id(0), id(1), id(2), id(3)]),
+            Hooks::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.ingest.ingested_count, 0);
+    assert_eq!(r.compaction.reason, "below threshold");
+}

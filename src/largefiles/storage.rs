@@ -1,0 +1,343 @@
+//! Where large files live and how they are written and read: paths built only from
+//! the conversation id, the generated file id and a sanitized extension; atomic
+//! writes (temp file + rename); `large_files` rows; bounded reads.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+
+use super::blocks::is_file_id;
+use crate::error::{ErrorCode, LcmError, Result};
+
+/// How an externalized payload is put back inline: the exact opening and closing
+/// tags around the file content, and the exact reference text that replaced them.
+/// Stored as JSON in `large_files.lcm_source`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// Text before the file content (the `<file …>` tag; empty for tool output).
+    pub open: String,
+    /// Text after the file content (`</file>`; empty for tool output).
+    pub close: String,
+    /// The reference text stored in the message instead.
+    pub reference: String,
+}
+
+/// A `large_files` row.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LargeFileRecord {
+    /// `file_` + 16 hex.
+    pub file_id: String,
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// Name from the `<file name=…>` attribute.
+    pub file_name: Option<String>,
+    /// MIME type from the `mime` attribute.
+    pub mime_type: Option<String>,
+    /// UTF-8 byte size of the content.
+    pub byte_size: Option<i64>,
+    /// Number of lines.
+    pub line_count: Option<i64>,
+    /// Absolute path of the stored content.
+    pub storage_uri: String,
+    /// Deterministic exploration summary.
+    pub exploration_summary: Option<String>,
+    /// Creation time (SQLite UTC text).
+    pub created_at: String,
+    /// Inline restoration data (absent for rows written by the reference plugin).
+    #[serde(skip)]
+    pub source: Option<Source>,
+}
+
+const COLUMNS: &str = "file_id, conversation_id, file_name, mime_type, byte_size, line_count, storage_uri, exploration_summary, created_at, lcm_source";
+
+fn from_row(r: &Row) -> rusqlite::Result<LargeFileRecord> {
+    let source: Option<String> = r.get(9)?;
+    Ok(LargeFileRecord {
+        file_id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        file_name: r.get(2)?,
+        mime_type: r.get(3)?,
+        byte_size: r.get(4)?,
+        line_count: r.get(5)?,
+        storage_uri: r.get(6)?,
+        exploration_summary: r.get(7)?,
+        created_at: r.get(8)?,
+        source: source.and_then(|s| serde_json::from_str(&s).ok()),
+    })
+}
+
+/// One row by id.
+pub fn get(conn: &Connection, file_id: &str) -> Result<Option<LargeFileRecord>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM large_files WHERE file_id = ?1"
+        ))?
+        .query_row([file_id], from_row)
+        .optional()?)
+}
+
+/// Every row of a conversation that carries restoration data.
+pub fn restorable_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM large_files WHERE conversation_id = ?1 AND lcm_source IS NOT NULL"
+    ))?;
+    let rows = stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Inserts a row unless one with the same id exists (replays reuse their file).
+pub fn insert(conn: &Connection, rec: &LargeFileRecord) -> Result<()> {
+    let source = rec.source.as_ref().map(serde_json::to_string).transpose()?;
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO large_files (file_id, conversation_id, file_name, mime_type, byte_size, line_count, storage_uri, exploration_summary, created_at, lcm_source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        rec.file_id,
+        rec.conversation_id,
+        rec.file_name,
+        rec.mime_type,
+        rec.byte_size,
+        rec.line_count,
+        rec.storage_uri,
+        rec.exploration_summary,
+        rec.created_at,
+        source
+    ])?;
+    Ok(())
+}
+
+/// `<dir>/<conversation_id>/<file_id>.<ext>`. The file id and extension are
+/// validated again here, so no input can make the path leave `dir`.
+pub fn file_path(dir: &Path, conversation_id: i64, file_id: &str, ext: &str) -> Result<PathBuf> {
+    let ext_ok = (1..=10).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric());
+    if !is_file_id(file_id) || !ext_ok || conversation_id < 0 {
+        return Err(LcmError::internal(format!(
+            "refusing to build a large-file path from {conversation_id}/{file_id}.{ext}"
+        )));
+    }
+    Ok(dir
+        .join(conversation_id.to_string())
+        .join(format!("{file_id}.{ext}")))
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> LcmError {
+    LcmError::new(
+        ErrorCode::Io,
+        format!("cannot {what} {}: {e}", path.display()),
+    )
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, flushed
+/// and synced, then renamed over the target.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| LcmError::internal("large-file path has no parent"))?;
+    fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, e))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_error("write large file", path, e));
+    }
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The stored path of a row, checked to resolve (symlinks included) inside `root`.
+pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
+    let outside = || {
+        LcmError::new(
+            ErrorCode::Io,
+            format!(
+                "large file {} is stored at {} which is not inside largeFilesDir {}",
+                rec.file_id,
+                rec.storage_uri,
+                root.display()
+            ),
+        )
+    };
+    let root = fs::canonicalize(root).map_err(|e| io_error("open largeFilesDir", root, e))?;
+    let target = Path::new(&rec.storage_uri);
+    let target = fs::canonicalize(target).map_err(|e| io_error("open large file", target, e))?;
+    if !target.starts_with(&root) {
+        return Err(outside());
+    }
+    Ok(target)
+}
+
+/// The whole content of a stored file.
+pub fn read_all(rec: &LargeFileRecord, root: &Path) -> Result<String> {
+    let path = checked_path(rec, root)?;
+    let bytes = fs::read(&path).map_err(|e| io_error("read large file", &path, e))?;
+    String::from_utf8(bytes).map_err(|_| {
+        LcmError::new(
+            ErrorCode::Io,
+            format!("large file {} is not valid UTF-8", path.display()),
+        )
+    })
+}
+
+/// A bounded slice of a stored file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    /// The text read.
+    pub content: String,
+    /// True when the file (or the requested range) goes on past what was read.
+    pub truncated: bool,
+    /// First line returned (1-based).
+    pub start_line: usize,
+    /// Last line returned (1-based; `start_line - 1` when none).
+    pub end_line: usize,
+}
+
+fn utf8_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+    }
+}
+
+/// Reads at most `max_bytes`: the head of the file, or lines `start..=end` (1-based)
+/// when `start` is given. Never splits a UTF-8 sequence.
+pub fn read_slice(
+    rec: &LargeFileRecord,
+    root: &Path,
+    start: Option<usize>,
+    end: Option<usize>,
+    max_bytes: usize,
+) -> Result<Slice> {
+    let path = checked_path(rec, root)?;
+    let file = fs::File::open(&path).map_err(|e| io_error("open large file", &path, e))?;
+    let Some(start) = start else {
+        let mut buf = Vec::with_capacity(max_bytes.min(1 << 20) + 1);
+        file.take(max_bytes as u64 + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| io_error("read large file", &path, e))?;
+        let truncated = buf.len() > max_bytes;
+        let content = utf8_prefix(&buf[..buf.len().min(max_bytes)]).to_owned();
+        let end_line = content.split('\n').count();
+        return Ok(Slice {
+            content,
+            truncated,
+            start_line: 1,
+            end_line,
+        });
+    };
+    read_lines(BufReader::new(file), start.max(1), end, max_bytes)
+        .map_err(|e| io_error("read large file", &path, e))
+}
+
+fn read_lines<R: BufRead>(
+    mut r: R,
+    start: usize,
+    end: Option<usize>,
+    max_bytes: usize,
+) -> std::io::Result<Slice> {
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut last = start - 1;
+    let mut buf = Vec::new();
+    let mut truncated = false;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no < start {
+            continue;
+        }
+        if end.is_some_and(|e| line_no > e) {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.strip_suffix('\n').unwrap_or(&line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let extra = line.len() + usize::from(!out.is_empty());
+        if out.len() + extra > max_bytes {
+            truncated = true;
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+        last = line_no;
+    }
+    if end.is_some_and(|e| e > line_no) {
+        truncated = true;
+    }
+    Ok(Slice {
+        content: out,
+        truncated,
+        start_line: start,
+        end_line: last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_cannot_escape() {
+        let d = Path::new("/base");
+        let p = file_path(d, 3, "file_0123456789abcdef", "rs").unwrap();
+        assert_eq!(p, PathBuf::from("/base/3/file_0123456789abcdef.rs"));
+        assert!(file_path(d, 3, "../../x", "rs").is_err());
+        assert!(file_path(d, 3, "file_0123456789abcdef", "../x").is_err());
+        assert!(file_path(d, -1, "file_0123456789abcdef", "rs").is_err());
+    }
+
+    #[test]
+    fn atomic_write_and_slices() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = file_path(dir.path(), 1, "file_0123456789abcdef", "txt").unwrap();
+        write_atomic(&p, "l1\nl2\nl3\nl4\n".as_bytes()).unwrap();
+        let leftovers: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+        let rec = LargeFileRecord {
+            file_id: "file_0123456789abcdef".into(),
+            conversation_id: 1,
+            file_name: None,
+            mime_type: None,
+            byte_size: None,
+            line_count: None,
+            storage_uri: p.to_string_lossy().into_owned(),
+            exploration_summary: None,
+            created_at: String::new(),
+            source: None,
+        };
+        assert_eq!(read_all(&rec, dir.path()).unwrap(), "l1\nl2\nl3\nl4\n");
+        let s = read_slice(&rec, dir.path(), Some(2), Some(3), 1000).unwrap();
+        assert_eq!(
+            (s.content.as_str(), s.truncated, s.end_line),
+            ("l2\nl3", false, 3)
+        );
+        let s = read_slice(&rec, dir.path(), None, None, 4).unwrap();
+        assert_eq!((s.content.as_str(), s.truncated), ("l1\nl", true));
+        let s = read_slice(&rec, dir.path(), Some(4), Some(9), 1000).unwrap();
+        assert_eq!((s.content.as_str(), s.truncated), ("l4", true));
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(
+            read_all(&rec, other.path()).unwrap_err().code,
+            ErrorCode::Io
+        );
+    }
+}

@@ -1,0 +1,412 @@
+//! The in-memory message catalog behind `grep` over messages.
+//!
+//! For every stored message it keeps the id, conversation, role and time (so scope,
+//! time filters and recency order never touch SQLite) and a small Bloom filter of
+//! the byte trigrams of its case-normalized text (about one bit per byte of text,
+//! two bits per trigram, a power of two between 64 bits and 64 Kibit). A regex or
+//! CJK query is turned into the literal fragments every match must contain
+//! ([`super::literals`]); only messages whose filter holds all their trigrams are
+//! read from SQLite and checked. Before the per-message filters, a bit-sliced coarse
+//! filter (256 trigram buckets per message, stored 64 messages to a word) discards
+//! most messages with a few word ANDs per block. Filters have false positives,
+//! never false negatives, so results are exact.
+//!
+//! The catalog is built on the first search (one pass over `messages`) and caught
+//! up on each later search with the rows whose id is above the last one seen
+//! (`messages.message_id` is AUTOINCREMENT and messages are never rewritten).
+//! Memory: roughly 70 bytes plus a quarter of the text size per message (25 MiB
+//! for the shared 100k-message workload).
+
+use rusqlite::Connection;
+
+use super::literals::Req;
+use super::text::normalize;
+use crate::error::Result;
+
+const MIN_WORDS: usize = 1;
+const MAX_WORDS: usize = 1024;
+
+/// Buckets of the coarse filter (bits per message).
+pub const BUCKETS: usize = 256;
+
+/// Role codes kept per message.
+pub const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];
+
+/// A requirement with its fragments hashed.
+#[derive(Debug, Clone)]
+pub enum Compiled {
+    /// Every part holds.
+    All(Vec<Compiled>),
+    /// One part holds.
+    Any(Vec<Compiled>),
+    /// The trigram hashes of one fragment.
+    Lit(Vec<u64>),
+}
+
+impl Compiled {
+    /// Hashes the fragments of a requirement.
+    pub fn new(r: &Req) -> Compiled {
+        match r {
+            Req::All(v) => Compiled::All(v.iter().map(Compiled::new).collect()),
+            Req::Any(v) => Compiled::Any(v.iter().map(Compiled::new).collect()),
+            Req::Lit(s) => {
+                let mut h: Vec<u64> = s.as_bytes().windows(3).map(trigram_hash).collect();
+                h.sort_unstable();
+                h.dedup();
+                Compiled::Lit(h)
+            }
+        }
+    }
+}
+
+fn trigram_hash(w: &[u8]) -> u64 {
+    mix((u64::from(w[0]) << 16) | (u64::from(w[1]) << 8) | u64::from(w[2]))
+}
+
+/// Multiplicative hash of a 24-bit trigram, rotated so its best-mixed bits come
+/// first (the Bloom filters use the low bits, the coarse buckets bits 32..40).
+fn mix(v: u64) -> u64 {
+    v.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_right(24)
+}
+
+fn bucket(h: u64) -> usize {
+    (h >> 32) as usize % BUCKETS
+}
+
+/// The in-memory catalog of messages, in id order.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    ids: Vec<i64>,
+    conv: Vec<i64>,
+    time: Vec<i64>,
+    role: Vec<u8>,
+    prefix_max: Vec<i64>,
+    sig_off: Vec<u32>,
+    sig_log2: Vec<u8>,
+    sig: Vec<u64>,
+    /// Bit-sliced coarse filter: per block of 64 messages, [`BUCKETS`] words whose
+    /// bit `i` says message `64 * block + i` has a trigram in that bucket.
+    coarse: Vec<u64>,
+    loaded: bool,
+}
+
+/// A message row as read for the catalog.
+pub struct NewRow<'a> {
+    /// message_id
+    pub id: i64,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// DB role.
+    pub role: &'a str,
+    /// Time, epoch milliseconds.
+    pub time_ms: i64,
+    /// Plain-text content.
+    pub content: &'a str,
+}
+
+impl Catalog {
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the catalog holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The highest id seen (0 when empty).
+    pub fn last_id(&self) -> i64 {
+        self.ids.last().copied().unwrap_or(0)
+    }
+
+    /// Whether the first full load happened.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// Bytes of memory held (approximate).
+    pub fn memory_bytes(&self) -> usize {
+        self.ids.len() * (8 * 4 + 1 + 4 + 1) + (self.sig.len() + self.coarse.len()) * 8
+    }
+
+    /// Appends a message; ids must increase.
+    pub fn push(&mut self, r: &NewRow) {
+        if r.id <= self.last_id() {
+            return;
+        }
+        self.ids.push(r.id);
+        self.conv.push(r.conversation_id);
+        self.time.push(r.time_ms);
+        self.role
+            .push(ROLES.iter().position(|x| *x == r.role).unwrap_or(0) as u8);
+        let pm = self
+            .prefix_max
+            .last()
+            .copied()
+            .unwrap_or(i64::MIN)
+            .max(r.time_ms);
+        self.prefix_max.push(pm);
+        self.push_signature(r.content);
+    }
+
+    fn push_signature(&mut self, content: &str) {
+        // ASCII text is lower-cased on the fly; other text goes through normalize().
+        let norm = if content.is_ascii() {
+            std::borrow::Cow::Borrowed(content)
+        } else {
+            normalize(content)
+        };
+        let bytes = norm.as_bytes();
+        let trigrams = bytes.len().saturating_sub(2);
+        let words = (trigrams * 2)
+            .div_ceil(64)
+            .next_power_of_two()
+            .clamp(MIN_WORDS, MAX_WORDS);
+        let off = self.sig.len();
+        self.sig.resize(off + words, 0);
+        let mask = (words * 64 - 1) as u64;
+        let ord = self.sig_off.len();
+        if ord.is_multiple_of(64) {
+            self.coarse.resize(self.coarse.len() + BUCKETS, 0);
+        }
+        let doc_bit = 1u64 << (ord % 64);
+        let cstart = (ord / 64) * BUCKETS;
+        let coarse = &mut self.coarse[cstart..cstart + BUCKETS];
+        let sig = &mut self.sig[off..];
+        let mut v = 0u64;
+        for (i, &b) in bytes.iter().enumerate() {
+            v = ((v << 8) | u64::from(b.to_ascii_lowercase())) & 0xFF_FFFF;
+            if i < 2 {
+                continue;
+            }
+            let h = mix(v);
+            let bit = (h & mask) as usize;
+            sig[bit >> 6] |= 1 << (bit & 63);
+            coarse[bucket(h)] |= doc_bit;
+        }
+        self.sig_off.push(off as u32);
+        self.sig_log2.push(words.trailing_zeros() as u8);
+    }
+
+    /// The position of a message id.
+    pub fn position(&self, id: i64) -> Option<usize> {
+        self.ids.binary_search(&id).ok()
+    }
+
+    /// message_id at a position.
+    pub fn id(&self, ord: usize) -> i64 {
+        self.ids[ord]
+    }
+
+    /// conversation_id at a position.
+    pub fn conversation(&self, ord: usize) -> i64 {
+        self.conv[ord]
+    }
+
+    /// Time (epoch ms) at a position.
+    pub fn time(&self, ord: usize) -> i64 {
+        self.time[ord]
+    }
+
+    /// DB role at a position.
+    pub fn role(&self, ord: usize) -> &'static str {
+        ROLES[self.role[ord] as usize]
+    }
+
+    /// The latest time among positions `0..=ord`.
+    pub fn max_time_up_to(&self, ord: usize) -> i64 {
+        self.prefix_max[ord]
+    }
+
+    /// The messages of block `b` (positions `64b..64b+63`) that the coarse filter
+    /// lets through.
+    fn block_mask(&self, b: usize, req: &Compiled) -> u64 {
+        match req {
+            Compiled::All(v) => v.iter().fold(u64::MAX, |m, r| m & self.block_mask(b, r)),
+            Compiled::Any(v) => v.iter().fold(0, |m, r| m | self.block_mask(b, r)),
+            Compiled::Lit(hashes) => {
+                let words = &self.coarse[b * BUCKETS..(b + 1) * BUCKETS];
+                hashes.iter().fold(u64::MAX, |m, &h| m & words[bucket(h)])
+            }
+        }
+    }
+
+    /// Calls `f` with every position that may satisfy `req` (all positions when
+    /// `None`), newest id first, until `f` returns false.
+    pub fn for_each_candidate_desc(
+        &self,
+        req: Option<&Compiled>,
+        mut f: impl FnMut(usize) -> bool,
+    ) {
+        let n = self.len();
+        for b in (0..n.div_ceil(64)).rev() {
+            let valid = if (b + 1) * 64 <= n {
+                u64::MAX
+            } else {
+                (1u64 << (n - b * 64)) - 1
+            };
+            let mut mask = valid & req.map_or(u64::MAX, |r| self.block_mask(b, r));
+            while mask != 0 {
+                let i = 63 - mask.leading_zeros() as usize;
+                mask &= !(1u64 << i);
+                let ord = b * 64 + i;
+                if req.is_none_or(|r| self.may_match(ord, r)) && !f(ord) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whether the message at `ord` may satisfy the requirement.
+    pub fn may_match(&self, ord: usize, req: &Compiled) -> bool {
+        match req {
+            Compiled::All(v) => v.iter().all(|r| self.may_match(ord, r)),
+            Compiled::Any(v) => v.iter().any(|r| self.may_match(ord, r)),
+            Compiled::Lit(hashes) => {
+                let off = self.sig_off[ord] as usize;
+                let words = 1usize << self.sig_log2[ord];
+                let mask = (words * 64 - 1) as u64;
+                let sig = &self.sig[off..off + words];
+                hashes.iter().all(|h| {
+                    let bit = (h & mask) as usize;
+                    sig[bit >> 6] & (1 << (bit & 63)) != 0
+                })
+            }
+        }
+    }
+
+    /// Reads the messages added since the last call (all of them the first time).
+    /// Returns how many were added.
+    pub fn catch_up(&mut self, conn: &Connection) -> Result<usize> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
+        )?;
+        let mut rows = stmt.query([self.last_id()])?;
+        let mut added = 0;
+        while let Some(r) = rows.next()? {
+            let created = r.get_ref(3)?.as_str().unwrap_or("");
+            self.push(&NewRow {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                role: r.get_ref(2)?.as_str().unwrap_or("user"),
+                time_ms: parse_time_ms(created),
+                content: r.get_ref(4)?.as_str().unwrap_or(""),
+            });
+            added += 1;
+        }
+        self.loaded = true;
+        Ok(added)
+    }
+}
+
+/// Epoch milliseconds of a stored time (`YYYY-MM-DD HH:MM:SS` fast path, any other
+/// accepted shape through [`crate::timestamp::parse`]); 0 when unparseable.
+pub fn parse_time_ms(s: &str) -> i64 {
+    fast_sqlite_time(s.as_bytes())
+        .or_else(|| crate::timestamp::parse(s).map(|t| t.timestamp_millis()))
+        .unwrap_or(0)
+}
+
+fn fast_sqlite_time(b: &[u8]) -> Option<i64> {
+    if b.len() != 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b' '
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r].iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    Some(days_from_civil(y, m, d) * 86_400_000 + (hh * 3600 + mm * 60 + ss) * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::literals;
+
+    fn row<'a>(id: i64, content: &'a str) -> NewRow<'a> {
+        NewRow {
+            id,
+            conversation_id: 1,
+            role: "user",
+            time_ms: id * 1000,
+            content,
+        }
+    }
+
+    #[test]
+    fn filters_have_no_false_negatives() {
+        let mut c = Catalog::default();
+        let texts: Vec<String> = (0..500)
+            .map(|i| {
+                format!(
+                    "message {i} says Hello-{} and {}",
+                    i * 7,
+                    "filler words ".repeat(i % 40)
+                )
+            })
+            .collect();
+        for (i, t) in texts.iter().enumerate() {
+            c.push(&row(i as i64 + 1, t));
+        }
+        for i in (0..500).step_by(37) {
+            let pat = format!("(?i)HELLO-{}\\b", i * 7);
+            let req = Compiled::new(&literals::of_pattern(&pat).unwrap());
+            let ord = c.position(i as i64 + 1).unwrap();
+            assert!(c.may_match(ord, &req));
+            let hits = (0..c.len()).filter(|&o| c.may_match(o, &req)).count();
+            assert!(hits < 60, "filter too weak: {hits}");
+            let mut seen = Vec::new();
+            c.for_each_candidate_desc(Some(&req), |o| {
+                seen.push(o);
+                true
+            });
+            assert!(seen.contains(&ord));
+            assert!(seen.len() <= hits);
+            assert!(seen.windows(2).all(|w| w[0] > w[1]));
+        }
+        assert_eq!(c.max_time_up_to(10), 11_000);
+        let mut all = 0;
+        c.for_each_candidate_desc(None, |_| {
+            all += 1;
+            true
+        });
+        assert_eq!(all, 500);
+    }
+
+    #[test]
+    fn sqlite_times_parse_fast_and_right() {
+        assert_eq!(parse_time_ms("1970-01-01 00:00:01"), 1000);
+        assert_eq!(
+            parse_time_ms("2026-02-17 07:37:00"),
+            crate::timestamp::parse("2026-02-17T07:37:00Z")
+                .unwrap()
+                .timestamp_millis()
+        );
+        assert_eq!(parse_time_ms("2026-02-17T07:37:00.500Z"), 1771313820500);
+        assert_eq!(parse_time_ms("garbage"), 0);
+    }
+}

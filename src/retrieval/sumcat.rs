@@ -1,0 +1,116 @@
+//! The in-memory summary catalog: id, conversation and time (latest source time,
+//! else creation time) of every summary, so summary searches filter and order in
+//! memory and read content only for the rows they return or check. `summaries` rows
+//! are immutable; new ones are caught up by rowid, and a changed row count (a
+//! deletion) triggers a full reload.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use super::catalog::parse_time_ms;
+use crate::error::Result;
+
+/// The summaries known to the engine, in rowid order.
+#[derive(Debug, Default)]
+pub struct SummaryCatalog {
+    rowid: Vec<i64>,
+    ids: Vec<String>,
+    conv: Vec<i64>,
+    time: Vec<i64>,
+    by_id: HashMap<String, usize>,
+}
+
+impl SummaryCatalog {
+    /// Number of summaries.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Position of a summary id.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// rowid at a position.
+    pub fn rowid(&self, ord: usize) -> i64 {
+        self.rowid[ord]
+    }
+
+    /// conversation_id at a position.
+    pub fn conversation(&self, ord: usize) -> i64 {
+        self.conv[ord]
+    }
+
+    /// Time (epoch ms) at a position.
+    pub fn time(&self, ord: usize) -> i64 {
+        self.time[ord]
+    }
+
+    /// Brings the catalog up to date with `conn`'s snapshot.
+    pub fn sync(&mut self, conn: &Connection) -> Result<()> {
+        let (count, max): (i64, i64) = conn
+            .prepare_cached("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM summaries")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let last = self.rowid.last().copied().unwrap_or(0);
+        if count as usize == self.len() && max == last {
+            return Ok(());
+        }
+        if max < last || (count as usize) < self.len() {
+            *self = SummaryCatalog::default();
+        }
+        self.load_after(conn, self.rowid.last().copied().unwrap_or(0))?;
+        if self.len() != count as usize {
+            // A row appeared below the last rowid (rowid reuse): reload.
+            *self = SummaryCatalog::default();
+            self.load_after(conn, 0)?;
+        }
+        Ok(())
+    }
+
+    fn load_after(&mut self, conn: &Connection, after: i64) -> Result<()> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE rowid > ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([after])?;
+        while let Some(r) = rows.next()? {
+            let id: String = r.get(1)?;
+            self.by_id.insert(id.clone(), self.ids.len());
+            self.rowid.push(r.get(0)?);
+            self.ids.push(id);
+            self.conv.push(r.get(2)?);
+            self.time
+                .push(parse_time_ms(r.get_ref(3)?.as_str().unwrap_or("")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::expand::tests::dag;
+
+    #[test]
+    fn follows_inserts_and_deletions() {
+        let (conn, _ids, s) = dag();
+        let mut c = SummaryCatalog::default();
+        c.sync(&conn).unwrap();
+        assert_eq!(c.len(), 7);
+        let root = c.position(&s[0]).unwrap();
+        assert!(c.time(root) > 0);
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        conn.execute("DELETE FROM summaries WHERE summary_id = ?1", [&s[0]])
+            .unwrap();
+        c.sync(&conn).unwrap();
+        assert_eq!(c.len(), 6);
+        assert!(c.position(&s[0]).is_none());
+        c.sync(&conn).unwrap();
+        assert_eq!(c.len(), 6);
+    }
+}
