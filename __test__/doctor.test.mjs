@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest'
-import { LcmEngine, rejectsWithCode } from './helpers.mjs'
+import { join } from 'node:path'
+import { LcmEngine, rejectsWithCode, tempDir, turns, workload } from './helpers.mjs'
 import { query } from './sqlfile.mjs'
 import { build, damaged, sha } from './operator-fixture.mjs'
 
@@ -212,5 +213,54 @@ describe('doctor: parameters', () => {
     expect(err.message).toContain(`conversations: ${f.conv}`)
     await e.close()
     await rejectsWithCode(e.doctor({ all: true }), 'LCM_CLOSED')
+  })
+})
+
+describe('doctor: after compaction', () => {
+  const SMALL = { timezone: 'UTC', leafChunkTokens: 3000, leafTargetTokens: 400, condensedTargetTokens: 400, leafMinFanout: 4, condensedMinFanout: 2, freshTailCount: 16 }
+  const short = (req) => `Depth ${req.depth} summary: ${String(req.sourceText).split(/\s+/).slice(0, 60).join(' ')}`
+
+  async function compacted(summarizer) {
+    const { messages } = workload(300, 5)
+    const path = join(tempDir(), 'lcm.db')
+    const engine = await LcmEngine.open({ dbPath: path, ...SMALL, summarizer })
+    let conv
+    for (const turn of turns(messages)) conv = (await engine.ingestBatch({ sessionId: 's', messages: turn })).conversationId
+    const r = await engine.compact({ sessionId: 's', tokenBudget: 4000, mode: 'sweep', force: true })
+    expect(r.ok).toBe(true)
+    return { engine, conv, path }
+  }
+
+  it('finds a compacted DAG clean, and still clean after dissolve and transplant', async () => {
+    const { engine, conv } = await compacted(short)
+    const sums = await engine.getSummaries(conv)
+    expect(sums.some((s) => s.depth >= 1)).toBe(true)
+    expect((await engine.doctor({ conversationId: conv })).violations).toEqual([])
+    const top = (await engine.getContextItems(conv)).find((i) => i.itemType === 'summary' && i.depth >= 1)
+    await engine.dissolve({ conversationId: conv, summaryId: top.summaryId, apply: true })
+    const other = (await engine.ingestBatch({ sessionId: 'other', messages: workload(6, 8).messages })).conversationId
+    await engine.transplant({ sourceConversationId: conv, targetConversationId: other, apply: true })
+    const all = await engine.doctor({ all: true })
+    expect(all.violations).toEqual([])
+    expect(all.ok).toBe(true)
+    await engine.close()
+  })
+
+  it('lists the deterministic fallbacks compaction wrote, and repairs them', async () => {
+    // A summarizer that never shortens its input makes the pipeline fall back.
+    const { engine, conv, path } = await compacted((req) => `${req.sourceText} ${req.sourceText}`)
+    const r = await engine.doctor({ conversationId: conv })
+    await engine.close()
+    expect(r.violations).toEqual([])
+    const fallbacks = query(path, "SELECT summary_id FROM summaries WHERE model = 'deterministic'").map((x) => x.summary_id)
+    expect(fallbacks.length).toBeGreaterThan(0)
+    expect(r.brokenSummaries.map((b) => b.summaryId).sort()).toEqual(fallbacks.sort())
+    expect(r.brokenSummaries.every((b) => b.marker === 'truncated')).toBe(true)
+    const depths = r.brokenSummaries.map((b) => b.depth)
+    expect(depths).toEqual([...depths].sort((a, b) => a - b))
+    const fixed = await doctor(path, { conversationId: conv, apply: true }, { ...SMALL, summarizer: short })
+    expect(fixed.ok).toBe(true)
+    expect(fixed.resummarized.every((x) => x.status === 'repaired')).toBe(true)
+    expect(query(path, "SELECT COUNT(*) AS n FROM summaries WHERE content LIKE '%[Truncated from %'")[0].n).toBe(0)
   })
 })
