@@ -63,7 +63,7 @@ pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
 /// caches an index's structure per connection and its integrity check does not
 /// reload it, so a long-lived connection would compare a stale structure with the
 /// current text; a full-text query first, in the same transaction, reloads it.
-fn integrity_lines(conn: &Connection) -> Result<Vec<String>> {
+pub fn integrity_lines(conn: &Connection) -> Result<Vec<String>> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")?
         .query_map([], |r| r.get(0))?
