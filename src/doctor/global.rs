@@ -21,10 +21,7 @@ fn fts_table_of(line: &str) -> Option<&str> {
 /// that does not match its text (repairable by a rebuild), and one
 /// [`Kind::SqliteIntegrity`] violation listing anything else SQLite reported.
 pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
-    conn.execute_batch("SAVEPOINT lcm_doctor_integrity")?;
-    let all = integrity_lines(conn);
-    conn.execute_batch("RELEASE lcm_doctor_integrity")?;
-    let all = all?;
+    let all = integrity_lines(conn)?;
     let mut out = Vec::new();
     let mut lines = Vec::new();
     for line in all.into_iter().filter(|l| l != "ok") {
@@ -59,11 +56,19 @@ pub fn integrity(conn: &Connection) -> Result<Vec<Violation>> {
     Ok(out)
 }
 
-/// The lines of `PRAGMA integrity_check`, in the caller's read transaction. FTS5
-/// caches an index's structure per connection and its integrity check does not
-/// reload it, so a long-lived connection would compare a stale structure with the
-/// current text; a full-text query first, in the same transaction, reloads it.
+/// The lines of `PRAGMA integrity_check` (`["ok"]` for a sound file). FTS5 caches an
+/// index's structure per connection and its integrity check does not reload it, so
+/// a long-lived connection would compare a stale structure with the current text
+/// after another connection wrote; a full-text query first, in the same read
+/// transaction (a savepoint here), reloads it.
 pub fn integrity_lines(conn: &Connection) -> Result<Vec<String>> {
+    conn.execute_batch("SAVEPOINT lcm_doctor_integrity")?;
+    let lines = integrity_lines_in(conn);
+    conn.execute_batch("RELEASE lcm_doctor_integrity")?;
+    lines
+}
+
+fn integrity_lines_in(conn: &Connection) -> Result<Vec<String>> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'")?
         .query_map([], |r| r.get(0))?
