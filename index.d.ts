@@ -840,6 +840,156 @@ export interface AssembleResult {
   stats: AssembleStats
   /** Static recall guidance for the system prompt; present when a summary is included. */
   systemPromptAddition?: string
+
+
+/* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
+
+/** Parameters of `doctor`: exactly one of `conversationId` / `all`. */
+export interface DoctorParams {
+  conversationId?: number
+  all?: boolean
+  /** Repair what can be repaired without loss, then summarize broken summaries again (default false: writes nothing). */
+  apply?: boolean
+}
+
+/** What a violation is about. */
+export type ViolationKind =
+  | 'sqliteIntegrity' | 'ordinalGap' | 'contextDangling' | 'contextForeign' | 'linkDangling' | 'linkForeign'
+  | 'cycle' | 'reachedTwice' | 'summarySources' | 'uncoveredMessages' | 'coveredTwice' | 'metadata'
+  | 'ftsMissing' | 'ftsExtra' | 'ftsOutdated' | 'ftsDuplicate' | 'ftsIndex'
+
+/** One broken invariant, naming the rows involved. */
+export interface Violation {
+  kind: ViolationKind
+  /** null: database-wide. */
+  conversationId: number | null
+  summaryIds: string[]
+  messageIds: number[]
+  /** Whether `apply` repairs it without losing anything. */
+  repairable: boolean
+  message: string
+  /** Kind-specific: `{ table }` (FTS), `{ fields: [{ column, stored, expected }] }` (metadata), `{ ordinals }`, `{ restoreTo }`, `{ holders }`. */
+  details?: Record<string, unknown>
+}
+
+/** A summary ending with a fallback or truncation marker. */
+export interface BrokenSummary {
+  summaryId: string
+  conversationId: number
+  kind: 'leaf' | 'condensed'
+  depth: number
+  tokenCount: number
+  chars: number
+  marker: 'truncated' | 'capped' | 'referenceFallback' | 'referenceEmergency'
+  markerText: string
+  contextOrdinal: number | null
+  reachable: boolean
+  /** 1-based position in the repair order (bottom-up) of its conversation. */
+  order: number
+}
+
+/** One repair `doctor({ apply: true })` made. */
+export interface DoctorRepair {
+  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized'
+  conversationId: number | null
+  summaryIds: string[]
+  messageIds: number[]
+  message: string
+}
+
+/** One re-summarization of a broken summary. */
+export interface Resummarized {
+  summaryId: string
+  conversationId: number
+  /** `stillBroken`: the summarizer's answer would end with a marker again; nothing written. */
+  status: 'repaired' | 'stillBroken' | 'unchanged'
+  level: SummaryLevel | null
+  model: string | null
+  tokensBefore: number
+  tokensAfter: number | null
+}
+
+/** Result of `doctor`. */
+export interface DoctorReport {
+  /** True when nothing is (left) to repair. */
+  ok: boolean
+  applied: boolean
+  conversationIds: number[]
+  /** Found by the first check. */
+  violations: Violation[]
+  brokenSummaries: BrokenSummary[]
+  repairs: DoctorRepair[]
+  resummarized: Resummarized[]
+  /** The summarizer error that stopped the re-summarizations (earlier ones stay written). */
+  error: { summaryId: string; code: string; message: string } | null
+  /** Found by the check after the repairs (apply only). */
+  remaining: { violations: Violation[]; brokenSummaries: BrokenSummary[] } | null
+}
+
+/** Parameters of `dissolve`. */
+export interface DissolveParams {
+  conversationId: number
+  summaryId: string
+  /** Write (default false: plan only). */
+  apply?: boolean
+  /** Keep the summary row (unreferenced, with its links) instead of deleting it. */
+  keep?: boolean
+}
+
+/** A summary as the dry runs show it. */
+export interface SummaryView {
+  summaryId: string; kind: 'leaf' | 'condensed'; depth: number; tokenCount: number; ordinal: number | null; preview: string
+}
+
+/** An item a dissolve puts back into the context list. */
+export interface RestoredItem {
+  itemType: 'summary' | 'message'
+  summaryId: string | null; messageId: number | null
+  kind: string | null; depth: number | null; role: string | null; seq: number | null
+  tokenCount: number; preview: string
+}
+
+/** What a dissolve does (dry run) or did. */
+export interface DissolvePlan {
+  conversationId: number
+  target: SummaryView
+  restored: RestoredItem[]
+  contextItemsBefore: number; contextItemsAfter: number
+  contextTokensBefore: number; contextTokensAfter: number; tokenDelta: number
+  /** Items after the target, which move by `shift`. */
+  itemsShifted: number; shift: number
+  keep: boolean
+  applied: boolean
+}
+
+/** Parameters of `transplant`. */
+export interface TransplantParams {
+  sourceConversationId: number
+  targetConversationId: number
+  /** Write (default false: plan only). */
+  apply?: boolean
+}
+
+/** What a transplant does (dry run) or did. */
+export interface TransplantPlan {
+  sourceConversationId: number
+  targetConversationId: number
+  /** The source's context summaries, in order; their copies are prepended. */
+  contextSummaries: SummaryView[]
+  summariesByDepth: Array<{ depth: number; count: number }>
+  summaryCount: number; messageCount: number; partCount: number
+  targetSummaryItems: number; targetMessageItems: number
+  /** Tokens the prepended items add to the target's context. */
+  tokenOverhead: number
+  /** `file_…` ids the copies mention (the files stay registered to the source). */
+  fileIds: string[]
+  applied: boolean
+  /** Source → copy ids of the context summaries (apply). */
+  mapping: Array<{ from: string; to: string }>
+  /** Seqs of the copied messages in the target (apply). */
+  seqRange: [number, number] | null
+  /** Copied messages found in the message index after the flush (apply). */
+  messagesIndexed: number | null
 }
 
 /**
@@ -883,6 +1033,33 @@ export declare class LcmEngine {
   cancel(session: string): number
   /** `PRAGMA integrity_check` rows: `['ok']` for a sound database. */
   integrityCheck(): Promise<string[]>
+  /**
+   * Checks the store's invariants for one conversation (`conversationId`) or all
+   * (`all: true`): SQLite integrity, context ordinals, links, cycles, coverage of
+   * every message exactly once, recomputed summary columns, full-text rows; and
+   * lists broken summaries (ending with a fallback or truncation marker) in repair
+   * order. `apply: true` repairs what can be repaired without loss, then
+   * summarizes broken summaries again (each in its own transaction; a summarizer
+   * error stops and is reported in `error`). Resolves with a report whose `ok` is
+   * true when nothing is (left) to repair.
+   */
+  doctor(params: DoctorParams): Promise<DoctorReport>
+  /**
+   * Replaces a summary of the context list, at its position, by what it was made
+   * from (a condensed summary by its children, a leaf by its messages). Without
+   * `apply` it only plans; with it, one transaction also removes the summary, its
+   * links and FTS rows (`keep: true` keeps the row, unreferenced). Rejects with
+   * `LCM_NOT_FOUND` (listing what exists) or `LCM_INVALID_INPUT` (naming the
+   * summary that holds one not in the context list).
+   */
+  dissolve(params: DissolveParams): Promise<DissolvePlan>
+  /**
+   * Copies the source conversation's context summaries, every summary beneath
+   * them and their messages and parts, under new ids, to the front of the target's
+   * context list. Without `apply` it only plans. Refuses when the target already
+   * holds the text of a summary to copy.
+   */
+  transplant(params: TransplantParams): Promise<TransplantPlan>
   /**
    * Searches messages and/or summaries. `mode: "regex"` (default; Rust regex
    * syntax, linear time) or `"full_text"` (FTS5, every term quoted; CJK through

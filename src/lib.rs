@@ -10,6 +10,8 @@ pub mod assembler;
 pub mod cli;
 pub mod compaction;
 pub mod config;
+pub mod dagops;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod largefiles;

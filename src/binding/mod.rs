@@ -6,6 +6,7 @@
 
 mod cli_fns;
 mod compaction;
+mod dagops_fns;
 mod js;
 mod live;
 mod prompt_fns;

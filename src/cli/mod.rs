@@ -15,11 +15,15 @@
 //! [`dispatch`].
 
 pub mod db;
+pub mod dissolve;
+pub mod doctor;
 pub mod error;
+pub mod operator;
 pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod rewrite;
+pub mod transplant;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -76,6 +80,12 @@ pub enum Command {
     Rewrite(rewrite::RewriteArgs),
     /// List, export, show, diff and render the summarization prompt templates
     Prompts(prompts::PromptsArgs),
+    /// Check the store's invariants and broken summaries; --apply repairs them
+    Doctor(doctor::DoctorArgs),
+    /// Replace a context summary by what it was made from (dry run unless --apply)
+    Dissolve(dissolve::DissolveArgs),
+    /// Copy a conversation's context summaries into another conversation (dry run unless --apply)
+    Transplant(transplant::TransplantArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -141,6 +151,9 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
     match command {
         Command::Rewrite(a) => rewrite::run(a, ctx),
         Command::Prompts(a) => prompts::run(a, ctx),
+        Command::Doctor(a) => doctor::run(a, ctx),
+        Command::Dissolve(a) => dissolve::run(a, ctx),
+        Command::Transplant(a) => transplant::run(a, ctx),
     }
 }
 
@@ -220,5 +233,7 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
     code
 }
 
+#[cfg(test)]
+mod operator_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,210 @@
+//! What `doctor`, `dissolve` and `transplant` share: dry runs on a read-only
+//! connection (the file's bytes cannot change, and an unmigrated file is refused
+//! rather than migrated), `--apply` through the engine (which migrates first), the
+//! summarizer flags, and a progress bar fed from the engine's progress callback.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Args;
+use rusqlite::Connection;
+
+use super::error::CliError;
+use super::progress::Progress;
+use super::{db, Ctx};
+use crate::config::EngineOptions;
+use crate::engine::Engine;
+
+/// Opens the database for a dry run: read-only, with temporary tables allowed (the
+/// doctor tokenizes message text into one to compare it with the index), and only
+/// when it already has the current schema.
+pub fn open_dry_run(ctx: &Ctx) -> Result<Connection, CliError> {
+    let path = ctx.db_path()?;
+    let conn = ctx.open_read_only(&path)?;
+    conn.execute_batch("PRAGMA query_only = 0;")
+        .map_err(|e| CliError::from(crate::error::LcmError::from(e)))?;
+    crate::doctor::require_current_schema(&conn)?;
+    Ok(conn)
+}
+
+/// A second connection for FTS5's `integrity-check` command, which SQLite treats as a
+/// write statement although it writes nothing (the doctor rolls it back): read-write,
+/// never creating the file. `None` when the file cannot be opened for writing; the
+/// check then compares index rows only.
+pub fn open_fts_probe(ctx: &Ctx) -> Option<Connection> {
+    let path = ctx.db_path().ok()?;
+    let c = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    c.busy_timeout(std::time::Duration::from_secs(30)).ok()?;
+    Some(c)
+}
+
+/// Opens the engine on the database for `--apply`.
+pub fn open_apply(ctx: &mut Ctx, opts: EngineOptions) -> Result<Engine, CliError> {
+    ctx.open_engine(opts)
+}
+
+/// Engine options for a database path.
+pub fn options(path: &Path) -> EngineOptions {
+    db::engine_options(path)
+}
+
+/// Closes the engine, warning (not failing) when closing fails.
+pub fn close(ctx: &mut Ctx, engine: Engine) {
+    match ctx.block_on(engine.close()) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => ctx
+            .out
+            .warn(&format!("closing the database: {}", e.message)),
+        Err(e) => ctx
+            .out
+            .warn(&format!("closing the database: {}", e.message)),
+    }
+}
+
+/// Summarizer flags (used by `doctor --apply` to summarize broken summaries again).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SummarizerArgs {
+    /// Summarizer for repairs: anthropic, openai, openai-responses or offline [default: $LCM_TUI_SUMMARY_PROVIDER, $LCM_SUMMARY_PROVIDER, inferred from --model or the API keys, else offline]
+    #[arg(long, value_name = "NAME", value_parser = ["anthropic", "openai", "openai-responses", "offline"])]
+    pub provider: Option<String>,
+    /// Summarizer model [default: $LCM_TUI_SUMMARY_MODEL, $LCM_SUMMARY_MODEL, the provider's default]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Provider base URL [default: $LCM_TUI_SUMMARY_BASE_URL, $LCM_SUMMARY_BASE_URL]
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Prompt template override directory [default: ~/.config/lcm-tui/prompts]
+    #[arg(long, value_name = "PATH")]
+    pub prompt_dir: Option<String>,
+    /// IANA timezone of the timestamps in source texts [default: $TZ, else UTC]
+    #[arg(long, value_name = "ZONE", visible_alias = "tz")]
+    pub timezone: Option<String>,
+}
+
+fn env_first(names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .filter_map(|n| std::env::var(n).ok())
+        .map(|v| v.trim().to_owned())
+        .find(|v| !v.is_empty())
+}
+
+fn nonempty(v: &Option<String>) -> Option<String> {
+    v.clone().filter(|s| !s.trim().is_empty())
+}
+
+/// The provider: the flag, the environment, the model's family, a base URL (openai),
+/// an API key; `None` leaves the engine's default (offline).
+fn provider(a: &SummarizerArgs, model: Option<&str>, base_url: Option<&str>) -> Option<String> {
+    let by_model = model.map(|m| m.to_ascii_lowercase()).and_then(|m| {
+        if m.starts_with("claude") {
+            Some("anthropic")
+        } else if ["gpt-", "o1", "o3", "o4", "chatgpt"]
+            .iter()
+            .any(|p| m.starts_with(p))
+        {
+            Some("openai")
+        } else {
+            None
+        }
+    });
+    let key = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    a.provider
+        .clone()
+        .or_else(|| env_first(&["LCM_TUI_SUMMARY_PROVIDER", "LCM_SUMMARY_PROVIDER"]))
+        .or_else(|| by_model.map(str::to_owned))
+        .or_else(|| base_url.map(|_| "openai".to_owned()))
+        .or_else(|| key("ANTHROPIC_API_KEY").then(|| "anthropic".to_owned()))
+        .or_else(|| key("OPENAI_API_KEY").then(|| "openai".to_owned()))
+}
+
+/// Engine options with the summarizer flags applied, and the summarizer's label.
+pub fn summarizer_options(path: &Path, a: &SummarizerArgs) -> (EngineOptions, String) {
+    let model =
+        nonempty(&a.model).or_else(|| env_first(&["LCM_TUI_SUMMARY_MODEL", "LCM_SUMMARY_MODEL"]));
+    let base_url = nonempty(&a.base_url)
+        .or_else(|| env_first(&["LCM_TUI_SUMMARY_BASE_URL", "LCM_SUMMARY_BASE_URL"]));
+    let provider = provider(a, model.as_deref(), base_url.as_deref());
+    let label = match (&provider, &model) {
+        (Some(p), Some(m)) => format!("{p} ({m})"),
+        (Some(p), None) => p.clone(),
+        (None, _) => "offline (no summarizer configured)".to_owned(),
+    };
+    let opts = EngineOptions {
+        summary_provider: provider.or_else(|| Some("offline".to_owned())),
+        summary_model: model,
+        summary_base_url: base_url,
+        prompt_dir: a.prompt_dir.clone(),
+        timezone: a.timezone.clone(),
+        ..options(path)
+    };
+    (opts, label)
+}
+
+/// A progress callback for the engine and the receiver the command draws from.
+pub fn progress_channel() -> (
+    crate::doctor::Progress,
+    tokio::sync::mpsc::UnboundedReceiver<(String, u64, u64)>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let cb: crate::doctor::Progress = Arc::new(move |phase: &str, done, total| {
+        let _ = tx.send((phase.to_owned(), done, total));
+    });
+    (cb, rx)
+}
+
+fn phase_label(phase: &str) -> &str {
+    match phase {
+        "check" => "checking conversations",
+        "repair" => "repairing conversations",
+        "resummarize" => "summarizing broken summaries again",
+        other => other,
+    }
+}
+
+/// Runs `fut` on the command's runtime, drawing one progress bar per phase on
+/// stderr (only on a terminal, never with `--json`).
+pub fn drive<T, F: Future<Output = T>>(
+    ctx: &mut Ctx,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(String, u64, u64)>,
+    fut: F,
+) -> Result<T, CliError> {
+    let handle = ctx.handle()?;
+    let json = ctx.json();
+    let out = &*ctx.out;
+    let mut bar: Option<(String, u64, Progress)> = None;
+    let mut show = |(phase, done, total): (String, u64, u64)| {
+        if json {
+            return;
+        }
+        if bar.as_ref().is_none_or(|(p, _, _)| *p != phase) {
+            bar = Some((
+                phase.clone(),
+                0,
+                Progress::new(out, total, phase_label(&phase)),
+            ));
+        }
+        if let Some((_, shown, b)) = bar.as_mut() {
+            while *shown < done {
+                b.inc();
+                *shown += 1;
+            }
+        }
+    };
+    let r = handle.block_on(async {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                biased;
+                Some(ev) = rx.recv() => show(ev),
+                r = &mut fut => break r,
+            }
+        }
+    });
+    Ok(r)
+}

@@ -1,0 +1,398 @@
+//! `dissolve`: a summary of the context list is replaced, at its position, by what
+//! it was made from — a condensed summary by its child summaries in link order, a
+//! leaf by its source messages. Later items shift and ordinals stay 0..n-1. The
+//! dissolved summary, its links and its FTS rows are removed, unless `keep` keeps
+//! the row (unreferenced, with its links, for inspection).
+
+use rusqlite::{params, Connection, Transaction};
+use serde::{Deserialize, Serialize};
+
+use super::{no_new_violations, preview, structural, summary_view, SummaryView};
+use crate::doctor::{fts, require_conversation, violation::list};
+use crate::error::{LcmError, Result};
+use crate::store::{dag, messages, summaries, Features};
+
+/// Parameters of `dissolve`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DissolveParams {
+    /// The conversation whose context list holds the summary.
+    pub conversation_id: i64,
+    /// The summary to dissolve.
+    pub summary_id: String,
+    /// Write (default: plan only).
+    #[serde(default)]
+    pub apply: bool,
+    /// Keep the summary row (unreferenced) instead of deleting it.
+    #[serde(default)]
+    pub keep: bool,
+}
+
+/// One item that comes back into the context list.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoredItem {
+    /// `summary` or `message`.
+    pub item_type: &'static str,
+    /// The summary, for summary items.
+    pub summary_id: Option<String>,
+    /// The message, for message items.
+    pub message_id: Option<i64>,
+    /// The summary's kind.
+    pub kind: Option<String>,
+    /// The summary's depth.
+    pub depth: Option<i64>,
+    /// The message's role.
+    pub role: Option<String>,
+    /// The message's seq.
+    pub seq: Option<i64>,
+    /// Its tokens.
+    pub token_count: i64,
+    /// The start of its text.
+    pub preview: String,
+}
+
+/// What a dissolve does (the dry run) or did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DissolvePlan {
+    /// The conversation.
+    pub conversation_id: i64,
+    /// The summary dissolved.
+    pub target: SummaryView,
+    /// What replaces it, in order.
+    pub restored: Vec<RestoredItem>,
+    /// Context items before.
+    pub context_items_before: i64,
+    /// Context items after.
+    pub context_items_after: i64,
+    /// Context tokens before.
+    pub context_tokens_before: i64,
+    /// Context tokens after.
+    pub context_tokens_after: i64,
+    /// `after - before`.
+    pub token_delta: i64,
+    /// Items after the target, which move.
+    pub items_shifted: i64,
+    /// How far they move.
+    pub shift: i64,
+    /// Whether the summary row is kept.
+    pub keep: bool,
+    /// Whether it was written.
+    pub applied: bool,
+}
+
+/// Plans a dissolve (read-only); errors name what is wrong and what exists.
+pub fn plan(conn: &Connection, p: &DissolveParams) -> Result<DissolvePlan> {
+    let conv = p.conversation_id;
+    require_conversation(conn, conv)?;
+    let target = summary_view(conn, conv, &p.summary_id)?
+        .ok_or_else(|| unknown_summary(conn, conv, &p.summary_id))?;
+    let owner: i64 = conn.query_row(
+        "SELECT conversation_id FROM summaries WHERE summary_id = ?1",
+        [&p.summary_id],
+        |r| r.get(0),
+    )?;
+    if owner != conv {
+        return Err(LcmError::invalid(format!(
+            "summary {} belongs to conversation {owner}, not {conv}",
+            p.summary_id
+        )));
+    }
+    let Some(ordinal) = target.ordinal else {
+        return Err(not_in_context(conn, conv, &p.summary_id)?);
+    };
+    let restored = sources(conn, conv, &p.summary_id)?;
+    already_in_context(conn, conv, &restored)?;
+    let items_before: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1",
+        [conv],
+        |r| r.get(0),
+    )?;
+    let shifted: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1 AND ordinal > ?2",
+        params![conv, ordinal],
+        |r| r.get(0),
+    )?;
+    let tokens_before = messages::context_token_count(conn, conv)?;
+    let back: i64 = restored.iter().map(|r| r.token_count).sum();
+    let tokens_after = tokens_before - target.token_count + back;
+    let shift = restored.len() as i64 - 1;
+    Ok(DissolvePlan {
+        conversation_id: conv,
+        context_items_before: items_before,
+        context_items_after: items_before + shift,
+        context_tokens_before: tokens_before,
+        context_tokens_after: tokens_after,
+        token_delta: tokens_after - tokens_before,
+        items_shifted: if shift == 0 { 0 } else { shifted },
+        shift,
+        keep: p.keep,
+        applied: false,
+        target,
+        restored,
+    })
+}
+
+fn unknown_summary(conn: &Connection, conv: i64, id: &str) -> LcmError {
+    let listed = context_summaries(conn, conv).unwrap_or_default();
+    let known = if listed.is_empty() {
+        format!("conversation {conv} has no summaries in its context list")
+    } else {
+        format!(
+            "summaries in the context list of conversation {conv}: {}",
+            list(&listed)
+        )
+    };
+    LcmError::not_found(format!("summary {id} does not exist ({known})"))
+}
+
+/// `sum_… (dN)` for each summary item of a context list.
+fn context_summaries(conn: &Connection, conv: i64) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT s.summary_id, s.depth FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
+         WHERE ci.conversation_id = ?1 ORDER BY ci.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([conv], |r| {
+            Ok(format!(
+                "{} (d{})",
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The error for a summary that is no context item: it names the summary built from
+/// it, and the chain up to the context item that holds it.
+fn not_in_context(conn: &Connection, conv: i64, id: &str) -> Result<LcmError> {
+    let mut chain: Vec<String> = Vec::new();
+    let mut cur = id.to_owned();
+    let mut top_ordinal = None;
+    while chain.len() < 64 {
+        let holders = summaries::derived_summary_ids(conn, &cur)?;
+        let Some(h) = pick_holder(conn, conv, &holders)? else {
+            break;
+        };
+        let view = summary_view(conn, conv, &h)?;
+        chain.push(format!(
+            "{h} (d{})",
+            view.as_ref().map(|v| v.depth).unwrap_or(0)
+        ));
+        top_ordinal = view.and_then(|v| v.ordinal);
+        cur = h;
+        if top_ordinal.is_some() {
+            break;
+        }
+    }
+    let Some(first) = chain.first() else {
+        return Ok(LcmError::invalid(format!(
+            "summary {id} is not in the context list of conversation {conv}, and no summary lists it as a source (run doctor on conversation {conv})"
+        )));
+    };
+    let mut msg =
+        format!("summary {id} is not in the context list of conversation {conv}: {first} holds it");
+    for h in &chain[1..] {
+        msg.push_str(&format!(", which {h} holds"));
+    }
+    match top_ordinal {
+        Some(o) => msg.push_str(&format!(" (context item {o}); dissolve {cur} first")),
+        None => msg.push_str(" (no context item reaches it; run doctor)"),
+    }
+    Ok(LcmError::invalid(msg))
+}
+
+/// Prefers a holder that is a context item of `conv`, else the first.
+fn pick_holder(conn: &Connection, conv: i64, holders: &[String]) -> Result<Option<String>> {
+    for h in holders {
+        if summary_view(conn, conv, h)?.is_some_and(|v| v.ordinal.is_some()) {
+            return Ok(Some(h.clone()));
+        }
+    }
+    Ok(holders.first().cloned())
+}
+
+/// What a summary was made from, in link order; every row must exist in `conv`.
+fn sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> {
+    let mut out = message_sources(conn, conv, id)?;
+    if out.is_empty() {
+        out = summary_sources(conn, conv, id)?;
+    }
+    if out.is_empty() {
+        return Err(LcmError::invalid(format!(
+            "summary {id} has no linked sources, so there is nothing to dissolve it into (run doctor on conversation {conv})"
+        )));
+    }
+    Ok(out)
+}
+
+fn message_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> {
+    let mut stmt = conn.prepare(
+        "SELECT sm.message_id, m.conversation_id, m.role, m.seq, m.token_count, m.content
+         FROM summary_messages sm LEFT JOIN messages m ON m.message_id = sm.message_id
+         WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
+    )?;
+    let rows: Vec<(Option<i64>, RestoredItem)> = stmt
+        .query_map([id], |r| {
+            let item = RestoredItem {
+                item_type: "message",
+                summary_id: None,
+                message_id: Some(r.get(0)?),
+                kind: None,
+                depth: None,
+                role: r.get(2)?,
+                seq: r.get(3)?,
+                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                preview: preview(&r.get::<_, Option<String>>(5)?.unwrap_or_default(), 80),
+            };
+            Ok((r.get(1)?, item))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    owned_by(rows, conv, id)
+}
+
+fn summary_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> {
+    let mut stmt = conn.prepare(
+        "SELECT sp.parent_summary_id, s.conversation_id, s.kind, s.depth, s.token_count, s.content
+         FROM summary_parents sp LEFT JOIN summaries s ON s.summary_id = sp.parent_summary_id
+         WHERE sp.summary_id = ?1 ORDER BY sp.ordinal",
+    )?;
+    let rows: Vec<(Option<i64>, RestoredItem)> = stmt
+        .query_map([id], |r| {
+            let item = RestoredItem {
+                item_type: "summary",
+                summary_id: Some(r.get(0)?),
+                message_id: None,
+                kind: r.get(2)?,
+                depth: r.get(3)?,
+                role: None,
+                seq: None,
+                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                preview: preview(&r.get::<_, Option<String>>(5)?.unwrap_or_default(), 80),
+            };
+            Ok((r.get(1)?, item))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    owned_by(rows, conv, id)
+}
+
+/// The items, when every one exists in `conv` (the conversation is `None` when the
+/// row is missing).
+fn owned_by(
+    rows: Vec<(Option<i64>, RestoredItem)>,
+    conv: i64,
+    id: &str,
+) -> Result<Vec<RestoredItem>> {
+    rows.into_iter()
+        .map(|(c, item)| {
+            if c == Some(conv) {
+                return Ok(item);
+            }
+            let what = match (&item.summary_id, item.message_id) {
+                (Some(s), _) => format!("summary {s}"),
+                (_, m) => format!("message {}", m.unwrap_or(0)),
+            };
+            Err(broken_source(id, &what, conv))
+        })
+        .collect()
+}
+
+fn broken_source(id: &str, what: &str, conv: i64) -> LcmError {
+    LcmError::invalid(format!(
+        "summary {id} lists {what} as a source, which does not exist in conversation {conv} (run doctor on conversation {conv})"
+    ))
+}
+
+fn already_in_context(conn: &Connection, conv: i64, items: &[RestoredItem]) -> Result<()> {
+    let mut stmt = conn.prepare(
+        "SELECT ordinal FROM context_items WHERE conversation_id = ?1 AND (message_id = ?2 OR summary_id = ?3)",
+    )?;
+    for it in items {
+        let hit: Option<i64> = stmt
+            .query_map(params![conv, it.message_id, it.summary_id], |r| r.get(0))?
+            .next()
+            .transpose()?;
+        if let Some(o) = hit {
+            let what = it
+                .summary_id
+                .clone()
+                .unwrap_or_else(|| format!("message {}", it.message_id.unwrap_or(0)));
+            return Err(LcmError::invalid(format!(
+                "{what} is already context item {o}; dissolving would list it twice (run doctor on conversation {conv})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Plans again inside the transaction and writes the dissolve.
+pub fn apply(tx: &Transaction, p: &DissolveParams, features: Features) -> Result<DissolvePlan> {
+    let mut plan = plan(tx, p)?;
+    let conv = p.conversation_id;
+    let before = structural(tx, conv)?;
+    if !p.keep {
+        let holders = summaries::derived_summary_ids(tx, &p.summary_id)?;
+        if !holders.is_empty() {
+            return Err(LcmError::invalid(format!(
+                "summary {} is still listed as a source by {} (kept after an earlier dissolve); pass keep to leave the row",
+                p.summary_id,
+                list(&holders)
+            )));
+        }
+    }
+    splice(tx, conv, plan.target.ordinal.unwrap_or(0), &plan.restored)?;
+    if !p.keep {
+        remove_summary(tx, &p.summary_id, features)?;
+    }
+    no_new_violations("this dissolve", &before, &structural(tx, conv)?)?;
+    tx.execute(
+        "UPDATE conversations SET updated_at = datetime('now') WHERE conversation_id = ?1",
+        [conv],
+    )?;
+    plan.applied = true;
+    Ok(plan)
+}
+
+/// Replaces the item at `ordinal` by `items`, moving later items through negative
+/// ordinals so the primary key never collides.
+fn splice(tx: &Transaction, conv: i64, ordinal: i64, items: &[RestoredItem]) -> Result<()> {
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal > ?2",
+        params![conv, ordinal],
+    )?;
+    tx.execute(
+        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal = ?2",
+        params![conv, ordinal],
+    )?;
+    let mut st = tx.prepare(
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, summary_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, datetime('now'))",
+    )?;
+    for (i, it) in items.iter().enumerate() {
+        st.execute(params![
+            conv,
+            ordinal + i as i64,
+            it.item_type,
+            it.message_id,
+            it.summary_id
+        ])?;
+    }
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - ordinal + ?2 WHERE conversation_id = ?1 AND ordinal < 0",
+        params![conv, items.len() as i64 - 1],
+    )?;
+    dag::resequence(tx, conv)
+}
+
+/// Deletes a summary with its links and FTS rows.
+pub fn remove_summary(tx: &Transaction, id: &str, features: Features) -> Result<()> {
+    tx.execute("DELETE FROM summary_parents WHERE summary_id = ?1", [id])?;
+    tx.execute("DELETE FROM summary_messages WHERE summary_id = ?1", [id])?;
+    for table in fts::summary_tables(features) {
+        tx.execute(&format!("DELETE FROM {table} WHERE summary_id = ?1"), [id])?;
+    }
+    tx.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! `Engine::doctor`: the check → repair → re-summarize → check sequence over the
+//! store's jobs (reads on read connections, writes and FTS5 commands on the writer).
+
+use super::{
+    check_conversation, check_fts, check_global, conversation_ids, repair_all,
+    require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Progress,
+    Repair, RepairKind, Resummarized, ResummaryStatus, StopError,
+};
+use crate::engine::Engine;
+use crate::error::{LcmError, Result};
+
+fn tick(progress: Option<&Progress>, phase: &str, done: usize, total: usize) {
+    if let Some(p) = progress {
+        p(phase, done as u64, total as u64);
+    }
+}
+
+impl Engine {
+    /// Checks the invariants (and, with `apply`, repairs what can be repaired
+    /// without loss, then summarizes broken summaries again). See [`crate::doctor`].
+    pub async fn doctor(
+        &self,
+        p: DoctorParams,
+        progress: Option<Progress>,
+    ) -> Result<DoctorReport> {
+        let (ids, scope) = self.doctor_scope(&p).await?;
+        let found = self.doctor_check(&ids, scope, progress.as_ref()).await?;
+        if !p.apply {
+            return Ok(DoctorReport {
+                ok: found.is_clean(),
+                applied: false,
+                conversation_ids: ids,
+                found,
+                repairs: Vec::new(),
+                resummarized: Vec::new(),
+                error: None,
+                remaining: None,
+            });
+        }
+        let mut repairs = Vec::new();
+        if found.violations.iter().any(|v| v.repairable) {
+            let (features, list, pr) = (self.store().features(), ids.clone(), progress.clone());
+            repairs = self
+                .store()
+                .write(move |c| repair_all(c, features, &list, scope, pr.as_ref()))
+                .await?;
+        }
+        let (resummarized, error) = self.doctor_resummarize(&ids, progress.as_ref()).await?;
+        repairs.extend(
+            resummarized
+                .iter()
+                .filter(|r| r.status == ResummaryStatus::Repaired)
+                .map(|r| {
+                    let mut x = Repair::new(
+                        RepairKind::Resummarized,
+                        Some(r.conversation_id),
+                        format!(
+                            "summarized {} again ({} → {} tokens)",
+                            r.summary_id,
+                            r.tokens_before,
+                            r.tokens_after.unwrap_or(0)
+                        ),
+                    );
+                    x.summary_ids.push(r.summary_id.clone());
+                    x
+                }),
+        );
+        let after = self.doctor_check(&ids, scope, progress.as_ref()).await?;
+        Ok(DoctorReport {
+            ok: after.is_clean() && error.is_none(),
+            applied: true,
+            conversation_ids: ids,
+            found,
+            repairs,
+            resummarized,
+            error,
+            remaining: Some(after),
+        })
+    }
+
+    /// The conversations to check, and the scope (`None`: every conversation).
+    async fn doctor_scope(&self, p: &DoctorParams) -> Result<(Vec<i64>, Option<i64>)> {
+        match (p.conversation_id, p.all) {
+            (Some(_), true) => Err(LcmError::invalid(
+                "doctor takes a conversation id or all, not both",
+            )),
+            (None, false) => Err(LcmError::invalid(
+                "doctor needs a conversation id, or all: true for every conversation",
+            )),
+            (Some(id), false) => {
+                self.store()
+                    .read(move |c| require_conversation(c, id))
+                    .await?;
+                Ok((vec![id], Some(id)))
+            }
+            (None, true) => Ok((self.store().read(conversation_ids).await?, None)),
+        }
+    }
+
+    /// One full check: database-wide, full-text (after flushing the deferred message
+    /// index), then each conversation.
+    async fn doctor_check(
+        &self,
+        ids: &[i64],
+        scope: Option<i64>,
+        progress: Option<&Progress>,
+    ) -> Result<Findings> {
+        let features = self.store().features();
+        tick(progress, "check", 0, ids.len());
+        let mut violations = self.store().read(check_global).await?;
+        if features.fts5 {
+            self.store().flush_fts().await?;
+        }
+        violations.extend(
+            self.store()
+                .write(move |c| check_fts(c, c, features, scope))
+                .await?,
+        );
+        let mut broken = Vec::new();
+        for (i, id) in ids.iter().copied().enumerate() {
+            let f = self
+                .store()
+                .read(move |c| check_conversation(c, id))
+                .await?;
+            violations.extend(f.violations);
+            broken.extend(f.broken_summaries);
+            tick(progress, "check", i + 1, ids.len());
+        }
+        sort(&mut violations);
+        Ok(Findings {
+            violations,
+            broken_summaries: broken,
+        })
+    }
+
+    /// Summarizes each broken summary again, bottom-up, each in its own transaction;
+    /// stops at the first summarizer error.
+    async fn doctor_resummarize(
+        &self,
+        ids: &[i64],
+        progress: Option<&Progress>,
+    ) -> Result<(Vec<Resummarized>, Option<StopError>)> {
+        let mut targets = Vec::new();
+        for id in ids.iter().copied() {
+            targets.extend(
+                self.store()
+                    .read(move |c| check_conversation(c, id))
+                    .await?
+                    .broken_summaries,
+            );
+        }
+        let mut out = Vec::new();
+        for (i, b) in targets.iter().enumerate() {
+            tick(progress, "resummarize", i, targets.len());
+            match self.resummarize_one(b).await {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    let stop = StopError {
+                        summary_id: b.summary_id.clone(),
+                        code: e.code.as_str().to_owned(),
+                        message: e.message,
+                    };
+                    return Ok((out, Some(stop)));
+                }
+            }
+        }
+        tick(progress, "resummarize", targets.len(), targets.len());
+        Ok((out, None))
+    }
+
+    async fn resummarize_one(&self, b: &resummarize::BrokenSummary) -> Result<Resummarized> {
+        let (id, zone) = (b.summary_id.clone(), self.zone());
+        let job = self
+            .store()
+            .read(move |c| resummarize::prepare(c, &id, &zone))
+            .await?;
+        let mut r = Resummarized {
+            summary_id: b.summary_id.clone(),
+            conversation_id: b.conversation_id,
+            status: ResummaryStatus::Unchanged,
+            level: None,
+            model: None,
+            tokens_before: b.token_count,
+            tokens_after: None,
+        };
+        let Some(job) = job else {
+            return Ok(r);
+        };
+        let out = self.pipeline().run(job.input).await?;
+        r.level = Some(out.level);
+        r.model = Some(out.model.clone());
+        r.tokens_after = Some(out.tokens_out);
+        if super::markers::detect(&out.content).is_some() {
+            r.status = ResummaryStatus::StillBroken;
+            return Ok(r);
+        }
+        let (id, features) = (b.summary_id.clone(), self.store().features());
+        let wrote = self
+            .store()
+            .write(move |c| {
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let wrote = resummarize::write(
+                    &tx,
+                    &id,
+                    &job.old_content,
+                    &out.content,
+                    &out.model,
+                    features,
+                )?;
+                tx.commit()?;
+                Ok(wrote)
+            })
+            .await?;
+        if wrote {
+            r.status = ResummaryStatus::Repaired;
+        }
+        Ok(r)
+    }
+}

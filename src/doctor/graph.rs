@@ -1,0 +1,327 @@
+//! One conversation's rows as the doctor sees them: context items, summaries,
+//! messages and every link touching them, with dangling and cross-conversation links
+//! kept apart so the checks can name them.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use crate::error::Result;
+use crate::store::dag::file_ids_in;
+use crate::store::summaries::{self, SummaryRecord, COLUMNS};
+
+/// A context item with what its reference resolves to.
+#[derive(Debug, Clone)]
+pub struct CtxRow {
+    /// Stored ordinal.
+    pub ordinal: i64,
+    /// The message, for message items.
+    pub message_id: Option<i64>,
+    /// The summary, for summary items.
+    pub summary_id: Option<String>,
+    /// Creation time (kept when the list is rewritten).
+    pub created_at: String,
+    /// Conversation of the referenced row; `None` when the row does not exist.
+    pub target_conversation: Option<i64>,
+}
+
+/// What the doctor needs of a message.
+#[derive(Debug, Clone)]
+pub struct MsgRow {
+    /// message_id
+    pub id: i64,
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// Sequence number.
+    pub seq: i64,
+    /// Stored token count.
+    pub tokens: i64,
+    /// Stored creation time.
+    pub created_at: String,
+    /// `file_…` ids its content mentions.
+    pub file_ids: Vec<String>,
+}
+
+/// A link whose other end is missing or lives in another conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLink {
+    /// `summary_parents` or `summary_messages`.
+    pub table: &'static str,
+    /// The link row's `summary_id`.
+    pub summary_id: String,
+    /// The other end: a summary id or a message id as text.
+    pub target: String,
+    /// Conversation of the `summary_id` row (`None`: missing).
+    pub owner_conversation: Option<i64>,
+    /// Conversation of the target row (`None`: missing).
+    pub target_conversation: Option<i64>,
+}
+
+/// A conversation's rows and links.
+#[derive(Debug, Default, Clone)]
+pub struct Graph {
+    /// The conversation.
+    pub conversation_id: i64,
+    /// Context items in ordinal order.
+    pub context: Vec<CtxRow>,
+    /// This conversation's summaries, plus foreign ones its links reach.
+    pub summaries: HashMap<String, SummaryRecord>,
+    /// Ids of this conversation's summaries, by depth then creation.
+    pub own_summaries: Vec<String>,
+    /// Existing source summaries of each own summary: (link ordinal, source id).
+    pub sources: HashMap<String, Vec<(i64, String)>>,
+    /// Existing source messages of each own summary: (link ordinal, message id).
+    pub msg_sources: HashMap<String, Vec<(i64, i64)>>,
+    /// This conversation's messages, plus foreign ones its links reach.
+    pub messages: HashMap<i64, MsgRow>,
+    /// Ids of this conversation's messages, by seq.
+    pub own_messages: Vec<i64>,
+    /// Dangling and cross-conversation links touching this conversation.
+    pub bad_links: Vec<BadLink>,
+}
+
+impl Graph {
+    /// Whether a summary belongs to this conversation.
+    pub fn owns_summary(&self, id: &str) -> bool {
+        self.summaries
+            .get(id)
+            .is_some_and(|s| s.conversation_id == self.conversation_id)
+    }
+
+    /// Whether a message belongs to this conversation.
+    pub fn owns_message(&self, id: i64) -> bool {
+        self.messages
+            .get(&id)
+            .is_some_and(|m| m.conversation_id == self.conversation_id)
+    }
+
+    /// Own source summaries of `id`, in link order.
+    pub fn own_sources(&self, id: &str) -> Vec<&str> {
+        self.sources
+            .get(id)
+            .map(|v| {
+                v.iter()
+                    .filter(|(_, s)| self.owns_summary(s))
+                    .map(|(_, s)| s.as_str())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Summaries (of this conversation) that list `id` as a source.
+    pub fn derived_of(&self) -> HashMap<&str, Vec<&str>> {
+        let mut out: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (id, srcs) in &self.sources {
+            for (_, s) in srcs {
+                out.entry(s.as_str()).or_default().push(id.as_str());
+            }
+        }
+        out
+    }
+}
+
+/// Loads a conversation's graph (read-only).
+pub fn load(conn: &Connection, conversation_id: i64) -> Result<Graph> {
+    let mut g = Graph {
+        conversation_id,
+        ..Graph::default()
+    };
+    load_context(conn, &mut g)?;
+    load_messages(conn, &mut g)?;
+    load_summaries(conn, &mut g)?;
+    load_parent_links(conn, &mut g)?;
+    load_message_links(conn, &mut g)?;
+    load_foreign_rows(conn, &mut g)?;
+    Ok(g)
+}
+
+fn load_context(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let mut stmt = conn.prepare(
+        "SELECT ci.ordinal, ci.message_id, ci.summary_id, ci.created_at,
+                COALESCE(m.conversation_id, s.conversation_id)
+         FROM context_items ci
+         LEFT JOIN messages m ON ci.item_type = 'message' AND m.message_id = ci.message_id
+         LEFT JOIN summaries s ON ci.item_type = 'summary' AND s.summary_id = ci.summary_id
+         WHERE ci.conversation_id = ?1 ORDER BY ci.ordinal",
+    )?;
+    g.context = stmt
+        .query_map([g.conversation_id], |r| {
+            Ok(CtxRow {
+                ordinal: r.get(0)?,
+                message_id: r.get(1)?,
+                summary_id: r.get(2)?,
+                created_at: r.get(3)?,
+                target_conversation: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(())
+}
+
+fn message_from(r: &rusqlite::Row) -> rusqlite::Result<MsgRow> {
+    let content: Option<String> = r.get(5)?;
+    let mut file_ids = Vec::new();
+    if let Some(c) = content {
+        file_ids_in(&c, &mut file_ids);
+    }
+    Ok(MsgRow {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        seq: r.get(2)?,
+        tokens: r.get(3)?,
+        created_at: r.get(4)?,
+        file_ids,
+    })
+}
+
+/// Message columns for [`message_from`]; the content only when it names a file.
+const MSG_COLUMNS: &str = "message_id, conversation_id, seq, token_count, created_at,
+    CASE WHEN instr(content, 'file_') > 0 THEN content END";
+
+fn load_messages(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {MSG_COLUMNS} FROM messages WHERE conversation_id = ?1 ORDER BY seq"
+    ))?;
+    for row in stmt.query_map([g.conversation_id], message_from)? {
+        let m = row?;
+        g.own_messages.push(m.id);
+        g.messages.insert(m.id, m);
+    }
+    Ok(())
+}
+
+fn load_summaries(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM summaries WHERE conversation_id = ?1 ORDER BY depth, created_at, summary_id"
+    ))?;
+    for row in stmt.query_map([g.conversation_id], summaries::from_row)? {
+        let s = row?;
+        g.own_summaries.push(s.summary_id.clone());
+        g.summaries.insert(s.summary_id.clone(), s);
+    }
+    Ok(())
+}
+
+type LinkRow = (String, String, i64, Option<i64>, Option<i64>);
+
+fn link_rows(conn: &Connection, sql: &str, conversation_id: i64) -> Result<Vec<LinkRow>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt
+        .query_map([conversation_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Outbound links of own summaries, and inbound links to own rows whose owner is
+/// missing or foreign. Each row: (summary_id, target, ordinal, owner conv, target conv).
+fn load_parent_links(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let out = link_rows(
+        conn,
+        "SELECT sp.summary_id, sp.parent_summary_id, sp.ordinal, s.conversation_id, p.conversation_id
+         FROM summaries s JOIN summary_parents sp ON sp.summary_id = s.summary_id
+         LEFT JOIN summaries p ON p.summary_id = sp.parent_summary_id
+         WHERE s.conversation_id = ?1 ORDER BY sp.summary_id, sp.ordinal",
+        g.conversation_id,
+    )?;
+    let inbound = link_rows(
+        conn,
+        "SELECT sp.summary_id, sp.parent_summary_id, sp.ordinal, s.conversation_id, p.conversation_id
+         FROM summaries p JOIN summary_parents sp ON sp.parent_summary_id = p.summary_id
+         LEFT JOIN summaries s ON s.summary_id = sp.summary_id
+         WHERE p.conversation_id = ?1 AND (s.conversation_id IS NULL OR s.conversation_id != ?1)",
+        g.conversation_id,
+    )?;
+    for (id, target, ordinal, owner, tconv) in out.into_iter().chain(inbound) {
+        let good = owner == Some(g.conversation_id) && tconv.is_some();
+        if good {
+            g.sources
+                .entry(id.clone())
+                .or_default()
+                .push((ordinal, target.clone()));
+        }
+        if owner != Some(g.conversation_id) || tconv != Some(g.conversation_id) {
+            g.bad_links.push(BadLink {
+                table: "summary_parents",
+                summary_id: id,
+                target,
+                owner_conversation: owner,
+                target_conversation: tconv,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn load_message_links(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let out = link_rows(
+        conn,
+        "SELECT sm.summary_id, CAST(sm.message_id AS TEXT), sm.ordinal, s.conversation_id, m.conversation_id
+         FROM summaries s JOIN summary_messages sm ON sm.summary_id = s.summary_id
+         LEFT JOIN messages m ON m.message_id = sm.message_id
+         WHERE s.conversation_id = ?1 ORDER BY sm.summary_id, sm.ordinal",
+        g.conversation_id,
+    )?;
+    let inbound = link_rows(
+        conn,
+        "SELECT sm.summary_id, CAST(sm.message_id AS TEXT), sm.ordinal, s.conversation_id, m.conversation_id
+         FROM messages m JOIN summary_messages sm ON sm.message_id = m.message_id
+         LEFT JOIN summaries s ON s.summary_id = sm.summary_id
+         WHERE m.conversation_id = ?1 AND (s.conversation_id IS NULL OR s.conversation_id != ?1)",
+        g.conversation_id,
+    )?;
+    for (id, target, ordinal, owner, tconv) in out.into_iter().chain(inbound) {
+        let mid: i64 = target.parse().unwrap_or_default();
+        if owner == Some(g.conversation_id) && tconv.is_some() {
+            g.msg_sources
+                .entry(id.clone())
+                .or_default()
+                .push((ordinal, mid));
+        }
+        if owner != Some(g.conversation_id) || tconv != Some(g.conversation_id) {
+            g.bad_links.push(BadLink {
+                table: "summary_messages",
+                summary_id: id,
+                target,
+                owner_conversation: owner,
+                target_conversation: tconv,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Foreign summaries and messages reached by own links (their stored values feed the
+/// recomputation of the summaries that list them).
+fn load_foreign_rows(conn: &Connection, g: &mut Graph) -> Result<()> {
+    let mut ids: Vec<String> = Vec::new();
+    for srcs in g.sources.values() {
+        for (_, s) in srcs {
+            if !g.summaries.contains_key(s) && !ids.contains(s) {
+                ids.push(s.clone());
+            }
+        }
+    }
+    for s in summaries::by_ids(conn, &ids)? {
+        g.summaries.insert(s.summary_id.clone(), s);
+    }
+    let mids: Vec<i64> = g
+        .msg_sources
+        .values()
+        .flatten()
+        .map(|(_, m)| *m)
+        .filter(|m| !g.messages.contains_key(m))
+        .collect();
+    for chunk in mids.chunks(500) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {MSG_COLUMNS} FROM messages WHERE message_id IN ({marks})"
+        ))?;
+        for row in stmt.query_map(rusqlite::params_from_iter(chunk.iter()), message_from)? {
+            let m = row?;
+            g.messages.insert(m.id, m);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! Broken summaries: finding them in repair order (bottom-up: depth first, then
+//! their place in the context), building what the summarizer needs from their
+//! sources with the prompts' source-text builders, and writing a new text with its
+//! FTS rows and the recomputed columns of every summary above it.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+
+use super::check::{self, Analysis};
+use super::graph::{self, Graph};
+use super::markers::{self, MarkerKind};
+use super::repair;
+use crate::error::{LcmError, Result};
+use crate::prompts::source::{self, SourceMessage, SourceSummary};
+use crate::store::{dag, Features};
+use crate::summarize::SummarizeInput;
+use crate::timefmt::Zone;
+use crate::tokens;
+
+/// A summary whose text ends with a fallback or truncation marker.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokenSummary {
+    /// The summary.
+    pub summary_id: String,
+    /// Its conversation.
+    pub conversation_id: i64,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// Its depth.
+    pub depth: i64,
+    /// Stored token count.
+    pub token_count: i64,
+    /// Length of the text in characters.
+    pub chars: usize,
+    /// The marker it ends with.
+    pub marker: MarkerKind,
+    /// The marker's text.
+    pub marker_text: String,
+    /// Its context ordinal, when it is a context item.
+    pub context_ordinal: Option<i64>,
+    /// Whether a context item reaches it.
+    pub reachable: bool,
+    /// Position in the repair order of its conversation (1-based).
+    pub order: usize,
+}
+
+/// Pre-order position of every reachable summary: context items in order, each
+/// followed by its sources in link order.
+fn positions(g: &Graph) -> HashMap<String, usize> {
+    let mut pos = HashMap::new();
+    for item in &g.context {
+        let Some(root) = item.summary_id.clone() else {
+            continue;
+        };
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if pos.contains_key(&id) || !g.owns_summary(&id) {
+                continue;
+            }
+            pos.insert(id.clone(), pos.len());
+            for s in g.own_sources(&id).into_iter().rev() {
+                stack.push(s.to_owned());
+            }
+        }
+    }
+    pos
+}
+
+/// The conversation's broken summaries in repair order.
+pub fn find(g: &Graph, a: &Analysis) -> Vec<BrokenSummary> {
+    let pos = positions(g);
+    let ordinals: HashMap<&str, i64> = g
+        .context
+        .iter()
+        .filter_map(|c| c.summary_id.as_deref().map(|s| (s, c.ordinal)))
+        .collect();
+    let mut out: Vec<(usize, &str, BrokenSummary)> = Vec::new();
+    for id in &g.own_summaries {
+        let Some(s) = g.summaries.get(id) else {
+            continue;
+        };
+        let Some((marker, text)) = markers::detect(&s.content) else {
+            continue;
+        };
+        let b = BrokenSummary {
+            summary_id: id.clone(),
+            conversation_id: g.conversation_id,
+            kind: s.kind.clone(),
+            depth: s.depth,
+            token_count: s.token_count,
+            chars: s.content.chars().count(),
+            marker,
+            marker_text: text.to_owned(),
+            context_ordinal: ordinals.get(id.as_str()).copied(),
+            reachable: a.reached.contains_key(id),
+            order: 0,
+        };
+        out.push((pos.get(id).copied().unwrap_or(usize::MAX), &s.created_at, b));
+    }
+    out.sort_by(|x, y| {
+        (x.2.depth, x.0, x.1, &x.2.summary_id).cmp(&(y.2.depth, y.0, y.1, &y.2.summary_id))
+    });
+    out.into_iter()
+        .enumerate()
+        .map(|(i, (_, _, mut b))| {
+            b.order = i + 1;
+            b
+        })
+        .collect()
+}
+
+/// What one re-summarization sends and what it replaces.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The pipeline input.
+    pub input: SummarizeInput,
+    /// The text being replaced (checked again before writing).
+    pub old_content: String,
+}
+
+fn leaf_sources(conn: &Connection, id: &str) -> Result<Vec<SourceMessage>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.created_at, m.role, m.content FROM summary_messages sm
+         JOIN messages m ON m.message_id = sm.message_id WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(SourceMessage::new(
+                &r.get::<_, String>(0)?,
+                &r.get::<_, String>(1)?,
+                &r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+fn condensed_sources(conn: &Connection, id: &str) -> Result<Vec<SourceSummary>> {
+    let mut stmt = conn.prepare(
+        "SELECT COALESCE(s.earliest_at, s.created_at), COALESCE(s.latest_at, s.created_at), s.content
+         FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.parent_summary_id
+         WHERE sp.summary_id = ?1 ORDER BY sp.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(SourceSummary::new(
+                &r.get::<_, String>(0)?,
+                &r.get::<_, String>(1)?,
+                &r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Builds the job for one broken summary; `None` when its text is no longer broken.
+pub fn prepare(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
+    let s = crate::store::summaries::get(conn, id)?
+        .ok_or_else(|| LcmError::not_found(format!("summary {id} no longer exists")))?;
+    if markers::detect(&s.content).is_none() {
+        return Ok(None);
+    }
+    let msgs = leaf_sources(conn, id)?;
+    let input = if !msgs.is_empty() {
+        SummarizeInput {
+            depth: 0,
+            source_text: source::leaf_source_text(&msgs, zone),
+            previous_context: previous_context(conn, s.conversation_id, id)?,
+            child_count: msgs.len(),
+            time_range: source::messages_time_range(&msgs, zone),
+            custom_instructions: None,
+        }
+    } else {
+        let kids = condensed_sources(conn, id)?;
+        if kids.is_empty() {
+            return Err(LcmError::invalid(format!(
+                "summary {id} has no linked sources to summarize again"
+            )));
+        }
+        SummarizeInput {
+            depth: s.depth.max(1),
+            source_text: source::condensed_source_text(&kids, zone),
+            previous_context: None,
+            child_count: kids.len(),
+            time_range: source::summaries_time_range(&kids, zone),
+            custom_instructions: None,
+        }
+    };
+    Ok(Some(Job {
+        input,
+        old_content: s.content,
+    }))
+}
+
+/// The leaves in context order: each context item's subtree, sources in link order.
+fn leaf_sequence(g: &Graph) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for item in &g.context {
+        let Some(root) = item.summary_id.as_deref() else {
+            continue;
+        };
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if !g.owns_summary(id) || !seen.insert(id) {
+                continue;
+            }
+            if g.msg_sources.get(id).is_some_and(|m| !m.is_empty()) {
+                out.push(id);
+            }
+            stack.extend(g.own_sources(id).into_iter().rev());
+        }
+    }
+    out
+}
+
+/// Up to two leaves before leaf `id` in context order (each context item's subtree,
+/// sources in link order), oldest first, blank-line separated: the summaries that
+/// came before it where it sits, whether it is a context item or under one.
+pub fn previous_context(
+    conn: &Connection,
+    conversation_id: i64,
+    id: &str,
+) -> Result<Option<String>> {
+    let g = graph::load(conn, conversation_id)?;
+    let seq = leaf_sequence(&g);
+    let Some(at) = seq.iter().position(|s| *s == id) else {
+        return Ok(None);
+    };
+    let mut found: Vec<&str> = seq[..at]
+        .iter()
+        .rev()
+        .filter_map(|s| g.summaries.get(*s).map(|r| r.content.trim()))
+        .filter(|c| !c.is_empty())
+        .take(2)
+        .collect();
+    found.reverse();
+    Ok((!found.is_empty()).then(|| found.join("\n\n")))
+}
+
+/// Writes a new text for a summary (when its text is still `old`), its FTS rows,
+/// and the recomputed columns of the conversation's summaries. Returns whether it
+/// wrote.
+pub fn write(
+    tx: &Transaction,
+    id: &str,
+    old: &str,
+    content: &str,
+    model: &str,
+    features: Features,
+) -> Result<bool> {
+    let row: Option<(String, i64)> = tx
+        .query_row(
+            "SELECT content, conversation_id FROM summaries WHERE summary_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((current, conversation_id)) = row.filter(|(c, _)| c == old) else {
+        return Ok(false);
+    };
+    debug_assert_eq!(current, old);
+    tx.execute(
+        "UPDATE summaries SET content = ?2, token_count = ?3, model = ?4 WHERE summary_id = ?1",
+        params![id, content, tokens::estimate(content), model],
+    )?;
+    dag::index_summary(tx, id, content, features)?;
+    let g = graph::load(tx, conversation_id)?;
+    let a = check::analyze(&g);
+    repair::fix_metadata(tx, &g, &a, &mut Vec::new())?;
+    Ok(true)
+}
