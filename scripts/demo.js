@@ -10,7 +10,7 @@
 //                   [--budget 32000] [--leaf-chunk-tokens N] [--fresh-tail N] [--timezone Zone]
 //
 // The summarizer is the engine's default: offline extractive, or Anthropic / OpenAI
-// when ANTHROPIC_API_KEY / OPENAI_API_KEY is set.
+// when ANTHROPIC_API_KEY / OPENAI_API_KEY is set (LCM_DEMO_OFFLINE=1 keeps it offline).
 const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
@@ -151,6 +151,12 @@ async function main() {
   if (o.leafChunkTokens != null) options.leafChunkTokens = o.leafChunkTokens
   if (o.freshTail != null) options.freshTailCount = o.freshTail
   if (o.timezone) options.timezone = o.timezone
+  // A configured key means the operator wants a real model; LCM_DEMO_OFFLINE=1 keeps
+  // the demo offline anyway.
+  if (!process.env.LCM_DEMO_OFFLINE) {
+    if (process.env.ANTHROPIC_API_KEY) options.summaryProvider = 'anthropic'
+    else if (process.env.OPENAI_API_KEY) options.summaryProvider = 'openai'
+  }
   const engine = await LcmEngine.open(options)
   const sessionId = 'lcm-demo'
   const started = Date.now()

@@ -169,16 +169,12 @@ impl Engine {
         self.compaction_coordinator().cancel(session)
     }
 
-    /// `PRAGMA integrity_check` rows (`["ok"]` for a sound database).
+    /// `PRAGMA integrity_check` rows (`["ok"]` for a sound database), with the
+    /// full-text indexes' cached structure reloaded first (see
+    /// [`crate::doctor::global::integrity_lines`]).
     pub async fn integrity_check(&self) -> Result<Vec<String>> {
         self.store()
-            .read(|c| {
-                let mut stmt = c.prepare("PRAGMA integrity_check")?;
-                let rows = stmt
-                    .query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(rows)
-            })
+            .read(|c| crate::doctor::global::integrity_lines(c))
             .await
     }
 }
