@@ -174,7 +174,7 @@ impl Engine {
     /// [`crate::doctor::global::integrity_lines`]).
     pub async fn integrity_check(&self) -> Result<Vec<String>> {
         self.store()
-            .read(|c| crate::doctor::global::integrity_lines(c))
+            .read(crate::doctor::global::integrity_lines)
             .await
     }
 }
