@@ -54,6 +54,22 @@ impl Plan {
         }
     }
 
+    /// Index of the first source in the snapshot the plan was made from.
+    pub fn start(&self) -> usize {
+        match self {
+            Plan::Leaf { chunk, .. } => chunk.start,
+            Plan::Condensed { chunk, .. } => chunk.start,
+        }
+    }
+
+    /// Number of sources.
+    pub fn source_count(&self) -> usize {
+        match self {
+            Plan::Leaf { chunk, .. } => chunk.message_ids.len(),
+            Plan::Condensed { chunk, .. } => chunk.summary_ids.len(),
+        }
+    }
+
     fn previous(&self) -> &[String] {
         match self {
             Plan::Leaf { previous, .. } | Plan::Condensed { previous, .. } => previous,
@@ -118,8 +134,9 @@ pub struct PassEnv<'a> {
 /// How a pass ended without an error.
 #[derive(Debug)]
 pub enum PassEnd {
-    /// The summary was written.
-    Written(PassRecord),
+    /// The summary was written; `context_tokens_after` is left for the run to fill
+    /// in from its in-memory list (or a re-read), with where the replacement was.
+    Written(PassRecord, dag::Persisted),
     /// The sources changed before the write; nothing was written.
     Stale,
     /// Cancelled during the summarizer call; nothing was written.
@@ -215,21 +232,22 @@ pub async fn summarize(env: &PassEnv<'_>, input: SummarizeInput) -> Result<Summa
     env.pipeline.run(input).await
 }
 
-/// The writer job: re-validates and persists in one transaction, returning the new
-/// id and the context tokens after it, or `None` when the sources moved.
+/// The writer job: re-validates and persists in one transaction, returning what
+/// was written and where, or `None` when the sources moved. `start_hint` is the
+/// ordinal the sources were planned at (checked by the writer, never trusted).
 pub async fn write(
     store: &Store,
     features: Features,
     summary: NewSummary,
-) -> Result<Option<(String, i64)>> {
+    start_hint: Option<i64>,
+) -> Result<Option<dag::Persisted>> {
     store
         .write(move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_in(&tx, &summary, features) {
-                Ok(id) => {
-                    let after = messages::context_token_count(&tx, summary.conversation_id)?;
+            match dag::persist_detailed(&tx, &summary, features, start_hint) {
+                Ok(p) => {
                     tx.commit()?;
-                    Ok(Some((id, after)))
+                    Ok(Some(p))
                 }
                 Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
                     Ok(None)
@@ -241,6 +259,7 @@ pub async fn write(
 }
 
 /// Runs one planned pass; `before` is the context's token count when it was planned.
+/// The record's `context_tokens_after` is `before` until the caller sets it.
 pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
     let started = Instant::now();
     let input = prepare(env, plan).await?;
@@ -261,17 +280,24 @@ pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<Pass
         model: out.model.clone(),
         sources: plan.sources(),
     };
-    let Some((summary_id, after)) = write(env.store, env.store.features(), summary).await? else {
+    let Some(persisted) = write(
+        env.store,
+        env.store.features(),
+        summary,
+        Some(plan.start() as i64),
+    )
+    .await?
+    else {
         return Ok(PassEnd::Stale);
     };
     let (kind, count) = match plan {
         Plan::Leaf { chunk, .. } => (PassKind::Leaf, chunk.message_ids.len()),
         Plan::Condensed { chunk, .. } => (PassKind::Condensed, chunk.summary_ids.len()),
     };
-    Ok(PassEnd::Written(PassRecord {
+    let rec = PassRecord {
         kind,
         depth: plan.output_depth(),
-        summary_id,
+        summary_id: persisted.summary_id.clone(),
         level: out.level,
         tokens_in: out.tokens_in,
         tokens_out: out.tokens_out,
@@ -279,8 +305,9 @@ pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<Pass
         ms: started.elapsed().as_millis() as u64,
         source_count: count,
         context_tokens_before: before,
-        context_tokens_after: after,
-    }))
+        context_tokens_after: before,
+    };
+    Ok(PassEnd::Written(rec, persisted))
 }
 
 /// Σ tokens of a snapshot (equals the stored context token count).

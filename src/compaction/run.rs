@@ -9,6 +9,7 @@ use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan};
 use super::select::{self, Limits};
 use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
 use crate::error::{LcmError, Result};
+use crate::store::dag::Persisted;
 use crate::store::messages::{self, ContextItem};
 use crate::timefmt::Zone;
 
@@ -36,6 +37,9 @@ pub struct Run<'a> {
     stop: Option<Stop>,
     sweep_passes: i64,
     rounds: i64,
+    /// The context list as of the last write, kept between passes of a phase so a
+    /// pass plans without re-reading the whole list; `None` forces a re-read.
+    cache: Option<Vec<ContextItem>>,
 }
 
 /// A result for a call that did nothing.
@@ -134,6 +138,7 @@ impl<'a> Run<'a> {
             stop: None,
             sweep_passes: 0,
             rounds: 0,
+            cache: None,
         })
     }
 
@@ -168,22 +173,73 @@ impl<'a> Run<'a> {
             if !self.may_continue() {
                 return Ok(None);
             }
-            let items = self.snapshot().await?;
+            let items = match self.cache.take() {
+                Some(items) => items,
+                None => self.snapshot().await?,
+            };
             let tail = select::fresh_tail_start(&items, &self.limits);
             let Some(plan) = choose(&items, tail) else {
+                self.cache = Some(items);
                 return Ok(None);
             };
             let before = pass::snapshot_tokens(&items);
             match pass::execute(&self.env, &plan, before).await? {
-                PassEnd::Written(rec) => return Ok(Some(self.record(rec))),
+                PassEnd::Written(mut rec, written) => {
+                    rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+                    return Ok(Some(self.record(rec)));
+                }
+                // The list moved under the plan: re-read it.
                 PassEnd::Stale => continue,
                 PassEnd::Cancelled => self.stop = Some(Stop::Aborted),
                 PassEnd::SummarizerFailed(e) => self.stop = Some(Stop::Failed(e)),
             }
+            self.cache = Some(items);
             return Ok(None);
         }
         self.stop = Some(Stop::Unstable);
         Ok(None)
+    }
+
+    /// Applies a written pass to the in-memory list and returns the context tokens
+    /// after it: `before` − the replaced items' tokens + the summary's. When the
+    /// writer replaced anything else than the planned run, or the list's length is
+    /// not the expected one (e.g. messages were ingested meanwhile), the list is
+    /// re-read and the tokens are summed from it instead.
+    async fn apply(
+        &mut self,
+        mut items: Vec<ContextItem>,
+        plan: &Plan,
+        written: &Persisted,
+        before: i64,
+    ) -> Result<i64> {
+        let (start, count) = (plan.start(), plan.source_count());
+        let expected = count > 0
+            && start + count <= items.len()
+            && written.start == start as i64
+            && written.end == (start + count - 1) as i64
+            && written.len_after == (items.len() - count + 1) as i64;
+        if !expected {
+            let fresh = self.snapshot().await?;
+            let after = pass::snapshot_tokens(&fresh);
+            self.cache = Some(fresh);
+            return Ok(after);
+        }
+        let removed = pass::snapshot_tokens(&items[start..start + count]);
+        let summary = ContextItem {
+            ordinal: start as i64,
+            item_type: "summary".into(),
+            message_id: None,
+            summary_id: Some(written.summary_id.clone()),
+            token_count: written.token_count,
+            depth: Some(written.depth),
+            role: None,
+        };
+        items.splice(start..start + count, std::iter::once(summary));
+        for (i, item) in items.iter_mut().enumerate().skip(start + 1) {
+            item.ordinal = i as i64;
+        }
+        self.cache = Some(items);
+        Ok(before - removed + written.token_count.max(0))
     }
 
     fn record(&mut self, rec: PassRecord) -> PassRecord {
@@ -198,6 +254,8 @@ impl<'a> Run<'a> {
     /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
     /// (when given) the context is at or under `until`.
     async fn phase(&mut self, choose: &Chooser<'_>, until: Option<i64>) -> Result<()> {
+        // One read per phase; the passes keep the list up to date in memory.
+        self.cache = None;
         while let Some(rec) = self.step(choose).await? {
             if rec.context_tokens_after >= rec.context_tokens_before {
                 break;

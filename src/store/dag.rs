@@ -212,6 +212,43 @@ fn condensed_meta(tx: &Transaction, conversation_id: i64, ids: &[String]) -> Res
     Ok(m)
 }
 
+/// [`source_range`], checking first whether the sources sit exactly at
+/// `hint..hint + len` (a range read on the key instead of a scan of the list).
+fn source_range_at(
+    tx: &Transaction,
+    conversation_id: i64,
+    sources: &Sources,
+    hint: Option<i64>,
+) -> Result<(i64, i64)> {
+    if let Some(start) = hint.filter(|h| *h >= 0) {
+        let len = match sources {
+            Sources::Messages(ids) => ids.len(),
+            Sources::Summaries(ids) => ids.len(),
+        } as i64;
+        let end = start + len - 1;
+        let mut stmt = tx.prepare_cached(
+            "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+        )?;
+        let found: Vec<(Option<i64>, Option<String>)> = stmt
+            .query_map(params![conversation_id, start, end], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let matches = found.len() as i64 == len
+            && match sources {
+                Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
+                Sources::Summaries(ids) => ids
+                    .iter()
+                    .zip(&found)
+                    .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
+            };
+        if matches {
+            return Ok((start, end));
+        }
+    }
+    source_range(tx, conversation_id, sources)
+}
+
 /// The ordinals of the context items that hold the sources; they must be one
 /// contiguous run holding exactly the sources, in order.
 fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Result<(i64, i64)> {
@@ -248,8 +285,10 @@ fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Re
     Ok((found[0].0, found[found.len() - 1].0))
 }
 
-/// Replaces context items `[start, end]` by one summary item and renumbers the list
-/// to 0..n-1 (via negative temporary ordinals, so the primary key never collides).
+/// Replaces context items `[start, end]` by one summary item. The list was 0..n-1
+/// before (every write keeps it so), so only the items after `end` move, all by the
+/// same constant: two range UPDATEs on the primary key (via negative temporary
+/// ordinals, so the key never collides) instead of renumbering the whole list.
 pub fn replace_context_range(
     tx: &Transaction,
     conversation_id: i64,
@@ -257,15 +296,32 @@ pub fn replace_context_range(
     end: i64,
     summary_id: &str,
 ) -> Result<()> {
-    tx.execute(
+    tx.prepare_cached(
         "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
-        params![conversation_id, start, end],
-    )?;
-    tx.execute(
+    )?
+    .execute(params![conversation_id, start, end])?;
+    tx.prepare_cached(
         "INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, created_at) VALUES (?1, ?2, 'summary', ?3, ?4)",
-        params![conversation_id, start, summary_id, timestamp::now_sqlite()],
-    )?;
-    resequence(tx, conversation_id)
+    )?
+    .execute(params![conversation_id, start, summary_id, timestamp::now_sqlite()])?;
+    shift_after(tx, conversation_id, end, end - start)
+}
+
+/// Moves every context item with an ordinal above `after` down by `by` (≥ 0), in
+/// two UPDATEs over the key range: first to distinct negative ordinals, then back.
+pub fn shift_after(tx: &Transaction, conversation_id: i64, after: i64, by: i64) -> Result<()> {
+    if by == 0 {
+        return Ok(());
+    }
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - (ordinal - ?3) WHERE conversation_id = ?1 AND ordinal > ?2",
+    )?
+    .execute(params![conversation_id, after, by])?;
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
+    )?
+    .execute([conversation_id])?;
+    Ok(())
 }
 
 /// Renumbers a conversation's context items to 0..n-1 keeping their order; a no-op
@@ -317,6 +373,35 @@ pub fn persist_summary(
 
 /// [`persist_summary`] inside a caller's transaction.
 pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Result<String> {
+    Ok(persist_detailed(tx, s, features, None)?.summary_id)
+}
+
+/// What [`persist_detailed`] wrote: enough for a caller holding the context list in
+/// memory to apply the same replacement and token delta without re-reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persisted {
+    /// The new summary.
+    pub summary_id: String,
+    /// Its depth.
+    pub depth: i64,
+    /// Its token count (as stored).
+    pub token_count: i64,
+    /// First replaced ordinal (the summary's ordinal now).
+    pub start: i64,
+    /// Last replaced ordinal (before the replacement).
+    pub end: i64,
+    /// Number of context items after the write (max ordinal + 1).
+    pub len_after: i64,
+}
+
+/// [`persist_in`], reporting where the replacement happened. `start_hint` is where
+/// the caller expects the sources to start (checked, never trusted).
+pub fn persist_detailed(
+    tx: &Transaction,
+    s: &NewSummary,
+    features: Features,
+    start_hint: Option<i64>,
+) -> Result<Persisted> {
     let meta = match &s.sources {
         Sources::Messages(ids) if !ids.is_empty() => leaf_meta(tx, s.conversation_id, ids)?,
         Sources::Summaries(ids) if !ids.is_empty() => {
@@ -330,7 +415,7 @@ pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Resul
         }
         _ => return Err(LcmError::invalid("a summary needs at least one source")),
     };
-    let (start, end) = source_range(tx, s.conversation_id, &s.sources)?;
+    let (start, end) = source_range_at(tx, s.conversation_id, &s.sources, start_hint)?;
     let id = new_summary_id(&s.content);
     insert_row(tx, &id, s, &meta, features)?;
     match &s.sources {
@@ -349,7 +434,17 @@ pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Resul
     }
     debug_assert!(meta.item_type == "message" || meta.item_type == "summary");
     replace_context_range(tx, s.conversation_id, start, end, &id)?;
-    Ok(id)
+    let max: Option<i64> = tx
+        .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([s.conversation_id], |r| r.get(0))?;
+    Ok(Persisted {
+        summary_id: id,
+        depth: meta.depth,
+        token_count: tokens::estimate(&s.content),
+        start,
+        end,
+        len_after: max.map_or(0, |m| m + 1),
+    })
 }
 
 fn insert_row(
