@@ -3,13 +3,14 @@
 //! bounds (cancel token, `sweepDeadlineMs`, `maxSweepIterations`) between passes,
 //! and composes the result.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan};
+use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan, Summarize};
 use super::select::{self, Limits};
 use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
 use crate::error::{LcmError, Result};
-use crate::store::dag::Persisted;
+use crate::store::dag::{self, Persisted};
 use crate::store::messages::{self, ContextItem};
 use crate::timefmt::Zone;
 
@@ -26,6 +27,32 @@ enum Stop {
 /// How often a pass is re-planned when its sources moved before the write.
 const STALE_RETRIES: usize = 3;
 
+/// Leaf passes summarized but not yet written are flushed in one transaction once
+/// this many are queued …
+const BATCH_MAX: usize = 16;
+/// … or once this long passed since the first queued one started (so a slow, real
+/// summarizer's work is written right after each call and little is ever lost).
+const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
+
+/// How a batched step ended.
+enum Queued {
+    /// Summarized, applied in memory and queued (perhaps already written).
+    Pass(PassRecord),
+    /// Its sources moved; re-plan.
+    Stale,
+    /// The run stopped (cancel, summarizer failure).
+    Stopped,
+}
+
+/// A leaf pass summarized, applied to the in-memory list, not yet written.
+struct QueuedPass {
+    write: dag::Queued,
+    /// Its index in the in-memory list when it was applied.
+    start: usize,
+    /// Number of items it replaced.
+    count: usize,
+}
+
 /// One compaction call.
 pub struct Run<'a> {
     env: PassEnv<'a>,
@@ -40,6 +67,13 @@ pub struct Run<'a> {
     /// The context list as of the last write, kept between passes of a phase so a
     /// pass plans without re-reading the whole list; `None` forces a re-read.
     cache: Option<Vec<ContextItem>>,
+    /// Leaf passes waiting for one batched write (see [`BATCH_MAX`]); while any is
+    /// queued the in-memory list (`cache`) is the only view that includes them.
+    queue: Vec<QueuedPass>,
+    /// When the first queued pass started.
+    queue_since: Option<Instant>,
+    /// Batches rejected because the list moved (each retried from a re-read).
+    stale_batches: usize,
 }
 
 /// A result for a call that did nothing.
@@ -139,6 +173,9 @@ impl<'a> Run<'a> {
             sweep_passes: 0,
             rounds: 0,
             cache: None,
+            queue: Vec::new(),
+            queue_since: None,
+            stale_batches: 0,
         })
     }
 
@@ -168,7 +205,12 @@ impl<'a> Run<'a> {
 
     /// Plans and runs one pass; re-plans when the sources moved before the write.
     /// `None` when there was nothing to do or the run stopped.
-    async fn step(&mut self, choose: &Chooser<'_>) -> Result<Option<PassRecord>> {
+    /// A `batched` step (leaf passes) queues its summary instead of writing it (see
+    /// [`Run::flush`]); any other step flushes the queue first.
+    async fn step(&mut self, choose: &Chooser<'_>, batched: bool) -> Result<Option<PassRecord>> {
+        if !batched {
+            self.flush().await?;
+        }
         for _ in 0..STALE_RETRIES {
             if !self.may_continue() {
                 return Ok(None);
@@ -183,6 +225,13 @@ impl<'a> Run<'a> {
                 return Ok(None);
             };
             let before = pass::snapshot_tokens(&items);
+            if batched {
+                match self.queue_pass(items, plan, before).await? {
+                    Queued::Pass(rec) => return Ok(Some(rec)),
+                    Queued::Stale => continue,
+                    Queued::Stopped => return Ok(None),
+                }
+            }
             match pass::execute(&self.env, &plan, before).await? {
                 PassEnd::Written(mut rec, written) => {
                     rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
@@ -198,6 +247,141 @@ impl<'a> Run<'a> {
         }
         self.stop = Some(Stop::Unstable);
         Ok(None)
+    }
+
+    /// Summarizes a planned leaf pass, applies it to the in-memory list and queues
+    /// its write; flushes when the batch is full or old enough.
+    async fn queue_pass(
+        &mut self,
+        items: Vec<ContextItem>,
+        plan: Plan,
+        before: i64,
+    ) -> Result<Queued> {
+        let pending: Vec<(String, String)> = self
+            .queue
+            .iter()
+            .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
+            .collect();
+        let done = match pass::summarize_plan(&self.env, &plan, before, pending).await? {
+            Summarize::Ready(done) => done,
+            end => {
+                self.cache = Some(items);
+                self.stop = Some(match end {
+                    Summarize::Failed(e) => Stop::Failed(e),
+                    _ => Stop::Aborted,
+                });
+                self.flush().await?;
+                return Ok(Queued::Stopped);
+            }
+        };
+        let (start, count) = (plan.start(), plan.source_count());
+        let id = dag::new_summary_id(&done.summary.content);
+        // Where its sources sit in the stored list: after the queued runs before it
+        // are placed, each of them still takes its whole run's ordinals.
+        let hint = start as i64
+            + self
+                .queue
+                .iter()
+                .filter(|q| q.start < start)
+                .map(|q| q.count as i64 - 1)
+                .sum::<i64>();
+        // A cheap read of where the sources should be: when they moved (compacted
+        // behind the sweep's back), write what is queued and re-plan from a re-read,
+        // as an unbatched pass would after its rejected write.
+        if !self.sources_in_place(&plan, hint).await? {
+            self.flush().await?;
+            self.cache = None;
+            return Ok(Queued::Stale);
+        }
+        let written = Persisted {
+            summary_id: id.clone(),
+            depth: plan.output_depth(),
+            token_count: crate::tokens::estimate(&done.summary.content),
+            start: start as i64,
+            end: (start + count) as i64 - 1,
+            len_after: (items.len() + 1) as i64 - count as i64,
+        };
+        let mut rec = done.record;
+        rec.summary_id = id.clone();
+        rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+        rec.ms = done.started.elapsed().as_millis() as u64;
+        self.queue_since.get_or_insert(done.started);
+        self.queue.push(QueuedPass {
+            write: dag::Queued {
+                summary: done.summary,
+                id,
+                start_hint: Some(hint),
+            },
+            start,
+            count,
+        });
+        if self.queue.len() >= BATCH_MAX
+            || self
+                .queue_since
+                .is_some_and(|t| t.elapsed() >= BATCH_MAX_AGE)
+        {
+            self.flush().await?;
+        }
+        // Reported now, per pass and in order (a slow summarizer's pass was just
+        // written; a fast one's is written with its batch, before the run returns).
+        Ok(Queued::Pass(self.record(rec)))
+    }
+
+    /// Whether the plan's sources are still where the queued writes expect them.
+    async fn sources_in_place(&self, plan: &Plan, hint: i64) -> Result<bool> {
+        let Plan::Leaf { chunk, .. } = plan else {
+            return Ok(true);
+        };
+        let (conv, ids) = (self.env.conversation_id, chunk.message_ids.clone());
+        self.env
+            .store
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT message_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+                )?;
+                let found: Vec<Option<i64>> = stmt
+                    .query_map(
+                        rusqlite::params![conv, hint, hint + ids.len() as i64 - 1],
+                        |r| r.get(0),
+                    )?
+                    .collect::<rusqlite::Result<_>>()?;
+                Ok(found.len() == ids.len() && found.iter().zip(&ids).all(|(f, i)| *f == Some(*i)))
+            })
+            .await
+    }
+
+    /// Writes the queued passes in one transaction. When the list moved under them
+    /// nothing is written (`true` is returned): the list is re-read and their work
+    /// is redone by the next passes.
+    async fn flush(&mut self) -> Result<bool> {
+        self.queue_since = None;
+        if self.queue.is_empty() {
+            return Ok(false);
+        }
+        let queue = std::mem::take(&mut self.queue);
+        let batch = queue.iter().map(|q| q.write.clone()).collect();
+        let store = self.env.store;
+        let Some(written) = pass::write_batch(store, store.features(), batch).await? else {
+            // Not written: the records go (the result lists written passes only).
+            self.cache = None;
+            let gone: HashSet<&str> = queue.iter().map(|q| q.write.id.as_str()).collect();
+            self.passes
+                .retain(|p| !gone.contains(p.summary_id.as_str()));
+            self.stale_batches += 1;
+            if self.stale_batches >= STALE_RETRIES && self.stop.is_none() {
+                self.stop = Some(Stop::Unstable);
+            }
+            return Ok(true);
+        };
+        let expected = self.cache.as_ref().map(|c| c.len() as i64);
+        let consistent = written
+            .iter()
+            .zip(&queue)
+            .all(|(w, q)| w.start == q.start as i64 && Some(w.len_after) == expected);
+        if !consistent {
+            self.cache = None;
+        }
+        Ok(false)
     }
 
     /// Applies a written pass to the in-memory list and returns the context tokens
@@ -253,18 +437,29 @@ impl<'a> Run<'a> {
 
     /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
     /// (when given) the context is at or under `until`.
-    async fn phase(&mut self, choose: &Chooser<'_>, until: Option<i64>) -> Result<()> {
+    async fn phase(
+        &mut self,
+        choose: &Chooser<'_>,
+        until: Option<i64>,
+        batched: bool,
+    ) -> Result<()> {
         // One read per phase; the passes keep the list up to date in memory.
+        self.flush().await?;
         self.cache = None;
-        while let Some(rec) = self.step(choose).await? {
-            if rec.context_tokens_after >= rec.context_tokens_before {
-                break;
+        loop {
+            while let Some(rec) = self.step(choose, batched).await? {
+                if rec.context_tokens_after >= rec.context_tokens_before {
+                    break;
+                }
+                if until.is_some_and(|t| rec.context_tokens_after <= t) {
+                    break;
+                }
             }
-            if until.is_some_and(|t| rec.context_tokens_after <= t) {
-                break;
+            // A rejected batch's work is redone from a re-read.
+            if !self.flush().await? || self.stop.is_some() {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// Leaf passes, then condensation shallowest first; while still over `target`,
@@ -272,11 +467,11 @@ impl<'a> Run<'a> {
     async fn sweep(&mut self, target: i64) -> Result<()> {
         self.sweep_passes = 0;
         self.rounds += 1;
-        self.phase(&leaf_plan(self.limits), None).await?;
-        self.phase(&shallowest_plan(self.limits, false), None)
+        self.phase(&leaf_plan(self.limits), None, true).await?;
+        self.phase(&shallowest_plan(self.limits, false), None, false)
             .await?;
         if self.stop.is_none() && self.current_tokens().await? > target {
-            self.phase(&shallowest_plan(self.limits, true), Some(target))
+            self.phase(&shallowest_plan(self.limits, true), Some(target), false)
                 .await?;
         }
         Ok(())
@@ -285,13 +480,14 @@ impl<'a> Run<'a> {
     /// One leaf pass, then condensation of depths 0 … incrementalMaxDepth − 1.
     async fn incremental(&mut self) -> Result<()> {
         self.rounds = 1;
-        self.step(&leaf_plan(self.limits)).await?;
+        self.step(&leaf_plan(self.limits), true).await?;
+        self.flush().await?;
         let max = match self.compactor.opts.incremental_max_depth {
             d if d < 0 => i64::MAX,
             d => d,
         };
         for depth in 0..max {
-            match self.step(&depth_plan(self.limits, depth)).await? {
+            match self.step(&depth_plan(self.limits, depth), false).await? {
                 Some(r) if r.context_tokens_after < r.context_tokens_before => {}
                 _ => break,
             }
@@ -316,7 +512,8 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    async fn current_tokens(&self) -> Result<i64> {
+    async fn current_tokens(&mut self) -> Result<i64> {
+        self.flush().await?;
         Ok(pass::snapshot_tokens(&self.snapshot().await?))
     }
 
@@ -361,7 +558,13 @@ impl<'a> Run<'a> {
         self.finish(result, p.mode, target).await
     }
 
-    async fn finish(self, mut r: CompactResult, mode: Mode, target: i64) -> Result<CompactResult> {
+    async fn finish(
+        mut self,
+        mut r: CompactResult,
+        mode: Mode,
+        target: i64,
+    ) -> Result<CompactResult> {
+        self.flush().await?;
         let items = self.snapshot().await?;
         r.tokens_after = pass::snapshot_tokens(&items);
         r.compacted = !self.passes.is_empty();
