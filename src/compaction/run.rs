@@ -3,7 +3,6 @@
 //! bounds (cancel token, `sweepDeadlineMs`, `maxSweepIterations`) between passes,
 //! and composes the result.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan, Summarize};
@@ -30,9 +29,13 @@ const STALE_RETRIES: usize = 3;
 /// Leaf passes summarized but not yet written are flushed in one transaction once
 /// this many are queued …
 const BATCH_MAX: usize = 16;
-/// … or once this long passed since the first queued one started (so a slow, real
-/// summarizer's work is written right after each call and little is ever lost).
+/// … or once this long passed since the first queued one started …
 const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
+/// … or at once when the pass took this long: batching is for a fast summarizer,
+/// whose calls cost less than the writes; a slow (real) one's passes are written
+/// and reported right after each call, as unbatched passes are, and a progress
+/// event always means the pass is durable.
+const BATCH_FAST: Duration = Duration::from_millis(10);
 
 /// How a batched step ended.
 enum Queued {
@@ -46,6 +49,7 @@ enum Queued {
 
 /// A leaf pass summarized, applied to the in-memory list, not yet written.
 struct QueuedPass {
+    record: PassRecord,
     write: dag::Queued,
     /// Its index in the in-memory list when it was applied.
     start: usize,
@@ -304,9 +308,12 @@ impl<'a> Run<'a> {
         let mut rec = done.record;
         rec.summary_id = id.clone();
         rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
-        rec.ms = done.started.elapsed().as_millis() as u64;
+        let took = done.started.elapsed();
+        rec.ms = took.as_millis() as u64;
+        self.sweep_passes += 1;
         self.queue_since.get_or_insert(done.started);
         self.queue.push(QueuedPass {
+            record: rec.clone(),
             write: dag::Queued {
                 summary: done.summary,
                 id,
@@ -315,16 +322,15 @@ impl<'a> Run<'a> {
             start,
             count,
         });
-        if self.queue.len() >= BATCH_MAX
+        if took >= BATCH_FAST
+            || self.queue.len() >= BATCH_MAX
             || self
                 .queue_since
                 .is_some_and(|t| t.elapsed() >= BATCH_MAX_AGE)
         {
             self.flush().await?;
         }
-        // Reported now, per pass and in order (a slow summarizer's pass was just
-        // written; a fast one's is written with its batch, before the run returns).
-        Ok(Queued::Pass(self.record(rec)))
+        Ok(Queued::Pass(rec))
     }
 
     /// Whether the plan's sources are still where the queued writes expect them.
@@ -362,11 +368,9 @@ impl<'a> Run<'a> {
         let batch = queue.iter().map(|q| q.write.clone()).collect();
         let store = self.env.store;
         let Some(written) = pass::write_batch(store, store.features(), batch).await? else {
-            // Not written: the records go (the result lists written passes only).
+            // Not written, not reported: their work is redone from a re-read.
             self.cache = None;
-            let gone: HashSet<&str> = queue.iter().map(|q| q.write.id.as_str()).collect();
-            self.passes
-                .retain(|p| !gone.contains(p.summary_id.as_str()));
+            self.sweep_passes -= queue.len() as i64;
             self.stale_batches += 1;
             if self.stale_batches >= STALE_RETRIES && self.stop.is_none() {
                 self.stop = Some(Stop::Unstable);
@@ -380,6 +384,10 @@ impl<'a> Run<'a> {
             .all(|(w, q)| w.start == q.start as i64 && Some(w.len_after) == expected);
         if !consistent {
             self.cache = None;
+        }
+        // Reported once durable, per pass and in order.
+        for q in queue {
+            self.report(q.record);
         }
         Ok(false)
     }
@@ -428,11 +436,16 @@ impl<'a> Run<'a> {
 
     fn record(&mut self, rec: PassRecord) -> PassRecord {
         self.sweep_passes += 1;
+        self.report(rec.clone());
+        rec
+    }
+
+    /// Progress event and result entry of a written pass.
+    fn report(&mut self, rec: PassRecord) {
         if let Some(f) = &self.hooks.on_progress {
             f(&rec);
         }
-        self.passes.push(rec.clone());
-        rec
+        self.passes.push(rec);
     }
 
     /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
