@@ -294,6 +294,8 @@ pub struct Summarized {
     pub summary: NewSummary,
     /// When the pass started.
     pub started: Instant,
+    /// How long the summarizer call took (reading the sources excluded).
+    pub call: std::time::Duration,
 }
 
 /// How the summarizer part of a pass ended.
@@ -316,6 +318,7 @@ pub async fn summarize_plan(
 ) -> Result<Summarize> {
     let started = Instant::now();
     let input = prepare(env, plan, pending).await?;
+    let called = Instant::now();
     let out = tokio::select! {
         biased;
         _ = env.cancel.cancelled() => return Ok(Summarize::Cancelled),
@@ -324,6 +327,7 @@ pub async fn summarize_plan(
             Err(e) => return Ok(Summarize::Failed(e)),
         },
     };
+    let call = called.elapsed();
     if env.cancel.is_cancelled() {
         return Ok(Summarize::Cancelled);
     }
@@ -354,6 +358,7 @@ pub async fn summarize_plan(
         record,
         summary,
         started,
+        call,
     }))
 }
 

@@ -31,7 +31,7 @@ const STALE_RETRIES: usize = 3;
 const BATCH_MAX: usize = 16;
 /// … or once this long passed since the first queued one started …
 const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
-/// … or at once when the pass took this long: batching is for a fast summarizer,
+/// … or at once when the pass's summarizer call took this long: batching is for a fast summarizer,
 /// whose calls cost less than the writes; a slow (real) one's passes are written
 /// and reported right after each call, as unbatched passes are, and a progress
 /// event always means the pass is durable.
@@ -322,7 +322,7 @@ impl<'a> Run<'a> {
             start,
             count,
         });
-        if took >= BATCH_FAST
+        if done.call >= BATCH_FAST
             || self.queue.len() >= BATCH_MAX
             || self
                 .queue_since

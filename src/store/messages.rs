@@ -88,7 +88,7 @@ pub fn insert_batch(
             session_id: &session_id,
             now: &now,
         };
-        let message_id = insert_one(&tx, &at, &m)?;
+        let message_id = insert_one(&tx, &at, m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),
