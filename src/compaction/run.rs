@@ -456,9 +456,7 @@ impl<'a> Run<'a> {
         until: Option<i64>,
         batched: bool,
     ) -> Result<()> {
-        // One read per phase; the passes keep the list up to date in memory.
         self.flush().await?;
-        self.cache = None;
         loop {
             while let Some(rec) = self.step(choose, batched).await? {
                 if rec.context_tokens_after >= rec.context_tokens_before {
@@ -480,6 +478,12 @@ impl<'a> Run<'a> {
     async fn sweep(&mut self, target: i64) -> Result<()> {
         self.sweep_passes = 0;
         self.rounds += 1;
+        // One read per round (the first one's is the gate's); the passes keep the list
+        // up to date in memory, re-reading when a write shows it moved.
+        if self.rounds > 1 {
+            self.flush().await?;
+            self.cache = None;
+        }
         self.phase(&leaf_plan(self.limits), None, true).await?;
         self.phase(&shallowest_plan(self.limits, false), None, false)
             .await?;
@@ -527,7 +531,10 @@ impl<'a> Run<'a> {
 
     async fn current_tokens(&mut self) -> Result<i64> {
         self.flush().await?;
-        Ok(pass::snapshot_tokens(&self.snapshot().await?))
+        if self.cache.is_none() {
+            self.cache = Some(self.snapshot().await?);
+        }
+        Ok(self.cache.as_deref().map_or(0, pass::snapshot_tokens))
     }
 
     /// Whether any pass could still run (a leaf chunk, or a condensation candidate
@@ -563,6 +570,7 @@ impl<'a> Run<'a> {
             result.reason = "already under target".into();
             return Ok(result);
         }
+        self.cache = Some(items);
         match p.mode {
             Mode::Incremental => self.incremental().await?,
             Mode::Sweep => self.sweep(target).await?,
