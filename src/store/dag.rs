@@ -844,4 +844,89 @@ mod tests {
         assert_eq!(got[0].2.as_deref(), Some(e.summary_id.as_str()));
         assert_eq!(got[1].1, Some(ids[7]));
     }
+
+    #[test]
+    fn a_batch_places_every_run_then_shifts_once_and_is_all_or_nothing() {
+        let (mut conn, conv, ids) = setup(12);
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let q = |ids: &[i64], hint: i64, text: &str| Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: text.into(),
+                model: "m".into(),
+                sources: Sources::Messages(ids.to_vec()),
+            },
+            id: new_summary_id(text),
+            start_hint: Some(hint),
+        };
+        // Adjacent runs, a wrong hint (found by the scan) and a later run.
+        let batch = vec![
+            q(&ids[0..3], 0, "a"),
+            q(&ids[3..5], 7, "b"),
+            q(&ids[8..11], 8, "c"),
+        ];
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &batch, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(
+            out.iter()
+                .map(|p| (p.start, p.len_after))
+                .collect::<Vec<_>>(),
+            [(0, 7), (1, 7), (5, 7)]
+        );
+        let got = keys(&conn, conv);
+        let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
+            (0, None, Some(batch[0].id.clone())),
+            (1, None, Some(batch[1].id.clone())),
+            (2, Some(ids[5]), None),
+            (3, Some(ids[6]), None),
+            (4, Some(ids[7]), None),
+            (5, None, Some(batch[2].id.clone())),
+            (6, Some(ids[11]), None),
+        ];
+        assert_eq!(got, expect);
+        let s = crate::store::summaries::get(&conn, &batch[2].id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.earliest_at.as_deref(), Some("2026-02-17T07:45:00.000Z"));
+        assert_eq!(s.latest_at.as_deref(), Some("2026-02-17T07:47:00.000Z"));
+        let links: i64 = conn
+            .query_row("SELECT COUNT(*) FROM summary_messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(links, 8);
+        // A batch whose second summary is stale writes nothing (the caller rolls back).
+        let bad = vec![q(&ids[5..7], 2, "d"), q(&ids[0..1], 0, "e")];
+        let tx = conn.transaction().unwrap();
+        assert!(persist_batch(&tx, &bad, f).is_err());
+        drop(tx);
+        assert_eq!(keys(&conn, conv), expect);
+        // A leaf and a condensed node in one batch (runs 2..3 and 0..1).
+        let cond = Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "up".into(),
+                model: "m".into(),
+                sources: Sources::Summaries(vec![batch[0].id.clone(), batch[1].id.clone()]),
+            },
+            id: new_summary_id("up"),
+            start_hint: None,
+        };
+        let leaf = q(&ids[5..7], 2, "f");
+        let two = vec![leaf.clone(), cond.clone()];
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &two, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(out[1].len_after, 5);
+        let got = keys(&conn, conv);
+        assert_eq!(
+            got.iter().map(|k| k.0).collect::<Vec<_>>(),
+            (0..5).collect::<Vec<_>>()
+        );
+        assert_eq!(got[0].2.as_deref(), Some(cond.id.as_str()));
+        assert_eq!(got[1].2.as_deref(), Some(leaf.id.as_str()));
+        assert_eq!(got[2].1, Some(ids[7]));
+    }
 }
