@@ -928,5 +928,32 @@ mod tests {
         assert_eq!(got[0].2.as_deref(), Some(cond.id.as_str()));
         assert_eq!(got[1].2.as_deref(), Some(leaf.id.as_str()));
         assert_eq!(got[2].1, Some(ids[7]));
+        // A summary of the batch condensed by a later one of the same batch: the
+        // runs overlap, so the whole list is renumbered (the repair path).
+        let g = q(&ids[7..8], 2, "g");
+        let up2 = Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "up2".into(),
+                model: "m".into(),
+                sources: Sources::Summaries(vec![leaf.id.clone(), g.id.clone()]),
+            },
+            id: new_summary_id("up2"),
+            start_hint: Some(1),
+        };
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &[g.clone(), up2.clone()], f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(out[1].len_after, 4);
+        let got = keys(&conn, conv);
+        assert_eq!(
+            got,
+            vec![
+                (0, None, Some(cond.id.clone())),
+                (1, None, Some(up2.id.clone())),
+                (2, None, Some(batch[2].id.clone())),
+                (3, Some(ids[11]), None),
+            ]
+        );
     }
 }
