@@ -96,6 +96,37 @@ describe('full sweeps on a 2,000-message workload', () => {
   })
 })
 
+describe('sweep bookkeeping', () => {
+  it('pass records chain exactly and end at getStats().contextTokens (the sweep keeps the list in memory)', async () => {
+    const cb = callbackSummarizer()
+    const { engine, conversationId, baseline } = await loaded(2000, 21, { ...SMALL, [CALLBACK_OPTION]: cb.fn })
+    const { r, seen } = await fullSweep(engine)
+    expect(r.ok).toBe(true)
+    expect(r.passes.length).toBeGreaterThan(20)
+    expect(r.passes[0].contextTokensBefore).toBe(r.tokensBefore)
+    for (let i = 1; i < r.passes.length; i++) {
+      expect(r.passes[i].contextTokensBefore).toBe(r.passes[i - 1].contextTokensAfter)
+    }
+    const stats = await engine.getStats(conversationId)
+    expect(r.passes.at(-1).contextTokensAfter).toBe(stats.contextTokens)
+    expect(r.tokensAfter).toBe(stats.contextTokens)
+    const items = await engine.getContextItems(conversationId)
+    expect(items.reduce((a, i) => a + i.tokenCount, 0)).toBe(stats.contextTokens)
+    expect(items.map((i) => i.ordinal)).toEqual(items.map((_, i) => i))
+    expect(seen.map((p) => [p.summaryId, p.contextTokensAfter])).toEqual(r.passes.map((p) => [p.summaryId, p.contextTokensAfter]))
+    await checkInvariants(engine, conversationId, baseline)
+    // A second forced sweep after more messages starts from the stored state.
+    const more = workload(300, 22).messages.map((m, i) => ({ ...m, timestamp: Date.now() + i }))
+    for (const turn of turns(more)) await engine.ingestBatch({ sessionId: 's', messages: turn })
+    const before = (await engine.getStats(conversationId)).contextTokens
+    const { r: r2 } = await fullSweep(engine)
+    expect(r2.tokensBefore).toBe(before)
+    expect(r2.passes.at(-1).contextTokensAfter).toBe((await engine.getStats(conversationId)).contextTokens)
+    await checkInvariants(engine, conversationId)
+    await engine.close()
+  })
+})
+
 describe('thresholds and modes', () => {
   it('evaluate: floor(ratio × budget), strictly greater, observed count wins when higher', async () => {
     const { engine } = await loaded(200, 3, SMALL)

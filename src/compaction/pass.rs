@@ -54,6 +54,22 @@ impl Plan {
         }
     }
 
+    /// Index of the first source in the snapshot the plan was made from.
+    pub fn start(&self) -> usize {
+        match self {
+            Plan::Leaf { chunk, .. } => chunk.start,
+            Plan::Condensed { chunk, .. } => chunk.start,
+        }
+    }
+
+    /// Number of sources.
+    pub fn source_count(&self) -> usize {
+        match self {
+            Plan::Leaf { chunk, .. } => chunk.message_ids.len(),
+            Plan::Condensed { chunk, .. } => chunk.summary_ids.len(),
+        }
+    }
+
     fn previous(&self) -> &[String] {
         match self {
             Plan::Leaf { previous, .. } | Plan::Condensed { previous, .. } => previous,
@@ -118,8 +134,9 @@ pub struct PassEnv<'a> {
 /// How a pass ended without an error.
 #[derive(Debug)]
 pub enum PassEnd {
-    /// The summary was written.
-    Written(PassRecord),
+    /// The summary was written; `context_tokens_after` is left for the run to fill
+    /// in from its in-memory list (or a re-read), with where the replacement was.
+    Written(PassRecord, dag::Persisted),
     /// The sources changed before the write; nothing was written.
     Stale,
     /// Cancelled during the summarizer call; nothing was written.
@@ -128,14 +145,20 @@ pub enum PassEnd {
     SummarizerFailed(crate::error::LcmError),
 }
 
-/// Reads the plan's sources into a pipeline input.
-pub async fn prepare(env: &PassEnv<'_>, plan: &Plan) -> Result<SummarizeInput> {
+/// Reads the plan's sources into a pipeline input. `pending` holds summaries
+/// summarized but not written yet (id, content); previous_context takes them from
+/// there.
+pub async fn prepare(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    pending: Vec<(String, String)>,
+) -> Result<SummarizeInput> {
     let zone = env.zone;
     let custom = env.custom_instructions.clone();
     let plan = plan.clone();
     env.store
         .read(move |c| {
-            let previous = previous_context(c, plan.previous())?;
+            let previous = previous_context(c, plan.previous(), &pending)?;
             let mut input = match &plan {
                 Plan::Leaf { chunk, .. } => leaf_input(c, &zone, &chunk.message_ids)?,
                 Plan::Condensed { chunk, .. } => condensed_input(c, &zone, &chunk.summary_ids)?,
@@ -148,10 +171,30 @@ pub async fn prepare(env: &PassEnv<'_>, plan: &Plan) -> Result<SummarizeInput> {
         .await
 }
 
-fn previous_context(c: &rusqlite::Connection, ids: &[String]) -> Result<Option<String>> {
-    let texts: Vec<String> = summaries::by_ids(c, ids)?
+fn previous_context(
+    c: &rusqlite::Connection,
+    ids: &[String],
+    pending: &[(String, String)],
+) -> Result<Option<String>> {
+    let held = |id: &String| {
+        pending
+            .iter()
+            .find(|(p, _)| p == id)
+            .map(|(_, t)| t.clone())
+    };
+    let stored: Vec<String> = ids
+        .iter()
+        .filter(|id| held(id).is_none())
+        .cloned()
+        .collect();
+    let mut stored: std::collections::HashMap<String, String> = summaries::by_ids(c, &stored)?
         .into_iter()
-        .map(|s| s.content.trim().to_owned())
+        .map(|s| (s.summary_id, s.content))
+        .collect();
+    let texts: Vec<String> = ids
+        .iter()
+        .filter_map(|id| held(id).or_else(|| stored.remove(id)))
+        .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect();
     Ok((!texts.is_empty()).then(|| texts.join("\n\n")))
@@ -215,21 +258,124 @@ pub async fn summarize(env: &PassEnv<'_>, input: SummarizeInput) -> Result<Summa
     env.pipeline.run(input).await
 }
 
-/// The writer job: re-validates and persists in one transaction, returning the new
-/// id and the context tokens after it, or `None` when the sources moved.
+/// The writer job: re-validates and persists in one transaction, returning what
+/// was written and where, or `None` when the sources moved. `start_hint` is the
+/// ordinal the sources were planned at (checked by the writer, never trusted).
 pub async fn write(
     store: &Store,
     features: Features,
     summary: NewSummary,
-) -> Result<Option<(String, i64)>> {
+    start_hint: Option<i64>,
+) -> Result<Option<dag::Persisted>> {
     store
         .write(move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_in(&tx, &summary, features) {
-                Ok(id) => {
-                    let after = messages::context_token_count(&tx, summary.conversation_id)?;
+            match dag::persist_detailed(&tx, &summary, features, start_hint) {
+                Ok(p) => {
                     tx.commit()?;
-                    Ok(Some((id, after)))
+                    Ok(Some(p))
+                }
+                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await
+}
+
+/// A pass whose summary is ready but not written.
+#[derive(Debug)]
+pub struct Summarized {
+    /// The record (`context_tokens_after` = before until the caller sets it; the
+    /// summary id is empty until one is chosen).
+    pub record: PassRecord,
+    /// What to write.
+    pub summary: NewSummary,
+    /// When the pass started.
+    pub started: Instant,
+    /// How long the summarizer call took (reading the sources excluded).
+    pub call: std::time::Duration,
+}
+
+/// How the summarizer part of a pass ended.
+#[derive(Debug)]
+pub enum Summarize {
+    /// Ready to write.
+    Ready(Summarized),
+    /// Cancelled during the summarizer call.
+    Cancelled,
+    /// The summarizer failed.
+    Failed(crate::error::LcmError),
+}
+
+/// Reads the plan's sources and summarizes them; writes nothing.
+pub async fn summarize_plan(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    before: i64,
+    pending: Vec<(String, String)>,
+) -> Result<Summarize> {
+    let started = Instant::now();
+    let input = prepare(env, plan, pending).await?;
+    let called = Instant::now();
+    let out = tokio::select! {
+        biased;
+        _ = env.cancel.cancelled() => return Ok(Summarize::Cancelled),
+        out = summarize(env, input) => match out {
+            Ok(out) => out,
+            Err(e) => return Ok(Summarize::Failed(e)),
+        },
+    };
+    let call = called.elapsed();
+    if env.cancel.is_cancelled() {
+        return Ok(Summarize::Cancelled);
+    }
+    let summary = NewSummary {
+        conversation_id: env.conversation_id,
+        content: out.content.clone(),
+        model: out.model.clone(),
+        sources: plan.sources(),
+    };
+    let kind = match plan {
+        Plan::Leaf { .. } => PassKind::Leaf,
+        Plan::Condensed { .. } => PassKind::Condensed,
+    };
+    let record = PassRecord {
+        kind,
+        depth: plan.output_depth(),
+        summary_id: String::new(),
+        level: out.level,
+        tokens_in: out.tokens_in,
+        tokens_out: out.tokens_out,
+        model: out.model,
+        ms: 0,
+        source_count: plan.source_count(),
+        context_tokens_before: before,
+        context_tokens_after: before,
+    };
+    Ok(Summarize::Ready(Summarized {
+        record,
+        summary,
+        started,
+        call,
+    }))
+}
+
+/// The writer job for a batch: one transaction, all or nothing; `None` when a
+/// summary's sources moved (nothing written).
+pub async fn write_batch(
+    store: &Store,
+    features: Features,
+    batch: Vec<dag::Queued>,
+) -> Result<Option<Vec<dag::Persisted>>> {
+    store
+        .write(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            match dag::persist_batch(&tx, &batch, features) {
+                Ok(p) => {
+                    tx.commit()?;
+                    Ok(Some(p))
                 }
                 Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
                     Ok(None)
@@ -241,46 +387,27 @@ pub async fn write(
 }
 
 /// Runs one planned pass; `before` is the context's token count when it was planned.
+/// The record's `context_tokens_after` is `before` until the caller sets it.
 pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
-    let started = Instant::now();
-    let input = prepare(env, plan).await?;
-    let out = tokio::select! {
-        biased;
-        _ = env.cancel.cancelled() => return Ok(PassEnd::Cancelled),
-        out = summarize(env, input) => match out {
-            Ok(out) => out,
-            Err(e) => return Ok(PassEnd::SummarizerFailed(e)),
-        },
+    let done = match summarize_plan(env, plan, before, Vec::new()).await? {
+        Summarize::Ready(done) => done,
+        Summarize::Cancelled => return Ok(PassEnd::Cancelled),
+        Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
     };
-    if env.cancel.is_cancelled() {
-        return Ok(PassEnd::Cancelled);
-    }
-    let summary = NewSummary {
-        conversation_id: env.conversation_id,
-        content: out.content.clone(),
-        model: out.model.clone(),
-        sources: plan.sources(),
-    };
-    let Some((summary_id, after)) = write(env.store, env.store.features(), summary).await? else {
+    let Some(persisted) = write(
+        env.store,
+        env.store.features(),
+        done.summary,
+        Some(plan.start() as i64),
+    )
+    .await?
+    else {
         return Ok(PassEnd::Stale);
     };
-    let (kind, count) = match plan {
-        Plan::Leaf { chunk, .. } => (PassKind::Leaf, chunk.message_ids.len()),
-        Plan::Condensed { chunk, .. } => (PassKind::Condensed, chunk.summary_ids.len()),
-    };
-    Ok(PassEnd::Written(PassRecord {
-        kind,
-        depth: plan.output_depth(),
-        summary_id,
-        level: out.level,
-        tokens_in: out.tokens_in,
-        tokens_out: out.tokens_out,
-        model: out.model,
-        ms: started.elapsed().as_millis() as u64,
-        source_count: count,
-        context_tokens_before: before,
-        context_tokens_after: after,
-    }))
+    let mut rec = done.record;
+    rec.summary_id = persisted.summary_id.clone();
+    rec.ms = done.started.elapsed().as_millis() as u64;
+    Ok(PassEnd::Written(rec, persisted))
 }
 
 /// Σ tokens of a snapshot (equals the stored context token count).

@@ -5,10 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan};
+use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan, Summarize};
 use super::select::{self, Limits};
 use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
 use crate::error::{LcmError, Result};
+use crate::store::dag::{self, Persisted};
 use crate::store::messages::{self, ContextItem};
 use crate::timefmt::Zone;
 
@@ -25,6 +26,37 @@ enum Stop {
 /// How often a pass is re-planned when its sources moved before the write.
 const STALE_RETRIES: usize = 3;
 
+/// Leaf passes summarized but not yet written are flushed in one transaction once
+/// this many are queued …
+const BATCH_MAX: usize = 16;
+/// … or once this long passed since the first queued one started …
+const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
+/// … or at once when the pass's summarizer call took this long: batching is for a fast summarizer,
+/// whose calls cost less than the writes; a slow (real) one's passes are written
+/// and reported right after each call, as unbatched passes are, and a progress
+/// event always means the pass is durable.
+const BATCH_FAST: Duration = Duration::from_millis(10);
+
+/// How a batched step ended.
+enum Queued {
+    /// Summarized, applied in memory and queued (perhaps already written).
+    Pass(PassRecord),
+    /// Its sources moved; re-plan.
+    Stale,
+    /// The run stopped (cancel, summarizer failure).
+    Stopped,
+}
+
+/// A leaf pass summarized, applied to the in-memory list, not yet written.
+struct QueuedPass {
+    record: PassRecord,
+    write: dag::Queued,
+    /// Its index in the in-memory list when it was applied.
+    start: usize,
+    /// Number of items it replaced.
+    count: usize,
+}
+
 /// One compaction call.
 pub struct Run<'a> {
     env: PassEnv<'a>,
@@ -36,6 +68,16 @@ pub struct Run<'a> {
     stop: Option<Stop>,
     sweep_passes: i64,
     rounds: i64,
+    /// The context list as of the last write, kept between passes of a phase so a
+    /// pass plans without re-reading the whole list; `None` forces a re-read.
+    cache: Option<Vec<ContextItem>>,
+    /// Leaf passes waiting for one batched write (see [`BATCH_MAX`]); while any is
+    /// queued the in-memory list (`cache`) is the only view that includes them.
+    queue: Vec<QueuedPass>,
+    /// When the first queued pass started.
+    queue_since: Option<Instant>,
+    /// Batches rejected because the list moved (each retried from a re-read).
+    stale_batches: usize,
 }
 
 /// A result for a call that did nothing.
@@ -134,6 +176,10 @@ impl<'a> Run<'a> {
             stop: None,
             sweep_passes: 0,
             rounds: 0,
+            cache: None,
+            queue: Vec::new(),
+            queue_since: None,
+            stale_batches: 0,
         })
     }
 
@@ -163,50 +209,268 @@ impl<'a> Run<'a> {
 
     /// Plans and runs one pass; re-plans when the sources moved before the write.
     /// `None` when there was nothing to do or the run stopped.
-    async fn step(&mut self, choose: &Chooser<'_>) -> Result<Option<PassRecord>> {
+    /// A `batched` step (leaf passes) queues its summary instead of writing it (see
+    /// [`Run::flush`]); any other step flushes the queue first.
+    async fn step(&mut self, choose: &Chooser<'_>, batched: bool) -> Result<Option<PassRecord>> {
+        if !batched {
+            self.flush().await?;
+        }
         for _ in 0..STALE_RETRIES {
             if !self.may_continue() {
                 return Ok(None);
             }
-            let items = self.snapshot().await?;
+            let items = match self.cache.take() {
+                Some(items) => items,
+                None => self.snapshot().await?,
+            };
             let tail = select::fresh_tail_start(&items, &self.limits);
             let Some(plan) = choose(&items, tail) else {
+                self.cache = Some(items);
                 return Ok(None);
             };
             let before = pass::snapshot_tokens(&items);
+            if batched {
+                match self.queue_pass(items, plan, before).await? {
+                    Queued::Pass(rec) => return Ok(Some(rec)),
+                    Queued::Stale => continue,
+                    Queued::Stopped => return Ok(None),
+                }
+            }
             match pass::execute(&self.env, &plan, before).await? {
-                PassEnd::Written(rec) => return Ok(Some(self.record(rec))),
+                PassEnd::Written(mut rec, written) => {
+                    rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+                    return Ok(Some(self.record(rec)));
+                }
+                // The list moved under the plan: re-read it.
                 PassEnd::Stale => continue,
                 PassEnd::Cancelled => self.stop = Some(Stop::Aborted),
                 PassEnd::SummarizerFailed(e) => self.stop = Some(Stop::Failed(e)),
             }
+            self.cache = Some(items);
             return Ok(None);
         }
         self.stop = Some(Stop::Unstable);
         Ok(None)
     }
 
+    /// Summarizes a planned leaf pass, applies it to the in-memory list and queues
+    /// its write; flushes when the batch is full or old enough.
+    async fn queue_pass(
+        &mut self,
+        items: Vec<ContextItem>,
+        plan: Plan,
+        before: i64,
+    ) -> Result<Queued> {
+        let pending: Vec<(String, String)> = self
+            .queue
+            .iter()
+            .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
+            .collect();
+        let done = match pass::summarize_plan(&self.env, &plan, before, pending).await? {
+            Summarize::Ready(done) => done,
+            end => {
+                self.cache = Some(items);
+                self.stop = Some(match end {
+                    Summarize::Failed(e) => Stop::Failed(e),
+                    _ => Stop::Aborted,
+                });
+                self.flush().await?;
+                return Ok(Queued::Stopped);
+            }
+        };
+        let (start, count) = (plan.start(), plan.source_count());
+        let id = dag::new_summary_id(&done.summary.content);
+        // Where its sources sit in the stored list: after the queued runs before it
+        // are placed, each of them still takes its whole run's ordinals.
+        let hint = start as i64
+            + self
+                .queue
+                .iter()
+                .filter(|q| q.start < start)
+                .map(|q| q.count as i64 - 1)
+                .sum::<i64>();
+        // A cheap read of where the sources should be: when they moved (compacted
+        // behind the sweep's back), write what is queued and re-plan from a re-read,
+        // as an unbatched pass would after its rejected write.
+        if !self.sources_in_place(&plan, hint).await? {
+            self.flush().await?;
+            self.cache = None;
+            return Ok(Queued::Stale);
+        }
+        let written = Persisted {
+            summary_id: id.clone(),
+            depth: plan.output_depth(),
+            token_count: crate::tokens::estimate(&done.summary.content),
+            start: start as i64,
+            end: (start + count) as i64 - 1,
+            len_after: (items.len() + 1) as i64 - count as i64,
+        };
+        let mut rec = done.record;
+        rec.summary_id = id.clone();
+        rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+        let took = done.started.elapsed();
+        rec.ms = took.as_millis() as u64;
+        self.sweep_passes += 1;
+        self.queue_since.get_or_insert(done.started);
+        self.queue.push(QueuedPass {
+            record: rec.clone(),
+            write: dag::Queued {
+                summary: done.summary,
+                id,
+                start_hint: Some(hint),
+            },
+            start,
+            count,
+        });
+        if done.call >= BATCH_FAST
+            || self.queue.len() >= BATCH_MAX
+            || self
+                .queue_since
+                .is_some_and(|t| t.elapsed() >= BATCH_MAX_AGE)
+        {
+            self.flush().await?;
+        }
+        Ok(Queued::Pass(rec))
+    }
+
+    /// Whether the plan's sources are still where the queued writes expect them.
+    async fn sources_in_place(&self, plan: &Plan, hint: i64) -> Result<bool> {
+        let Plan::Leaf { chunk, .. } = plan else {
+            return Ok(true);
+        };
+        let (conv, ids) = (self.env.conversation_id, chunk.message_ids.clone());
+        self.env
+            .store
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT message_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+                )?;
+                let found: Vec<Option<i64>> = stmt
+                    .query_map(
+                        rusqlite::params![conv, hint, hint + ids.len() as i64 - 1],
+                        |r| r.get(0),
+                    )?
+                    .collect::<rusqlite::Result<_>>()?;
+                Ok(found.len() == ids.len() && found.iter().zip(&ids).all(|(f, i)| *f == Some(*i)))
+            })
+            .await
+    }
+
+    /// Writes the queued passes in one transaction. When the list moved under them
+    /// nothing is written (`true` is returned): the list is re-read and their work
+    /// is redone by the next passes.
+    async fn flush(&mut self) -> Result<bool> {
+        self.queue_since = None;
+        if self.queue.is_empty() {
+            return Ok(false);
+        }
+        let queue = std::mem::take(&mut self.queue);
+        let batch = queue.iter().map(|q| q.write.clone()).collect();
+        let store = self.env.store;
+        let Some(written) = pass::write_batch(store, store.features(), batch).await? else {
+            // Not written, not reported: their work is redone from a re-read.
+            self.cache = None;
+            self.sweep_passes -= queue.len() as i64;
+            self.stale_batches += 1;
+            if self.stale_batches >= STALE_RETRIES && self.stop.is_none() {
+                self.stop = Some(Stop::Unstable);
+            }
+            return Ok(true);
+        };
+        let expected = self.cache.as_ref().map(|c| c.len() as i64);
+        let consistent = written
+            .iter()
+            .zip(&queue)
+            .all(|(w, q)| w.start == q.start as i64 && Some(w.len_after) == expected);
+        if !consistent {
+            self.cache = None;
+        }
+        // Reported once durable, per pass and in order.
+        for q in queue {
+            self.report(q.record);
+        }
+        Ok(false)
+    }
+
+    /// Applies a written pass to the in-memory list and returns the context tokens
+    /// after it: `before` − the replaced items' tokens + the summary's. When the
+    /// writer replaced anything else than the planned run, or the list's length is
+    /// not the expected one (e.g. messages were ingested meanwhile), the list is
+    /// re-read and the tokens are summed from it instead.
+    async fn apply(
+        &mut self,
+        mut items: Vec<ContextItem>,
+        plan: &Plan,
+        written: &Persisted,
+        before: i64,
+    ) -> Result<i64> {
+        let (start, count) = (plan.start(), plan.source_count());
+        let expected = count > 0
+            && start + count <= items.len()
+            && written.start == start as i64
+            && written.end == (start + count - 1) as i64
+            && written.len_after == (items.len() - count + 1) as i64;
+        if !expected {
+            let fresh = self.snapshot().await?;
+            let after = pass::snapshot_tokens(&fresh);
+            self.cache = Some(fresh);
+            return Ok(after);
+        }
+        let removed = pass::snapshot_tokens(&items[start..start + count]);
+        let summary = ContextItem {
+            ordinal: start as i64,
+            item_type: "summary".into(),
+            message_id: None,
+            summary_id: Some(written.summary_id.clone()),
+            token_count: written.token_count,
+            depth: Some(written.depth),
+            role: None,
+        };
+        items.splice(start..start + count, std::iter::once(summary));
+        for (i, item) in items.iter_mut().enumerate().skip(start + 1) {
+            item.ordinal = i as i64;
+        }
+        self.cache = Some(items);
+        Ok(before - removed + written.token_count.max(0))
+    }
+
     fn record(&mut self, rec: PassRecord) -> PassRecord {
         self.sweep_passes += 1;
+        self.report(rec.clone());
+        rec
+    }
+
+    /// Progress event and result entry of a written pass.
+    fn report(&mut self, rec: PassRecord) {
         if let Some(f) = &self.hooks.on_progress {
             f(&rec);
         }
-        self.passes.push(rec.clone());
-        rec
+        self.passes.push(rec);
     }
 
     /// Repeats a kind of pass until none is eligible, one stops reducing tokens, or
     /// (when given) the context is at or under `until`.
-    async fn phase(&mut self, choose: &Chooser<'_>, until: Option<i64>) -> Result<()> {
-        while let Some(rec) = self.step(choose).await? {
-            if rec.context_tokens_after >= rec.context_tokens_before {
-                break;
+    async fn phase(
+        &mut self,
+        choose: &Chooser<'_>,
+        until: Option<i64>,
+        batched: bool,
+    ) -> Result<()> {
+        self.flush().await?;
+        loop {
+            while let Some(rec) = self.step(choose, batched).await? {
+                if rec.context_tokens_after >= rec.context_tokens_before {
+                    break;
+                }
+                if until.is_some_and(|t| rec.context_tokens_after <= t) {
+                    break;
+                }
             }
-            if until.is_some_and(|t| rec.context_tokens_after <= t) {
-                break;
+            // A rejected batch's work is redone from a re-read.
+            if !self.flush().await? || self.stop.is_some() {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// Leaf passes, then condensation shallowest first; while still over `target`,
@@ -214,11 +478,17 @@ impl<'a> Run<'a> {
     async fn sweep(&mut self, target: i64) -> Result<()> {
         self.sweep_passes = 0;
         self.rounds += 1;
-        self.phase(&leaf_plan(self.limits), None).await?;
-        self.phase(&shallowest_plan(self.limits, false), None)
+        // One read per round (the first one's is the gate's); the passes keep the list
+        // up to date in memory, re-reading when a write shows it moved.
+        if self.rounds > 1 {
+            self.flush().await?;
+            self.cache = None;
+        }
+        self.phase(&leaf_plan(self.limits), None, true).await?;
+        self.phase(&shallowest_plan(self.limits, false), None, false)
             .await?;
         if self.stop.is_none() && self.current_tokens().await? > target {
-            self.phase(&shallowest_plan(self.limits, true), Some(target))
+            self.phase(&shallowest_plan(self.limits, true), Some(target), false)
                 .await?;
         }
         Ok(())
@@ -227,13 +497,14 @@ impl<'a> Run<'a> {
     /// One leaf pass, then condensation of depths 0 … incrementalMaxDepth − 1.
     async fn incremental(&mut self) -> Result<()> {
         self.rounds = 1;
-        self.step(&leaf_plan(self.limits)).await?;
+        self.step(&leaf_plan(self.limits), true).await?;
+        self.flush().await?;
         let max = match self.compactor.opts.incremental_max_depth {
             d if d < 0 => i64::MAX,
             d => d,
         };
         for depth in 0..max {
-            match self.step(&depth_plan(self.limits, depth)).await? {
+            match self.step(&depth_plan(self.limits, depth), false).await? {
                 Some(r) if r.context_tokens_after < r.context_tokens_before => {}
                 _ => break,
             }
@@ -258,8 +529,12 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    async fn current_tokens(&self) -> Result<i64> {
-        Ok(pass::snapshot_tokens(&self.snapshot().await?))
+    async fn current_tokens(&mut self) -> Result<i64> {
+        self.flush().await?;
+        if self.cache.is_none() {
+            self.cache = Some(self.snapshot().await?);
+        }
+        Ok(self.cache.as_deref().map_or(0, pass::snapshot_tokens))
     }
 
     /// Whether any pass could still run (a leaf chunk, or a condensation candidate
@@ -295,6 +570,7 @@ impl<'a> Run<'a> {
             result.reason = "already under target".into();
             return Ok(result);
         }
+        self.cache = Some(items);
         match p.mode {
             Mode::Incremental => self.incremental().await?,
             Mode::Sweep => self.sweep(target).await?,
@@ -303,7 +579,13 @@ impl<'a> Run<'a> {
         self.finish(result, p.mode, target).await
     }
 
-    async fn finish(self, mut r: CompactResult, mode: Mode, target: i64) -> Result<CompactResult> {
+    async fn finish(
+        mut self,
+        mut r: CompactResult,
+        mode: Mode,
+        target: i64,
+    ) -> Result<CompactResult> {
+        self.flush().await?;
         let items = self.snapshot().await?;
         r.tokens_after = pass::snapshot_tokens(&items);
         r.compacted = !self.passes.is_empty();

@@ -889,3 +889,48 @@ async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
     assert_eq!(r.ingest.ingested_count, 0);
     assert_eq!(r.compaction.reason, "below threshold");
 }
+
+#[tokio::test]
+async fn batched_leaf_passes_chain_tokens_feed_previous_context_and_keep_invariants() {
+    // A fast summarizer: leaf passes are queued and written in batches.
+    let (engine, conv) = engine_with(small_options(), 300, 100).await;
+    let fake = Arc::new(Fake::default());
+    let before = engine.get_stats(conv).await.unwrap().context_tokens;
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.ok && r.compacted, "{}", r.reason);
+    let leaves: Vec<&PassRecord> = r
+        .passes
+        .iter()
+        .filter(|p| p.kind == crate::compaction::PassKind::Leaf)
+        .collect();
+    assert!(leaves.len() > 16, "more than one batch: {}", leaves.len());
+    assert_eq!(r.passes[0].context_tokens_before, before);
+    for w in r.passes.windows(2) {
+        assert_eq!(w[1].context_tokens_before, w[0].context_tokens_after);
+        assert!(w[0].context_tokens_after < w[0].context_tokens_before);
+    }
+    let stats = engine.get_stats(conv).await.unwrap();
+    assert_eq!(
+        r.passes.last().unwrap().context_tokens_after,
+        stats.context_tokens
+    );
+    assert_eq!(r.tokens_after, stats.context_tokens);
+    assert_eq!(stats.summary_count as usize, r.passes.len());
+    // Each leaf after the first saw the previous leaf's text (queued or written).
+    let content: HashMap<String, String> = engine
+        .get_summaries(conv)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.summary.summary_id.clone(), s.summary.content.clone()))
+        .collect();
+    let inputs = fake.inputs.lock().unwrap().clone();
+    let leaf_inputs: Vec<&SummarizeInput> = inputs.iter().filter(|i| i.depth == 0).collect();
+    assert_eq!(leaf_inputs.len(), leaves.len());
+    for (i, input) in leaf_inputs.iter().enumerate().skip(1) {
+        let prev = input.previous_context.as_deref().unwrap_or_default();
+        let want = content[&leaves[i - 1].summary_id].trim();
+        assert!(prev.ends_with(want), "leaf {i} previous_context");
+    }
+    check_invariants(&engine, conv).await;
+}

@@ -212,6 +212,43 @@ fn condensed_meta(tx: &Transaction, conversation_id: i64, ids: &[String]) -> Res
     Ok(m)
 }
 
+/// [`source_range`], checking first whether the sources sit exactly at
+/// `hint..hint + len` (a range read on the key instead of a scan of the list).
+fn source_range_at(
+    tx: &Transaction,
+    conversation_id: i64,
+    sources: &Sources,
+    hint: Option<i64>,
+) -> Result<(i64, i64)> {
+    if let Some(start) = hint.filter(|h| *h >= 0) {
+        let len = match sources {
+            Sources::Messages(ids) => ids.len(),
+            Sources::Summaries(ids) => ids.len(),
+        } as i64;
+        let end = start + len - 1;
+        let mut stmt = tx.prepare_cached(
+            "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+        )?;
+        let found: Vec<(Option<i64>, Option<String>)> = stmt
+            .query_map(params![conversation_id, start, end], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let matches = found.len() as i64 == len
+            && match sources {
+                Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
+                Sources::Summaries(ids) => ids
+                    .iter()
+                    .zip(&found)
+                    .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
+            };
+        if matches {
+            return Ok((start, end));
+        }
+    }
+    source_range(tx, conversation_id, sources)
+}
+
 /// The ordinals of the context items that hold the sources; they must be one
 /// contiguous run holding exactly the sources, in order.
 fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Result<(i64, i64)> {
@@ -248,8 +285,10 @@ fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Re
     Ok((found[0].0, found[found.len() - 1].0))
 }
 
-/// Replaces context items `[start, end]` by one summary item and renumbers the list
-/// to 0..n-1 (via negative temporary ordinals, so the primary key never collides).
+/// Replaces context items `[start, end]` by one summary item. The list was 0..n-1
+/// before (every write keeps it so), so only the items after `end` move, all by the
+/// same constant: two range UPDATEs on the primary key (via negative temporary
+/// ordinals, so the key never collides) instead of renumbering the whole list.
 pub fn replace_context_range(
     tx: &Transaction,
     conversation_id: i64,
@@ -257,15 +296,25 @@ pub fn replace_context_range(
     end: i64,
     summary_id: &str,
 ) -> Result<()> {
-    tx.execute(
-        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
-        params![conversation_id, start, end],
-    )?;
-    tx.execute(
-        "INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, created_at) VALUES (?1, ?2, 'summary', ?3, ?4)",
-        params![conversation_id, start, summary_id, timestamp::now_sqlite()],
-    )?;
-    resequence(tx, conversation_id)
+    place(tx, conversation_id, start, end, summary_id)?;
+    shift_after(tx, conversation_id, end, end - start)
+}
+
+/// Moves every context item with an ordinal above `after` down by `by` (≥ 0), in
+/// two UPDATEs over the key range: first to distinct negative ordinals, then back.
+pub fn shift_after(tx: &Transaction, conversation_id: i64, after: i64, by: i64) -> Result<()> {
+    if by == 0 {
+        return Ok(());
+    }
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - (ordinal - ?3) WHERE conversation_id = ?1 AND ordinal > ?2",
+    )?
+    .execute(params![conversation_id, after, by])?;
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
+    )?
+    .execute([conversation_id])?;
+    Ok(())
 }
 
 /// Renumbers a conversation's context items to 0..n-1 keeping their order; a no-op
@@ -317,6 +366,61 @@ pub fn persist_summary(
 
 /// [`persist_summary`] inside a caller's transaction.
 pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Result<String> {
+    Ok(persist_detailed(tx, s, features, None)?.summary_id)
+}
+
+/// What [`persist_detailed`] wrote: enough for a caller holding the context list in
+/// memory to apply the same replacement and token delta without re-reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persisted {
+    /// The new summary.
+    pub summary_id: String,
+    /// Its depth.
+    pub depth: i64,
+    /// Its token count (as stored).
+    pub token_count: i64,
+    /// First replaced ordinal (the summary's ordinal now).
+    pub start: i64,
+    /// Last replaced ordinal (before the replacement).
+    pub end: i64,
+    /// Number of context items after the write (max ordinal + 1).
+    pub len_after: i64,
+}
+
+/// [`persist_in`], reporting where the replacement happened. `start_hint` is where
+/// the caller expects the sources to start (checked, never trusted).
+pub fn persist_detailed(
+    tx: &Transaction,
+    s: &NewSummary,
+    features: Features,
+    start_hint: Option<i64>,
+) -> Result<Persisted> {
+    let id = new_summary_id(&s.content);
+    let (start, end, meta) = write_rows(tx, s, &id, features, start_hint)?;
+    replace_context_range(tx, s.conversation_id, start, end, &id)?;
+    let max: Option<i64> = tx
+        .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([s.conversation_id], |r| r.get(0))?;
+    Ok(Persisted {
+        summary_id: id,
+        depth: meta.depth,
+        token_count: tokens::estimate(&s.content),
+        start,
+        end,
+        len_after: max.map_or(0, |m| m + 1),
+    })
+}
+
+/// Validates a summary's sources (metadata computed from them, their context run
+/// located) and writes its row, FTS rows and links under `id`; the context list is
+/// not touched. Returns the run's ordinals and the metadata.
+fn write_rows(
+    tx: &Transaction,
+    s: &NewSummary,
+    id: &str,
+    features: Features,
+    start_hint: Option<i64>,
+) -> Result<(i64, i64, Meta)> {
     let meta = match &s.sources {
         Sources::Messages(ids) if !ids.is_empty() => leaf_meta(tx, s.conversation_id, ids)?,
         Sources::Summaries(ids) if !ids.is_empty() => {
@@ -330,9 +434,8 @@ pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Resul
         }
         _ => return Err(LcmError::invalid("a summary needs at least one source")),
     };
-    let (start, end) = source_range(tx, s.conversation_id, &s.sources)?;
-    let id = new_summary_id(&s.content);
-    insert_row(tx, &id, s, &meta, features)?;
+    let (start, end) = source_range_at(tx, s.conversation_id, &s.sources, start_hint)?;
+    insert_row(tx, id, s, &meta, features)?;
     match &s.sources {
         Sources::Messages(ids) => {
             let mut st = tx.prepare_cached("INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?1, ?2, ?3)")?;
@@ -348,8 +451,127 @@ pub fn persist_in(tx: &Transaction, s: &NewSummary, features: Features) -> Resul
         }
     }
     debug_assert!(meta.item_type == "message" || meta.item_type == "summary");
-    replace_context_range(tx, s.conversation_id, start, end, &id)?;
-    Ok(id)
+    Ok((start, end, meta))
+}
+
+/// One summary of a batch: its id (chosen by the caller, so later work can refer
+/// to it before the batch is written) and where its sources are expected.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    /// The summary.
+    pub summary: NewSummary,
+    /// Its id (see [`new_summary_id`]).
+    pub id: String,
+    /// Where the caller expects its sources to start *in the stored list*, with the
+    /// earlier summaries of the batch already placed (checked, never trusted).
+    pub start_hint: Option<i64>,
+}
+
+/// Writes several summaries of one conversation in the caller's transaction, in
+/// order, each validated against the list as the earlier ones left it, with ONE
+/// shift of the later ordinals at the end (instead of one per summary). Any invalid
+/// summary fails the whole batch (the caller rolls back). `start` of each result is
+/// its final ordinal; `len_after` is the list's final length.
+pub fn persist_batch(
+    tx: &Transaction,
+    batch: &[Queued],
+    features: Features,
+) -> Result<Vec<Persisted>> {
+    let Some(conversation_id) = batch.first().map(|q| q.summary.conversation_id) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(batch.len());
+    for q in batch {
+        if q.summary.conversation_id != conversation_id {
+            return Err(LcmError::invalid("a batch writes one conversation"));
+        }
+        let (start, end, meta) = write_rows(tx, &q.summary, &q.id, features, q.start_hint)?;
+        place(tx, conversation_id, start, end, &q.id)?;
+        out.push(Persisted {
+            summary_id: q.id.clone(),
+            depth: meta.depth,
+            token_count: tokens::estimate(&q.summary.content),
+            start,
+            end,
+            len_after: 0,
+        });
+    }
+    let ranges: Vec<(i64, i64)> = out.iter().map(|p| (p.start, p.end)).collect();
+    let finals = close_gaps(tx, conversation_id, &ranges)?;
+    let max: Option<i64> = tx
+        .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
+        .query_row([conversation_id], |r| r.get(0))?;
+    for (p, f) in out.iter_mut().zip(finals) {
+        p.start = f;
+        p.len_after = max.map_or(0, |m| m + 1);
+    }
+    Ok(out)
+}
+
+/// Deletes context items `[start, end]` and puts the summary item at `start` (the
+/// ordinals after it are left as they are).
+fn place(
+    tx: &Transaction,
+    conversation_id: i64,
+    start: i64,
+    end: i64,
+    summary_id: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+    )?
+    .execute(params![conversation_id, start, end])?;
+    tx.prepare_cached(
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id, created_at) VALUES (?1, ?2, 'summary', ?3, ?4)",
+    )?
+    .execute(params![conversation_id, start, summary_id, timestamp::now_sqlite()])?;
+    Ok(())
+}
+
+/// After [`place`] of disjoint runs `[s, e]` (the list was 0..n-1 before), closes
+/// the gaps: each segment of surviving items moves down by the number of removed
+/// ordinals before it, every item at most once (to a distinct negative ordinal,
+/// then one flip). Overlapping runs (a summary of the batch replaced by a later
+/// one) fall back to the full [`resequence`]. Returns each run's final ordinal in
+/// the given order (-1 after the fallback).
+fn close_gaps(tx: &Transaction, conversation_id: i64, ranges: &[(i64, i64)]) -> Result<Vec<i64>> {
+    let mut sorted: Vec<(i64, i64, usize)> = ranges
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.0, r.1, i))
+        .collect();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[1].0 <= w[0].1) {
+        resequence(tx, conversation_id)?;
+        return Ok(vec![-1; ranges.len()]);
+    }
+    let mut finals = vec![0; ranges.len()];
+    let mut removed = 0i64;
+    let mut moved = false;
+    let mut shift = |lo: i64, hi: i64, by: i64| -> Result<()> {
+        if by > 0 && lo <= hi {
+            tx.prepare_cached(
+                "UPDATE context_items SET ordinal = -1 - (ordinal - ?4) WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+            )?
+            .execute(params![conversation_id, lo, hi, by])?;
+            moved = true;
+        }
+        Ok(())
+    };
+    for (k, &(s, e, i)) in sorted.iter().enumerate() {
+        finals[i] = s - removed;
+        shift(s, s, removed)?;
+        removed += e - s;
+        let hi = sorted.get(k + 1).map_or(i64::MAX, |n| n.0 - 1);
+        shift(e + 1, hi, removed)?;
+    }
+    if moved {
+        tx.prepare_cached(
+            "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
+        )?
+        .execute([conversation_id])?;
+    }
+    Ok(finals)
 }
 
 fn insert_row(
@@ -535,5 +757,203 @@ mod tests {
             .unwrap();
         assert_eq!(n, 0);
         assert_eq!(context_items(&conn, conv).unwrap().len(), 4);
+    }
+
+    fn keys(conn: &Connection, conv: i64) -> Vec<(i64, Option<i64>, Option<String>)> {
+        context_items(conn, conv)
+            .unwrap()
+            .into_iter()
+            .map(|i| (i.ordinal, i.message_id, i.summary_id))
+            .collect()
+    }
+
+    #[test]
+    fn replacement_shifts_only_later_items_and_checks_the_start_hint() {
+        let (mut conn, conv, ids) = setup(12);
+        let f = Features {
+            fts5: true,
+            trigram: false,
+        };
+        let leaf = |ids: &[i64]| NewSummary {
+            conversation_id: conv,
+            content: "leaf text".into(),
+            model: "m".into(),
+            sources: Sources::Messages(ids.to_vec()),
+        };
+        let write = |conn: &mut Connection, s: &NewSummary, hint: Option<i64>| {
+            let tx = conn.transaction().unwrap();
+            let p = persist_detailed(&tx, s, f, hint).unwrap();
+            tx.commit().unwrap();
+            p
+        };
+        // Middle run, right hint.
+        let a = write(&mut conn, &leaf(&ids[3..7]), Some(3));
+        assert_eq!((a.start, a.end, a.len_after, a.depth), (3, 6, 9, 0));
+        assert_eq!(a.token_count, tokens::estimate("leaf text"));
+        // Wrong hint: found by the scan anyway.
+        let b = write(&mut conn, &leaf(&ids[0..2]), Some(5));
+        assert_eq!((b.start, b.end, b.len_after), (0, 1, 8));
+        // The last item alone: nothing after it moves.
+        let c = write(&mut conn, &leaf(&ids[11..12]), Some(7));
+        assert_eq!((c.start, c.end, c.len_after), (7, 7, 8));
+        let got = keys(&conn, conv);
+        let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
+            (0, None, Some(b.summary_id.clone())),
+            (1, Some(ids[2]), None),
+            (2, None, Some(a.summary_id.clone())),
+            (3, Some(ids[7]), None),
+            (4, Some(ids[8]), None),
+            (5, Some(ids[9]), None),
+            (6, Some(ids[10]), None),
+            (7, None, Some(c.summary_id.clone())),
+        ];
+        assert_eq!(got, expect);
+        // A stale plan (sources already replaced) is rejected, hint or not.
+        let tx = conn.transaction().unwrap();
+        assert!(persist_detailed(&tx, &leaf(&ids[3..7]), f, Some(2)).is_err());
+        drop(tx);
+        // Condensed over two summaries that are not adjacent is rejected; adjacent works.
+        let tx = conn.transaction().unwrap();
+        let bad = NewSummary {
+            conversation_id: conv,
+            content: "up".into(),
+            model: "m".into(),
+            sources: Sources::Summaries(vec![b.summary_id.clone(), a.summary_id.clone()]),
+        };
+        assert!(persist_detailed(&tx, &bad, f, Some(0)).is_err());
+        drop(tx);
+        let d = write(&mut conn, &leaf(&ids[2..3]), Some(1));
+        assert_eq!((d.start, d.end, d.len_after), (1, 1, 8));
+        let up = NewSummary {
+            conversation_id: conv,
+            content: "up".into(),
+            model: "m".into(),
+            sources: Sources::Summaries(vec![
+                b.summary_id.clone(),
+                d.summary_id.clone(),
+                a.summary_id.clone(),
+            ]),
+        };
+        let e = write(&mut conn, &up, Some(0));
+        assert_eq!((e.start, e.end, e.len_after, e.depth), (0, 2, 6, 1));
+        let got = keys(&conn, conv);
+        assert_eq!(
+            got.iter().map(|k| k.0).collect::<Vec<_>>(),
+            (0..6).collect::<Vec<_>>()
+        );
+        assert_eq!(got[0].2.as_deref(), Some(e.summary_id.as_str()));
+        assert_eq!(got[1].1, Some(ids[7]));
+    }
+
+    #[test]
+    fn a_batch_places_every_run_then_shifts_once_and_is_all_or_nothing() {
+        let (mut conn, conv, ids) = setup(12);
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let q = |ids: &[i64], hint: i64, text: &str| Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: text.into(),
+                model: "m".into(),
+                sources: Sources::Messages(ids.to_vec()),
+            },
+            id: new_summary_id(text),
+            start_hint: Some(hint),
+        };
+        // Adjacent runs, a wrong hint (found by the scan) and a later run.
+        let batch = vec![
+            q(&ids[0..3], 0, "a"),
+            q(&ids[3..5], 7, "b"),
+            q(&ids[8..11], 8, "c"),
+        ];
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &batch, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(
+            out.iter()
+                .map(|p| (p.start, p.len_after))
+                .collect::<Vec<_>>(),
+            [(0, 7), (1, 7), (5, 7)]
+        );
+        let got = keys(&conn, conv);
+        let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
+            (0, None, Some(batch[0].id.clone())),
+            (1, None, Some(batch[1].id.clone())),
+            (2, Some(ids[5]), None),
+            (3, Some(ids[6]), None),
+            (4, Some(ids[7]), None),
+            (5, None, Some(batch[2].id.clone())),
+            (6, Some(ids[11]), None),
+        ];
+        assert_eq!(got, expect);
+        let s = crate::store::summaries::get(&conn, &batch[2].id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.earliest_at.as_deref(), Some("2026-02-17T07:45:00.000Z"));
+        assert_eq!(s.latest_at.as_deref(), Some("2026-02-17T07:47:00.000Z"));
+        let links: i64 = conn
+            .query_row("SELECT COUNT(*) FROM summary_messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(links, 8);
+        // A batch whose second summary is stale writes nothing (the caller rolls back).
+        let bad = vec![q(&ids[5..7], 2, "d"), q(&ids[0..1], 0, "e")];
+        let tx = conn.transaction().unwrap();
+        assert!(persist_batch(&tx, &bad, f).is_err());
+        drop(tx);
+        assert_eq!(keys(&conn, conv), expect);
+        // A leaf and a condensed node in one batch (runs 2..3 and 0..1).
+        let cond = Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "up".into(),
+                model: "m".into(),
+                sources: Sources::Summaries(vec![batch[0].id.clone(), batch[1].id.clone()]),
+            },
+            id: new_summary_id("up"),
+            start_hint: None,
+        };
+        let leaf = q(&ids[5..7], 2, "f");
+        let two = vec![leaf.clone(), cond.clone()];
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &two, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(out[1].len_after, 5);
+        let got = keys(&conn, conv);
+        assert_eq!(
+            got.iter().map(|k| k.0).collect::<Vec<_>>(),
+            (0..5).collect::<Vec<_>>()
+        );
+        assert_eq!(got[0].2.as_deref(), Some(cond.id.as_str()));
+        assert_eq!(got[1].2.as_deref(), Some(leaf.id.as_str()));
+        assert_eq!(got[2].1, Some(ids[7]));
+        // A summary of the batch condensed by a later one of the same batch: the
+        // runs overlap, so the whole list is renumbered (the repair path).
+        let g = q(&ids[7..8], 2, "g");
+        let up2 = Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "up2".into(),
+                model: "m".into(),
+                sources: Sources::Summaries(vec![leaf.id.clone(), g.id.clone()]),
+            },
+            id: new_summary_id("up2"),
+            start_hint: Some(1),
+        };
+        let tx = conn.transaction().unwrap();
+        let out = persist_batch(&tx, &[g.clone(), up2.clone()], f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(out[1].len_after, 4);
+        let got = keys(&conn, conv);
+        assert_eq!(
+            got,
+            vec![
+                (0, None, Some(cond.id.clone())),
+                (1, None, Some(up2.id.clone())),
+                (2, None, Some(batch[2].id.clone())),
+                (3, Some(ids[11]), None),
+            ]
+        );
     }
 }
