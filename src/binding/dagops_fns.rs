@@ -6,9 +6,8 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{resolve_json, stringify};
+use super::js::call_engine;
 use super::LcmEngine;
-use crate::engine::parse_params;
 
 #[napi]
 impl LcmEngine {
@@ -29,12 +28,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p = parse_params("doctor", &json)?;
-            engine.doctor(p, None).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "doctor",
+            params,
+            |engine, p| async move { engine.doctor(p, None).await },
+        )
     }
 
     /// Replaces a summary of the context list, at its position, by what it was made
@@ -52,12 +52,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p = parse_params("dissolve", &json)?;
-            engine.dissolve(p).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "dissolve",
+            params,
+            |engine, p| async move { engine.dissolve(p).await },
+        )
     }
 
     /// Copies the source conversation's context summaries, every summary beneath
@@ -73,11 +74,12 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p = parse_params("transplant", &json)?;
-            engine.transplant(p).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "transplant",
+            params,
+            |engine, p| async move { engine.transplant(p).await },
+        )
     }
 }

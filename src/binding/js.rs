@@ -64,3 +64,27 @@ where
         },
     )
 }
+
+/// The shape of most engine methods: `JSON.stringify` the params on the JS thread,
+/// parse them as `P` off it (errors name `what`), run `f` with the engine, and
+/// resolve with its JSON-serialized result.
+pub fn call_engine<'env, P, T, F, Fut>(
+    env: &'env Env,
+    engine: &std::sync::Arc<crate::engine::Engine>,
+    what: &'static str,
+    params: Unknown<'env>,
+    f: F,
+) -> Result<PromiseRaw<'env, Unknown<'env>>>
+where
+    P: serde::de::DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    F: FnOnce(std::sync::Arc<crate::engine::Engine>, P) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+{
+    let json = stringify(env, params)?;
+    let engine = engine.clone();
+    resolve_json(env, async move {
+        let p: P = crate::engine::parse_params(what, &json)?;
+        f(engine, p).await
+    })
+}

@@ -22,7 +22,7 @@ use napi_derive::napi;
 use crate::config::EngineOptions;
 use crate::engine::{parse_params, Engine};
 use crate::store::conversations::SessionRef;
-use js::{resolve_json, stringify, to_napi_error};
+use js::{call_engine, resolve_json, stringify, to_napi_error};
 
 /// A Lossless Context Management engine over one SQLite database. Create it with
 /// `LcmEngine.open(options)`; every method is async and runs off the JS thread.
@@ -235,13 +235,9 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        let fut = async move {
-            let p = parse_params("insertSummary", &json)?;
-            engine.insert_summary(p).await
-        };
-        resolve_json(env, fut)
+        call_engine(env, &self.engine, "insertSummary", params, |engine, p| {
+            engine.insert_summary(p)
+        })
     }
 
     /// Builds the model context for a session under `tokenBudget`: summaries as XML

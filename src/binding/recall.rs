@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{parse, resolve_json, stringify};
+use super::js::{call_engine, parse, resolve_json, stringify};
 use super::LcmEngine;
 use crate::engine::parse_params;
 use crate::retrieval::api::DescribeOptions;
@@ -25,10 +25,8 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            engine.grep(parse_params("grep", &json)?).await
+        call_engine(env, &self.engine, "grep", params, |engine, p| async move {
+            engine.grep(p).await
         })
     }
 
@@ -67,11 +65,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            engine.expand(parse_params("expand", &json)?).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "expand",
+            params,
+            |engine, p| async move { engine.expand(p).await },
+        )
     }
 
     /// Creates an in-memory delegation grant scoping grep/describe/expand to some
@@ -85,13 +85,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            engine
-                .create_grant(parse_params("createGrant", &json)?)
-                .await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "createGrant",
+            params,
+            |engine, p| async move { engine.create_grant(p).await },
+        )
     }
 
     /// Revokes a grant; resolves false when the id is unknown.
