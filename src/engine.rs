@@ -193,6 +193,8 @@ impl Engine {
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
+        let recall = Arc::new(crate::retrieval::RecallState::default());
+        recall.build_in_background(&store);
         Ok(Engine {
             store,
             opts: Arc::new(opts),
@@ -200,7 +202,7 @@ impl Engine {
             zone,
             compaction: Arc::default(),
             callback,
-            recall: Arc::default(),
+            recall,
             assembly_cache: Arc::default(),
         })
     }

@@ -1,6 +1,7 @@
 //! The recall API of the engine: `grep`, `describe`, `expand`, grants, the tool
 //! definitions, and `getMessages` with large files re-inlined.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,8 @@ use crate::engine::Engine;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::largefiles::restore::{message_has_reference, Restorer};
 use crate::message::rebuild;
-use crate::store::{messages, summaries};
+use crate::store::recall as store_recall;
+use crate::store::{messages, summaries, Store};
 use crate::tokens;
 
 /// Per-engine recall state: the grants (in memory only) and the message catalog.
@@ -25,6 +27,8 @@ pub struct RecallState {
     grants: Mutex<Registry>,
     catalog: RwLock<Catalog>,
     catalog_sync: Mutex<()>,
+    /// The catalog holds every message up to some snapshot (after the first build).
+    ready: AtomicBool,
     summaries: Mutex<SummaryCatalog>,
 }
 
@@ -35,6 +39,30 @@ fn poisoned() -> LcmError {
 impl RecallState {
     fn grants(&self) -> Result<std::sync::MutexGuard<'_, Registry>> {
         self.grants.lock().map_err(|_| poisoned())
+    }
+
+    /// Builds the summary and message catalogs on a read connection in the
+    /// background (called at open, so the first `grep` rarely waits for them;
+    /// until they are ready, searches that SQLite answers exactly and cheaply do
+    /// not wait at all).
+    pub fn build_in_background(self: &Arc<Self>, store: &Store) {
+        let state = self.clone();
+        let store = store.clone();
+        tokio::spawn(async move {
+            let built = store
+                .read(move |conn| {
+                    state.summaries.lock().map_err(|_| poisoned())?.sync(conn)?;
+                    state.sync_catalog(conn)
+                })
+                .await;
+            // A failure is not fatal: the first search builds the catalog again.
+            drop(built);
+        });
+    }
+
+    /// Whether the message catalog has been built.
+    fn catalog_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
     }
 
     /// Searches summaries with the summary catalog brought up to date first.
@@ -49,23 +77,48 @@ impl RecallState {
         grep::search_summaries(conn, &sc, q, features)
     }
 
-    /// Brings the catalog up to date with `conn`'s snapshot.
+    /// Searches messages: from SQLite alone while the catalog is not built yet and
+    /// the query allows it, else through the catalog brought up to date first
+    /// (waiting for a build in progress).
+    fn search_messages(
+        &self,
+        conn: &rusqlite::Connection,
+        q: &grep::Query,
+        features: crate::store::Features,
+    ) -> Result<(Vec<MessageHit>, ScopeStats)> {
+        if !self.catalog_ready() {
+            if let Some(found) = grep::cold::search_messages_cold(conn, q, features)? {
+                return Ok(found);
+            }
+        }
+        self.sync_catalog(conn)?;
+        let cat = self.catalog.read().map_err(|_| poisoned())?;
+        grep::search_messages(conn, &cat, q, features)
+    }
+
+    /// Brings the catalog up to date with `conn`'s snapshot. The first build
+    /// fills a new catalog without holding the catalog's lock.
     fn sync_catalog(&self, conn: &rusqlite::Connection) -> Result<()> {
         let _one = self.catalog_sync.lock().map_err(|_| poisoned())?;
         let (loaded, last) = {
             let c = self.catalog.read().map_err(|_| poisoned())?;
             (c.is_loaded(), c.last_id())
         };
-        let max: i64 = conn
-            .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
-            .query_row([], |r| r.get(0))?;
+        let max = store_recall::max_message_id(conn)?;
         if loaded && max <= last {
             return Ok(());
         }
-        self.catalog
-            .write()
-            .map_err(|_| poisoned())?
-            .catch_up(conn)?;
+        if loaded {
+            self.catalog
+                .write()
+                .map_err(|_| poisoned())?
+                .catch_up(conn)?;
+        } else {
+            let mut fresh = Catalog::default();
+            fresh.catch_up(conn)?;
+            *self.catalog.write().map_err(|_| poisoned())? = fresh;
+        }
+        self.ready.store(true, Ordering::Release);
         Ok(())
     }
 }
@@ -381,10 +434,13 @@ impl Engine {
             before_ms,
         };
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
-        if p.mode == Mode::FullText && p.scope != Scope::Summaries {
+        if p.scope != Scope::Summaries
+            && (p.mode == Mode::FullText || !self.recall().catalog_ready())
+        {
             // Message indexing is batched off the ingest path: make every
-            // acknowledged message searchable first (a broken index is not fatal:
-            // the search then falls back to substring matching).
+            // acknowledged message searchable first (full text, and regex before
+            // the catalog is built; a broken index is not fatal: the search then
+            // falls back to the catalog's substring matching).
             if let Err(e) = self.store().flush_fts().await {
                 if e.code == ErrorCode::Closed {
                     return Err(e);
@@ -397,12 +453,9 @@ impl Engine {
         let (msgs, sums) = self
             .store()
             .read(move |conn| {
-                conn.execute_batch("BEGIN")?;
-                let out = (|| -> Result<_> {
+                store_recall::snapshot(conn, || {
                     let m = if which != Scope::Summaries {
-                        state.sync_catalog(conn)?;
-                        let cat = state.catalog.read().map_err(|_| poisoned())?;
-                        Some(grep::search_messages(conn, &cat, &q, features)?)
+                        Some(state.search_messages(conn, &q, features)?)
                     } else {
                         None
                     };
@@ -412,9 +465,7 @@ impl Engine {
                         None
                     };
                     Ok((m, s))
-                })();
-                let _ = conn.execute_batch("COMMIT");
-                out
+                })
             })
             .await?;
         let (messages, message_stats) = msgs.map_or((Vec::new(), None), |(h, s)| (h, Some(s)));

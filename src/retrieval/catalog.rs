@@ -22,6 +22,7 @@ use rusqlite::Connection;
 use super::literals::Req;
 use super::text::normalize;
 use crate::error::Result;
+use crate::store::recall;
 
 const MIN_WORDS: usize = 1;
 const MAX_WORDS: usize = 1024;
@@ -279,22 +280,15 @@ impl Catalog {
     /// Reads the messages added since the last call (all of them the first time).
     /// Returns how many were added.
     pub fn catch_up(&mut self, conn: &Connection) -> Result<usize> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
-        )?;
-        let mut rows = stmt.query([self.last_id()])?;
-        let mut added = 0;
-        while let Some(r) = rows.next()? {
-            let created = r.get_ref(3)?.as_str().unwrap_or("");
+        let added = recall::for_each_message_after(conn, self.last_id(), |r| {
             self.push(&NewRow {
-                id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                role: r.get_ref(2)?.as_str().unwrap_or("user"),
-                time_ms: parse_time_ms(created),
-                content: r.get_ref(4)?.as_str().unwrap_or(""),
+                id: r.id,
+                conversation_id: r.conversation_id,
+                role: r.role,
+                time_ms: parse_time_ms(r.created_at),
+                content: r.content,
             });
-            added += 1;
-        }
+        })?;
         self.loaded = true;
         Ok(added)
     }

@@ -13,6 +13,7 @@ pub mod dag;
 pub mod fts_lag;
 pub mod messages;
 pub mod migrate;
+pub mod recall;
 pub mod schema;
 pub mod summaries;
 
