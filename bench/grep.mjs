@@ -3,13 +3,17 @@
 // loop's max delay while the queries run.
 //
 //   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5] [--no-summaries]
+//                       [--keep DIR] [--reopen-only]
 //
-// Ingests the shared generator's workload (gen-workload.mjs) into a temp database,
-// then times grep calls end to end from JavaScript (binding + core), after one
-// warm-up call that builds the in-memory catalog (reported as "cold"). "core" columns
-// are the engine's own time (elapsedMs), without the binding and event-loop hops.
+// Ingests the shared generator's workload (gen-workload.mjs) into a temp database
+// (or reuses DIR from an earlier --keep run), then times grep calls end to end from
+// JavaScript (binding + core). "core" columns are the engine's own time
+// (elapsedMs), without the binding and event-loop hops. Before the warm table it
+// measures restarts: per mode, a fresh LcmEngine.open, the first grep right after
+// it (the catalog is still being built in the background), and the median of the
+// next 20 (--reopen-only stops there).
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,14 +30,18 @@ const ITER = Number(args.iterations ?? 5)
 
 const gen = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')].find(existsSync)
 if (!gen) throw new Error('gen-workload.mjs not found (../shared/bench)')
-const dir = mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+const keep = args.keep
+const dir = keep ?? mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+mkdirSync(dir, { recursive: true })
 const out = join(dir, 'conv.jsonl')
 const needleFile = join(dir, 'needles.jsonl')
-execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
-const messages = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const reuse = keep && existsSync(join(dir, 'lcm.db')) && existsSync(needleFile)
+if (!reuse) execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
+const messages = reuse ? [] : readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
 const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const openOpts = { dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') }
 
-const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+let e = await LcmEngine.open(openOpts)
 // Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
 // messages' worth (100 messages each) and one condensed summary over those leaves,
 // so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
@@ -58,8 +66,34 @@ for (let i = 0; i < messages.length; i += 1000) {
   summaryCount += 11
 }
 const ingestMs = performance.now() - t0
+if (reuse) conversationId = (await e.getConversation({ sessionId: 'bench' })).conversationId
+await e.close()
 
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const needleIds = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
+const med = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+console.log(`grep after a restart: ${N} messages, scope "both", limit 50 (open ms / first grep ms / median of the next 20 ms)`)
+for (const mode of ['regex', 'full_text']) {
+  const t = performance.now()
+  e = await LcmEngine.open(openOpts)
+  const openMs = performance.now() - t
+  const lat = []
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  for (let i = 0; i < 21; i++) {
+    const p = needleIds[(i * 7919) % needleIds.length]
+    const s = performance.now()
+    await e.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 50 })
+    lat.push(performance.now() - s)
+  }
+  h.disable()
+  const info = await e.warmRecallIndex()
+  console.log(`  ${mode.padEnd(10)} open ${openMs.toFixed(1)}  first ${lat[0].toFixed(2)}  next-20 median ${med(lat.slice(1)).toFixed(2)}  event-loop max ${(h.max / 1e6).toFixed(2)}  catalog ${(info.indexBytes / 1048576).toFixed(1)} MiB for ${info.indexedMessages} messages`)
+  await e.close()
+}
+if (process.argv.includes('--reopen-only')) process.exit(0)
+e = await LcmEngine.open(openOpts)
+
 const ids = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
 const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 40)) === 0).slice(0, 40)
 
@@ -67,6 +101,7 @@ const rssBefore = process.memoryUsage().rss
 t0 = performance.now()
 const cold = await e.grep({ pattern: esc(sample[0]), conversationId })
 const coldMs = performance.now() - t0
+const built = await e.warmRecallIndex()
 const rssAfter = process.memoryUsage().rss
 
 const sets = [
@@ -108,7 +143,7 @@ for (const [mode, label, patterns] of sets) {
 h.disable()
 
 console.log(`grep bench: ${N} messages (seed ${SEED}) + ${summaryCount} summaries, ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}, scope "both", limit 50`)
-console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(cold.messageStats.indexBytes / 1048576).toFixed(1)} MiB for ${cold.messageStats.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
+console.log(`first grep after open: ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(built.indexBytes / 1048576).toFixed(1)} MiB for ${built.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
 console.log('')
 console.log('mode       queries                        calls   p50 ms   p99 ms   max ms  core p50  core p99   hits  max scanned  truncated')
 for (const r of rows) {
@@ -117,4 +152,4 @@ for (const r of rows) {
 console.log('')
 console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
 await e.close()
-rmSync(dir, { recursive: true, force: true })
+if (!keep) rmSync(dir, { recursive: true, force: true })

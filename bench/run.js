@@ -119,6 +119,36 @@ async function ingestRun(wl, sessions = 1) {
   return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count }
 }
 
+
+// grep after a restart: per mode, a fresh open, the first grep (the catalog is
+// still being built in the background), the median of the next 20, and the
+// catalog's memory once built. Needles are the workload's planted ids.
+async function grepAfterReopen(dir, label, needles, conversationId) {
+  const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const out = {}
+  for (const mode of ['regex', 'full_text']) {
+    const t0 = performance.now()
+    const engine = await open(dir)
+    const openMs = performance.now() - t0
+    const lat = []
+    const m = await measureLoop(async () => {
+      for (let i = 0; i < 21; i++) {
+        const p = needles[(i * 7919) % needles.length]
+        const t = performance.now()
+        await engine.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 20 })
+        lat.push(performance.now() - t)
+      }
+    })
+    const info = await engine.warmRecallIndex()
+    await engine.close()
+    const next = stat(lat.slice(1))
+    rows.push({ name: `grep ${label} ${mode} after reopen: first / median`, unit: 'ms', min: Number(lat[0].toFixed(2)), median: Number(next.median.toFixed(2)) })
+    out[mode] = { openMs, firstMs: lat[0], next, loopMax: m.loopMax, indexBytes: info.indexBytes, indexedMessages: info.indexedMessages }
+  }
+  rows.push({ name: `  open / recall catalog at ${label}`, unit: 'ms / MiB', min: Number(out.regex.openMs.toFixed(1)), median: Number((out.regex.indexBytes / 1048576).toFixed(1)) })
+  return out
+}
+
 async function main() {
   // ---- ingest, 10k
   const w10 = workload(10000)
@@ -129,6 +159,17 @@ async function main() {
     row(`ingest 10k: ${k}`, stat(ing.map((r) => r[k])), unit, d)
   }
   results.sections.ingest10k = ing
+
+  // ---- grep after a restart, 10k
+  {
+    const dir = mkdtempSync(join(work, 'grep10k-'))
+    const engine = await open(dir)
+    for (const t of toTurns(w10.messages)) await engine.ingestBatch({ sessionId: 'bench', messages: t })
+    const conv = await engine.getConversation({ sessionId: 'bench' })
+    await engine.close()
+    results.sections.grepReopen10k = await grepAfterReopen(dir, '10k', w10.needles.map((n) => n.id), conv.conversationId)
+    rmSync(dir, { recursive: true, force: true })
+  }
 
   // ---- raw SQLite on the same rows (the physical reference)
   const rawDir = mkdtempSync(join(work, 'raw-'))
@@ -236,6 +277,7 @@ while time.time() < end:
     results.sections[`grep_${mode}`] = { ...stat(lat), loopMax: m.loopMax }
   }
   await engine.close()
+  results.sections.grepReopenBig = await grepAfterReopen(dir, `${BIG / 1000}k`, needles, conv.conversationId)
   const dbBytes = dirBytes(join(dir, 'lcm.db'))
   rows.push({ name: `db bytes/message at ${BIG / 1000}k (after sweep)`, unit: 'B/msg', min: Math.round(dbBytes / BIG), median: Math.round((dbBytes + dirBytes(join(dir, 'lcm-files'))) / BIG) })
   rmSync(dir, { recursive: true, force: true })
