@@ -193,8 +193,6 @@ impl Engine {
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
-        let recall = Arc::new(crate::retrieval::RecallState::default());
-        recall.build_in_background(&store);
         Ok(Engine {
             store,
             opts: Arc::new(opts),
@@ -202,7 +200,7 @@ impl Engine {
             zone,
             compaction: Arc::default(),
             callback,
-            recall,
+            recall: Arc::default(),
             assembly_cache: Arc::default(),
         })
     }

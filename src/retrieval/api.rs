@@ -746,6 +746,13 @@ impl Engine {
         })
     }
 
+    /// Starts building the recall catalogs on a read connection in the
+    /// background, so the first `grep` after a restart rarely waits for them (the
+    /// binding calls it right after open; the CLI does not need it).
+    pub fn build_recall_index_in_background(&self) {
+        self.recall().build_in_background(self.store());
+    }
+
     /// The agent tool definitions.
     pub fn recall_tool_definitions(&self) -> Value {
         super::tools::definitions()
