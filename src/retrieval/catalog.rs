@@ -3,8 +3,8 @@
 //! For every stored message it keeps the id, conversation, role and time (so scope,
 //! time filters and recency order never touch SQLite) and a small Bloom filter of
 //! the byte trigrams of its case-normalized text, sized by its distinct trigrams
-//! (filled at two bits per trigram position, then folded while at most half of
-//! its bits are set: about two bits per distinct trigram; a power of two between
+//! (filled at two bits per trigram position, then folded while at most 60 % of
+//! its bits are set: about 1.6 bits per distinct trigram; a power of two between
 //! 64 bits and 64 Kibit). A regex or CJK query is turned into the literal
 //! fragments every match must contain ([`super::literals`]); only messages whose
 //! filter holds all their trigrams are read from SQLite and checked. Before the
@@ -80,7 +80,7 @@ fn bucket(h: u64) -> usize {
 }
 
 /// The highest share of set bits a message's filter is folded down to.
-const MAX_FILL: f64 = 0.5;
+const MAX_FILL: f64 = 0.6;
 
 /// The in-memory catalog of messages, in id order.
 #[derive(Debug, Default)]
@@ -141,11 +141,31 @@ impl Catalog {
         self.loaded
     }
 
-    /// Bytes of memory held (approximate: the vectors' lengths).
+    /// Bytes of memory held by the catalog's vectors (their capacity).
     pub fn memory_bytes(&self) -> usize {
-        self.ids.len() * (8 + 4 + 8 + 1 + 4 + 1)
-            + self.conv_ids.len() * 24
-            + (self.block_max.len() + self.sig.len() + self.coarse.len()) * 8
+        self.ids.capacity() * 8
+            + self.conv.capacity() * 4
+            + self.time.capacity() * 8
+            + self.role.capacity()
+            + self.sig_off.capacity() * 4
+            + self.sig_log2.capacity()
+            + self.conv_ids.capacity() * 8
+            + self.conv_index.capacity() * 16
+            + (self.block_max.capacity() + self.sig.capacity() + self.coarse.capacity()) * 8
+    }
+
+    /// Gives back the vectors' spare capacity (after the first full load).
+    fn shrink(&mut self) {
+        self.ids.shrink_to_fit();
+        self.conv.shrink_to_fit();
+        self.time.shrink_to_fit();
+        self.role.shrink_to_fit();
+        self.sig_off.shrink_to_fit();
+        self.sig_log2.shrink_to_fit();
+        self.block_max.shrink_to_fit();
+        self.sig.shrink_to_fit();
+        self.coarse.shrink_to_fit();
+        self.scratch = Vec::new();
     }
 
     /// Appends a message; ids must increase.
@@ -341,6 +361,9 @@ impl Catalog {
                 content: r.content,
             });
         })?;
+        if !self.loaded {
+            self.shrink();
+        }
         self.loaded = true;
         Ok(added)
     }

@@ -193,11 +193,7 @@ fn regex(
 }
 
 /// The newest `limit` candidates that `keep` accepts, by time then id.
-fn newest<'a>(
-    found: &'a [Candidate],
-    limit: usize,
-    keep: impl Fn(&Candidate) -> bool,
-) -> Vec<&'a Candidate> {
+fn newest(found: &[Candidate], limit: usize, keep: impl Fn(&Candidate) -> bool) -> Vec<&Candidate> {
     let mut top = TopK::new(limit);
     for (i, c) in found.iter().enumerate() {
         if keep(c) {
