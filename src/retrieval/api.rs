@@ -947,7 +947,7 @@ mod tests {
         };
         e.ingest_batch(p).await.unwrap();
         e.store()
-            .write(|c| Ok(c.execute_batch("DROP TABLE messages_fts; DROP TABLE summaries_fts;")?))
+            .write(|c| crate::store::recall::damage::drop_fts_tables(c))
             .await
             .unwrap();
         let g = GrepParams {

@@ -96,9 +96,7 @@ mod tests {
         assert_eq!(c.len(), 7);
         let root = c.position(&s[0]).unwrap();
         assert!(c.time(root) > 0);
-        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
-        conn.execute("DELETE FROM summaries WHERE summary_id = ?1", [&s[0]])
-            .unwrap();
+        crate::store::recall::damage::delete_summary(&conn, &s[0]).unwrap();
         c.sync(&conn).unwrap();
         assert_eq!(c.len(), 6);
         assert!(c.position(&s[0]).is_none());

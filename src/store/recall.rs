@@ -463,3 +463,25 @@ pub fn ancestor_ids(conn: &Connection, id: &str) -> Result<Vec<String>> {
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(ids)
 }
+
+/// Damage recall's tests inflict on a database, to check what searches do then
+/// (test builds only).
+#[cfg(test)]
+pub mod damage {
+    use rusqlite::Connection;
+
+    use crate::error::Result;
+
+    /// Deletes a summary row (foreign keys off: its links are left dangling).
+    pub fn delete_summary(conn: &Connection, id: &str) -> Result<()> {
+        conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+        conn.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
+        Ok(())
+    }
+
+    /// Drops the word full-text tables of messages and summaries.
+    pub fn drop_fts_tables(conn: &Connection) -> Result<()> {
+        conn.execute_batch("DROP TABLE messages_fts; DROP TABLE summaries_fts;")?;
+        Ok(())
+    }
+}
