@@ -13,7 +13,8 @@
 // it (the catalog is still being built in the background), and the median of the
 // next 20 (--reopen-only stops there).
 import { createRequire } from 'node:module'
-import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { createReadStream, mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -37,7 +38,19 @@ const out = join(dir, 'conv.jsonl')
 const needleFile = join(dir, 'needles.jsonl')
 const reuse = keep && existsSync(join(dir, 'lcm.db')) && existsSync(needleFile)
 if (!reuse) execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
-const messages = reuse ? [] : readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+// Read line by line: a million-message workload is larger than one JS string.
+async function* chunksOf(file, size) {
+  let chunk = []
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (!line) continue
+    chunk.push(JSON.parse(line))
+    if (chunk.length === size) {
+      yield chunk
+      chunk = []
+    }
+  }
+  if (chunk.length) yield chunk
+}
 const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
 const openOpts = { dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') }
 
@@ -50,8 +63,9 @@ const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content ||
 let t0 = performance.now()
 let conversationId
 let summaryCount = 0
-for (let i = 0; i < messages.length; i += 1000) {
-  const chunk = messages.slice(i, i + 1000)
+let i = 0
+for await (const chunk of reuse ? [] : chunksOf(out, 1000)) {
+  i += chunk.length
   const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
   conversationId = r.conversationId
   if (!withSummaries || chunk.length < 1000) continue
@@ -60,9 +74,9 @@ for (let i = 0; i < messages.length; i += 1000) {
   for (let k = 0; k < 10; k++) {
     const part = chunk.slice(k * 100, k * 100 + 100)
     const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
-    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${i / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
+    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${(i - 1000) / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
   }
-  await e.insertSummary({ conversationId, content: `Condensed ${i / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
+  await e.insertSummary({ conversationId, content: `Condensed ${(i - 1000) / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
   summaryCount += 11
 }
 const ingestMs = performance.now() - t0
