@@ -16,6 +16,7 @@ pub mod engine;
 pub mod error;
 pub mod largefiles;
 pub mod message;
+pub mod params;
 pub mod prompts;
 pub mod retrieval;
 pub mod rewrite;
