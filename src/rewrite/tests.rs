@@ -524,7 +524,7 @@ fn rewrite_params_validate() {
     )
     .is_err());
     let p: RewriteParams = serde_json::from_value(
-        json!({"conversationId": 1, "all": true, "onProgress": null, "concurrency": 65}),
+        json!({"conversationId": 1, "all": true, "concurrency": 65}),
     )
     .unwrap();
     assert!(p.concurrency().is_err());
