@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CompactParams, CompactResult, Mode};
-use crate::message::batch::{IngestBatchParams, IngestBatchResult};
+use crate::ingest::{IngestBatchParams, IngestBatchResult};
 
 /// Parameters of `afterTurn`.
 #[derive(Debug, Clone, Deserialize)]

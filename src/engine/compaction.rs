@@ -132,7 +132,7 @@ impl Engine {
             let p = make()?;
             let heartbeat = p.is_heartbeat;
             let (batch, sweep) = p.split();
-            let ingest = crate::message::batch::write_batch(conn, batch, &opts)?;
+            let ingest = crate::ingest::write_batch(conn, batch, &opts)?;
             Ok((ingest, sweep, heartbeat))
         });
         async move {

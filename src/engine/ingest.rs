@@ -1,13 +1,11 @@
-//! `ingest` / `ingestBatch`: thin methods over [`crate::message::batch`]. Each write
+//! `ingest` / `ingestBatch`: thin methods over [`crate::ingest`]. Each write
 //! is queued on the writer thread when the method is called.
 
 use std::future::Future;
 
 use super::Engine;
 use crate::error::Result;
-use crate::message::batch::{
-    self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult,
-};
+use crate::ingest::{self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
 
 impl Engine {
     /// Ingests one message. The job is queued when this is called.
@@ -53,6 +51,6 @@ impl Engine {
     {
         let opts = self.opts.clone();
         self.store
-            .write(move |conn| batch::write_batch(conn, make()?, &opts))
+            .write(move |conn| ingest::write_batch(conn, make()?, &opts))
     }
 }

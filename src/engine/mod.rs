@@ -18,7 +18,7 @@ mod recall;
 mod rewrite;
 
 pub use crate::compaction::{AfterTurnParams, AfterTurnResult};
-pub use crate::message::batch::{IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
+pub use crate::ingest::{IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
 
 use std::future::Future;
 use std::sync::Arc;

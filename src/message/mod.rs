@@ -2,7 +2,6 @@
 //! `messages` row and its `message_parts` rows (reference-compatible columns plus a
 //! lossless envelope); [`rebuild`] turns stored rows back into the message.
 
-pub mod batch;
 pub mod ingest;
 pub mod rebuild;
 

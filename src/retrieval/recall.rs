@@ -1,6 +1,6 @@
 //! The recall calls over one store: `grep`, `describe`, `expand`, grants,
 //! `warmRecallIndex` and `getMessages` with large files re-inlined. The engine
-//! wraps each in a method (`crate::engine`); this module does the work.
+//! wraps each in a thin method; this module does the work.
 
 use std::sync::Arc;
 

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ingest;
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
+use crate::message::ingest;
 use crate::store::conversations::SessionRef;
 use crate::store::messages::{self, IngestOutcome};
 
