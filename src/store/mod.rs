@@ -14,6 +14,7 @@ pub mod fts_lag;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
+pub mod sources;
 pub mod summaries;
 
 use std::path::{Path, PathBuf};
