@@ -19,8 +19,9 @@ use std::collections::HashSet;
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
-use crate::doctor::{check, graph, Violation};
+use crate::doctor::{check, Violation};
 use crate::error::{LcmError, Result};
+use crate::store::graph;
 
 /// A one-line preview of a text, at most `n` characters.
 pub fn preview(text: &str, n: usize) -> String {

@@ -13,9 +13,10 @@ use rusqlite::{params, Connection, Transaction};
 use serde::{Deserialize, Serialize};
 
 use super::{no_new_violations, structural, summary_view, SummaryView};
-use crate::doctor::{check, graph, repair, require_conversation, violation::list, Kind};
+use crate::doctor::{check, repair, require_conversation, violation::list, Kind};
 use crate::error::{LcmError, Result};
 use crate::store::dag::{self, new_summary_id};
+use crate::store::graph;
 use crate::store::messages::part_id;
 use crate::store::Features;
 

@@ -15,7 +15,6 @@ mod api;
 pub mod check;
 pub mod fts;
 pub mod global;
-pub mod graph;
 pub mod markers;
 pub mod meta;
 pub mod relink;
@@ -29,7 +28,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LcmError, Result};
-use crate::store::Features;
+use crate::store::{graph, Features};
 use crate::summarize::Level;
 pub use repair::{Repair, RepairKind};
 pub use resummarize::BrokenSummary;

@@ -10,12 +10,12 @@ use rusqlite::{params, Transaction};
 use serde::Serialize;
 
 use super::check::{self, Analysis, Unit};
-use super::graph::{self, CtxRow, Graph};
 use super::meta;
 use super::relink::{meta_of, Restore};
 use super::violation::list;
 use crate::error::Result;
 use crate::store::dag;
+use crate::store::graph::{self, CtxRow, Graph};
 use crate::timestamp;
 
 /// What a repair did.

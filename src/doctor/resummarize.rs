@@ -9,11 +9,11 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use super::check::{self, Analysis};
-use super::graph::{self, Graph};
 use super::markers::{self, MarkerKind};
 use super::repair;
 use crate::compaction::source;
 use crate::error::{LcmError, Result};
+use crate::store::graph::{self, Graph};
 use crate::store::{self, dag, dag::Sources, Features};
 use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;

@@ -10,7 +10,9 @@
 
 pub mod conversations;
 pub mod dag;
+pub mod derived;
 pub mod fts_lag;
+pub mod graph;
 pub mod messages;
 pub mod migrate;
 pub mod schema;

@@ -1,4 +1,4 @@
-//! One conversation's rows as the doctor sees them: context items, summaries,
+//! One conversation's whole graph in one read (the doctor's and dagops' view): context items, summaries,
 //! messages and every link touching them, with dangling and cross-conversation links
 //! kept apart so the checks can name them.
 
@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
+use super::dag::file_ids_in;
+use super::summaries::{self, SummaryRecord, COLUMNS};
 use crate::error::Result;
-use crate::store::dag::file_ids_in;
-use crate::store::summaries::{self, SummaryRecord, COLUMNS};
 
 /// A context item with what its reference resolves to.
 #[derive(Debug, Clone)]
