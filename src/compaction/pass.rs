@@ -148,7 +148,7 @@ pub enum PassEnd {
 /// Reads the plan's sources into a pipeline input. `pending` holds summaries
 /// summarized but not written yet (id, content); previous_context takes them from
 /// there.
-pub async fn prepare(
+pub async fn read_input(
     env: &PassEnv<'_>,
     plan: &Plan,
     pending: Vec<(String, String)>,
@@ -231,21 +231,15 @@ pub async fn write(
     summary: NewSummary,
     start_hint: Option<i64>,
 ) -> Result<Option<dag::Persisted>> {
-    store
-        .write(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_detailed(&tx, &summary, features, start_hint) {
-                Ok(p) => {
-                    tx.commit()?;
-                    Ok(Some(p))
-                }
-                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
-        })
-        .await
+    let written = store
+        .write_tx(move |tx| dag::persist_detailed(tx, &summary, features, start_hint))
+        .await;
+    match written {
+        Ok(p) => Ok(Some(p)),
+        // The sources moved (compacted, or no longer a run): nothing was written.
+        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// A pass whose summary is ready but not written.
@@ -281,7 +275,7 @@ pub async fn summarize_plan(
     pending: Vec<(String, String)>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let input = prepare(env, plan, pending).await?;
+    let input = read_input(env, plan, pending).await?;
     let called = Instant::now();
     let out = tokio::select! {
         biased;
@@ -333,26 +327,20 @@ pub async fn write_batch(
     features: Features,
     batch: Vec<dag::Queued>,
 ) -> Result<Option<Vec<dag::Persisted>>> {
-    store
-        .write(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_batch(&tx, &batch, features) {
-                Ok(p) => {
-                    tx.commit()?;
-                    Ok(Some(p))
-                }
-                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
-        })
-        .await
+    let written = store
+        .write_tx(move |tx| dag::persist_batch(tx, &batch, features))
+        .await;
+    match written {
+        Ok(p) => Ok(Some(p)),
+        // The sources moved (compacted, or no longer a run): nothing was written.
+        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Runs one planned pass; `before` is the context's token count when it was planned.
 /// The record's `context_tokens_after` is `before` until the caller sets it.
-pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
+pub async fn run_pass(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
     let done = match summarize_plan(env, plan, before, Vec::new()).await? {
         Summarize::Ready(done) => done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),

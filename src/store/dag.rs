@@ -131,8 +131,38 @@ fn condensed_meta(
     Ok(derived::condensed(content, &views))
 }
 
+/// Whether `sources` sit exactly at ordinals `start..start + len` of the context
+/// list, in order (a range read on the key instead of a scan of the list).
+pub fn sources_in_place(
+    conn: &Connection,
+    conversation_id: i64,
+    start: i64,
+    sources: &Sources,
+) -> Result<bool> {
+    let len = match sources {
+        Sources::Messages(ids) => ids.len(),
+        Sources::Summaries(ids) => ids.len(),
+    } as i64;
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+    )?;
+    let found: Vec<(Option<i64>, Option<String>)> = stmt
+        .query_map(params![conversation_id, start, start + len - 1], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(found.len() as i64 == len
+        && match sources {
+            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
+            Sources::Summaries(ids) => ids
+                .iter()
+                .zip(&found)
+                .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
+        })
+}
+
 /// [`source_range`], checking first whether the sources sit exactly at
-/// `hint..hint + len` (a range read on the key instead of a scan of the list).
+/// `hint..hint + len` ([`sources_in_place`]).
 fn source_range_at(
     tx: &Transaction,
     conversation_id: i64,
@@ -140,29 +170,12 @@ fn source_range_at(
     hint: Option<i64>,
 ) -> Result<(i64, i64)> {
     if let Some(start) = hint.filter(|h| *h >= 0) {
-        let len = match sources {
-            Sources::Messages(ids) => ids.len(),
-            Sources::Summaries(ids) => ids.len(),
-        } as i64;
-        let end = start + len - 1;
-        let mut stmt = tx.prepare_cached(
-            "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
-        )?;
-        let found: Vec<(Option<i64>, Option<String>)> = stmt
-            .query_map(params![conversation_id, start, end], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let matches = found.len() as i64 == len
-            && match sources {
-                Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
-                Sources::Summaries(ids) => ids
-                    .iter()
-                    .zip(&found)
-                    .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
-            };
-        if matches {
-            return Ok((start, end));
+        if sources_in_place(tx, conversation_id, start, sources)? {
+            let len = match sources {
+                Sources::Messages(ids) => ids.len(),
+                Sources::Summaries(ids) => ids.len(),
+            } as i64;
+            return Ok((start, start + len - 1));
         }
     }
     source_range(tx, conversation_id, sources)

@@ -18,6 +18,7 @@ pub mod migrate;
 pub mod schema;
 pub mod sources;
 pub mod summaries;
+pub mod tx;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
