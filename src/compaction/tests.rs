@@ -1010,7 +1010,7 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
             .read(move |c| {
                 let zone = crate::timefmt::Zone::utc();
                 let overlay = HashMap::new();
-                let rw = crate::rewrite::source::prepare(c, &planned, &zone, true, &overlay, None)?;
+                let rw = crate::rewrite::source::rebuild(c, &planned, &zone, true, &overlay, None)?;
                 let dr =
                     crate::doctor::resummarize::input(c, &rec.summary_id, conv, rec.depth, &zone)?;
                 Ok((rw.input, dr))

@@ -172,7 +172,7 @@ impl Engine {
         let (id, zone) = (b.summary_id.clone(), self.zone());
         let job = self
             .store()
-            .read(move |c| resummarize::prepare(c, &id, &zone))
+            .read(move |c| resummarize::job(c, &id, &zone))
             .await?;
         let mut r = Resummarized {
             summary_id: b.summary_id.clone(),

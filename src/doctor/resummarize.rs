@@ -152,7 +152,7 @@ pub fn input(
 }
 
 /// Builds the job for one broken summary; `None` when its text is no longer broken.
-pub fn prepare(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
+pub fn job(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
     let s = crate::store::summaries::get(conn, id)?
         .ok_or_else(|| LcmError::not_found(format!("summary {id} no longer exists")))?;
     if markers::detect(&s.content).is_none() {

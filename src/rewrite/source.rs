@@ -71,7 +71,7 @@ fn summary_input(
 
 /// Rebuilds everything a summary is rewritten from. `previous_leaf` is the leaf
 /// before it in context order (leaves only).
-pub fn prepare(
+pub fn rebuild(
     conn: &Connection,
     item: &PlannedSummary,
     zone: &Zone,

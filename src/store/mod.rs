@@ -11,8 +11,10 @@
 pub mod conversations;
 pub mod dag;
 pub mod derived;
+pub mod fts_check;
 pub mod fts_lag;
 pub mod graph;
+pub mod integrity;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
