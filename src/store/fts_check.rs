@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, OptionalExtension};
 
+use super::inspect::has_table;
 use super::Features;
 use crate::error::Result;
 
@@ -181,17 +182,6 @@ fn max_message_id(conn: &Connection) -> Result<i64> {
         [],
         |r| r.get(0),
     )?)
-}
-
-fn has_table(conn: &Connection, name: &str) -> Result<bool> {
-    Ok(conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [name],
-            |r| r.get::<_, i64>(0),
-        )
-        .optional()?
-        .is_some())
 }
 
 /// Messages whose index rows are missing, extra or outdated (by conversation; the

@@ -14,6 +14,7 @@ pub mod derived;
 pub mod fts_check;
 pub mod fts_lag;
 pub mod graph;
+pub mod inspect;
 pub mod integrity;
 pub mod messages;
 pub mod migrate;
