@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 
 use super::check::{self, Analysis};
@@ -14,10 +14,9 @@ use super::repair;
 use crate::compaction::source;
 use crate::error::{LcmError, Result};
 use crate::store::graph::{self, Graph};
-use crate::store::{self, dag, dag::Sources, Features};
+use crate::store::{self, dag, dag::Sources, links, Features};
 use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
-use crate::tokens;
 
 /// A summary whose text ends with a fallback or truncation marker.
 #[derive(Debug, Clone, Serialize)]
@@ -222,23 +221,12 @@ pub fn write(
     model: &str,
     features: Features,
 ) -> Result<bool> {
-    let row: Option<(String, i64)> = tx
-        .query_row(
-            "SELECT content, conversation_id FROM summaries WHERE summary_id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let Some((current, conversation_id)) = row.filter(|(c, _)| c == old) else {
+    let Some(current) = store::summaries::get(tx, id)?.filter(|s| s.content == old) else {
         return Ok(false);
     };
-    debug_assert_eq!(current, old);
-    tx.execute(
-        "UPDATE summaries SET content = ?2, token_count = ?3, model = ?4 WHERE summary_id = ?1",
-        params![id, content, tokens::estimate(content), model],
-    )?;
+    links::write_text(tx, id, content, model)?;
     dag::index_summary(tx, id, content, features)?;
-    let g = graph::load(tx, conversation_id)?;
+    let g = graph::load(tx, current.conversation_id)?;
     let a = check::analyze(&g);
     repair::fix_metadata(tx, &g, &a, &mut Vec::new())?;
     Ok(true)

@@ -16,6 +16,7 @@ pub mod fts_lag;
 pub mod graph;
 pub mod inspect;
 pub mod integrity;
+pub mod links;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
