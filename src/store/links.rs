@@ -5,7 +5,10 @@
 
 use rusqlite::{params, Transaction};
 
+use super::dag;
 use super::derived::Meta;
+use super::fts_check::summary_tables;
+use super::Features;
 use crate::error::Result;
 use crate::{timestamp, tokens};
 
@@ -136,5 +139,59 @@ pub fn write_text(tx: &Transaction, summary_id: &str, content: &str, model: &str
         "UPDATE summaries SET content = ?2, token_count = ?3, model = ?4 WHERE summary_id = ?1",
         params![summary_id, content, tokens::estimate(content), model],
     )?;
+    Ok(())
+}
+
+/// Marks a conversation as changed now (`updated_at`).
+pub fn touch_conversation(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    tx.execute(
+        "UPDATE conversations SET updated_at = datetime('now') WHERE conversation_id = ?1",
+        [conversation_id],
+    )?;
+    Ok(())
+}
+
+/// Replaces the context item at `ordinal` by `entries`, moving later items through
+/// negative ordinals so the primary key never collides; ordinals end 0..n-1.
+pub fn splice_context(
+    tx: &Transaction,
+    conversation_id: i64,
+    ordinal: i64,
+    entries: &[ContextEntry],
+) -> Result<()> {
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal > ?2",
+        params![conversation_id, ordinal],
+    )?;
+    tx.execute(
+        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal = ?2",
+        params![conversation_id, ordinal],
+    )?;
+    let mut st = tx.prepare_cached(
+        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, summary_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, datetime('now'))",
+    )?;
+    for (i, e) in entries.iter().enumerate() {
+        let (t, m, s) = match e {
+            ContextEntry::Message(m) => ("message", Some(*m), None),
+            ContextEntry::Summary(s) => ("summary", None, Some(s.as_str())),
+        };
+        st.execute(params![conversation_id, ordinal + i as i64, t, m, s])?;
+    }
+    tx.execute(
+        "UPDATE context_items SET ordinal = -1 - ordinal + ?2 WHERE conversation_id = ?1 AND ordinal < 0",
+        params![conversation_id, entries.len() as i64 - 1],
+    )?;
+    dag::resequence(tx, conversation_id)
+}
+
+/// Deletes a summary with its links (as the derived node) and its FTS rows.
+pub fn delete_summary(tx: &Transaction, id: &str, features: Features) -> Result<()> {
+    tx.execute("DELETE FROM summary_parents WHERE summary_id = ?1", [id])?;
+    tx.execute("DELETE FROM summary_messages WHERE summary_id = ?1", [id])?;
+    for table in summary_tables(features) {
+        tx.execute(&format!("DELETE FROM {table} WHERE summary_id = ?1"), [id])?;
+    }
+    tx.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
     Ok(())
 }
