@@ -436,3 +436,35 @@ pub fn context_ordinal_of(
         .transpose()?;
     Ok(hit)
 }
+
+/// Summaries of conversation `dst` whose text equals summary `id`'s.
+pub fn same_text_in(conn: &Connection, dst: i64, id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT t.summary_id FROM summaries s JOIN summaries t ON t.content = s.content AND t.conversation_id = ?1
+         WHERE s.summary_id = ?2",
+    )?;
+    let rows = stmt
+        .query_map(rusqlite::params![dst, id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Number of parts of the given messages.
+pub fn part_count(conn: &Connection, message_ids: &[i64]) -> Result<i64> {
+    let mut stmt =
+        conn.prepare_cached("SELECT COUNT(*) FROM message_parts WHERE message_id = ?1")?;
+    let mut n = 0;
+    for m in message_ids {
+        n += stmt.query_row([m], |r| r.get::<_, i64>(0))?;
+    }
+    Ok(n)
+}
+
+/// A context list's (summary items, message items).
+pub fn context_item_counts(conn: &Connection, conversation_id: i64) -> Result<(i64, i64)> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(SUM(item_type = 'summary'), 0), COALESCE(SUM(item_type = 'message'), 0) FROM context_items WHERE conversation_id = ?1",
+        [conversation_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
+}

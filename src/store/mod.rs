@@ -9,6 +9,7 @@
 //! - Nothing here ever runs on the JavaScript thread.
 
 pub mod conversations;
+pub mod copy;
 pub mod dag;
 pub mod derived;
 pub mod fts_check;
