@@ -21,6 +21,8 @@ pub mod links;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
+#[cfg(test)]
+mod seam;
 pub mod sources;
 pub mod summaries;
 pub mod tx;
