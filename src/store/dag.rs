@@ -290,10 +290,7 @@ pub fn persist_summary(
     s: &NewSummary,
     features: Features,
 ) -> Result<String> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let id = persist_in(&tx, s, features)?;
-    tx.commit()?;
-    Ok(id)
+    super::tx::write_tx(conn, |tx| persist_in(tx, s, features))
 }
 
 /// [`persist_summary`] inside a caller's transaction.
