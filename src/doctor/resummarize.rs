@@ -136,14 +136,14 @@ pub fn input(
         timestamps: true,
     };
     let mut input = source::input_for(conn, &sources, render, &HashMap::new())?;
+    if input.child_count == 0 {
+        return Err(LcmError::invalid(format!(
+            "summary {id} has no linked sources to summarize again"
+        )));
+    }
     match sources {
         Sources::Messages(_) => {
             input.previous_context = previous_context(conn, conversation_id, id)?;
-        }
-        Sources::Summaries(ids) if ids.is_empty() => {
-            return Err(LcmError::invalid(format!(
-                "summary {id} has no linked sources to summarize again"
-            )));
         }
         Sources::Summaries(_) => input.depth = depth.max(1),
     }
