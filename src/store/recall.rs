@@ -23,13 +23,6 @@ pub fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T
     out
 }
 
-/// The highest message id (0 when there is none).
-pub fn max_message_id(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
-        .query_row([], |r| r.get(0))?)
-}
-
 /// A message as the catalog reads it (borrowed from the statement's row).
 pub struct MessageRow<'a> {
     /// message_id

@@ -1,20 +1,24 @@
 //! The cold path (SQLite alone, before the catalog is built) answers exactly what
 //! the catalog path answers: same hits, same order, same snippets and ranks.
 
-use serde_json::{json, Value};
+use rusqlite::Connection;
+use serde_json::json;
 
 use super::cold::search_messages_cold;
 use super::{build_query, search_messages, Filter, MessageHit, Mode, Sort};
-use crate::config::EngineOptions;
-use crate::engine::{Engine, IngestBatchParams};
+use crate::message::ingest::map_message;
 use crate::retrieval::catalog::Catalog;
+use crate::store::conversations::SessionRef;
+use crate::store::fts_lag::FtsLag;
+use crate::store::messages::insert_batch;
+use crate::store::Features;
 
 const WORDS: [&str; 8] = [
     "Alpha1", "alpha2", "beta-77", "gamma", "DELTA", "Ωmega", "epsilon", "zeta",
 ];
 
-async fn ingest(e: &Engine, session: &str, base: i64) {
-    let msgs: Vec<Value> = (0..400i64)
+fn ingest(conn: &mut Connection, session: &str, base: i64) {
+    let batch = (0..400i64)
         .map(|i| {
             let w1 = WORDS[(i * 7 % 8) as usize];
             let w2 = WORDS[(i * 3 % 8) as usize];
@@ -26,18 +30,15 @@ async fn ingest(e: &Engine, session: &str, base: i64) {
                 String::new()
             };
             let role = ["user", "assistant"][(i % 2) as usize];
-            json!({"role": role, "content": format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000), "timestamp": t})
+            let m = json!({"role": role, "content": format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000), "timestamp": t});
+            map_message(&m, None).unwrap()
         })
         .collect();
-    e.ingest_batch(IngestBatchParams {
+    let session = SessionRef {
         session_id: session.into(),
         session_key: None,
-        messages: msgs,
-        entry_ids: None,
-        is_heartbeat: false,
-    })
-    .await
-    .unwrap();
+    };
+    insert_batch(conn, &session, batch).unwrap();
 }
 
 fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
@@ -51,17 +52,17 @@ fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
     )
 }
 
-#[tokio::test]
-async fn cold_answers_equal_warm_answers() {
-    let e = Engine::open(EngineOptions {
-        db_path: Some(":memory:".into()),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    ingest(&e, "a", 1_771_313_820_000).await;
-    ingest(&e, "b", 1_771_313_000_000).await;
-    e.store().flush_fts().await.unwrap();
+#[test]
+fn cold_answers_equal_warm_answers() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    crate::store::migrate::migrate(&mut conn).unwrap();
+    ingest(&mut conn, "a", 1_771_313_820_000);
+    ingest(&mut conn, "b", 1_771_313_000_000);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let features = Features {
+        fts5: true,
+        trigram: true,
+    };
     let base = 1_771_313_820_000i64;
     let filters = [
         Filter {
@@ -91,22 +92,14 @@ async fn cold_answers_equal_warm_answers() {
         (Mode::FullText, Sort::Hybrid, "epsilon beta"),
         (Mode::FullText, Sort::Recency, "NEEDLE-2-130"),
     ];
-    let features = e.store().features();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
     for f in &filters {
         for &(mode, sort, pattern) in queries {
             for limit in [1, 7, 50] {
                 let q = build_query(pattern, mode, sort, limit, f.clone()).unwrap();
-                let (cold, warm) = e
-                    .store()
-                    .read(move |conn| {
-                        let cold = search_messages_cold(conn, &q, features)?;
-                        let mut cat = Catalog::default();
-                        cat.catch_up(conn)?;
-                        let warm = search_messages(conn, &cat, &q, features)?;
-                        Ok((cold, warm))
-                    })
-                    .await
-                    .unwrap();
+                let cold = search_messages_cold(&conn, &q, features).unwrap();
+                let warm = search_messages(&conn, &cat, &q, features).unwrap();
                 let (cold, _) = cold.unwrap_or_else(|| panic!("cold path declined {pattern}"));
                 let (warm, stats) = warm;
                 assert!(!stats.truncated, "{pattern}");
@@ -123,12 +116,7 @@ async fn cold_answers_equal_warm_answers() {
     // or more matches than it reads.
     for (mode, pattern) in [(Mode::Regex, "ECONNRESET"), (Mode::Regex, r"\d+")] {
         let q = build_query(pattern, mode, Sort::Recency, 10, Filter::default()).unwrap();
-        let cold = e
-            .store()
-            .read(move |conn| search_messages_cold(conn, &q, features))
-            .await
-            .unwrap();
+        let cold = search_messages_cold(&conn, &q, features).unwrap();
         assert!(cold.is_none(), "{pattern}");
     }
-    e.close().await.unwrap();
 }
