@@ -11,6 +11,7 @@
 pub mod conversations;
 pub mod dag;
 pub mod fts_lag;
+pub mod largefiles;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
