@@ -7,7 +7,7 @@
 //! ```
 //!
 //! 1. Stream the context list newest first, each item with its message or summary
-//!    in the same row ([`load`]); apply the fresh-tail rule as the rows arrive
+//!    in the same row ([`crate::store::context`]); apply the fresh-tail rule as the rows arrive
 //!    ([`tail`]), then keep evictable items while they fit and stop reading at the
 //!    first that does not ([`select`]). Older items are never read.
 //! 2. Present summaries as user messages wrapped in XML ([`xml`]); rebuild messages
@@ -29,7 +29,6 @@
 
 pub mod cache;
 mod clean;
-pub mod load;
 pub mod pairing;
 pub mod select;
 pub mod tail;
@@ -47,6 +46,7 @@ use crate::error::{ErrorCode, LcmError, Result};
 use crate::message::rebuild::{StoredMessage, StoredPart};
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
+use crate::store::{context, messages};
 use crate::store::Store;
 use crate::timefmt::Zone;
 use crate::tokens;
@@ -373,13 +373,13 @@ pub fn assemble_session(
     };
     let conversation_id = conv.conversation_id;
     stats.conversation_id = Some(conversation_id);
-    let total = load::item_count(&tx, conversation_id)?;
+    let total = context::item_count(&tx, conversation_id)?;
     stats.context_items = usize::try_from(total).unwrap_or(0);
     if total == 0 {
         return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
     }
     if live_len.is_some_and(|n| stats.context_items < n)
-        && !load::has_summary_item(&tx, conversation_id)?
+        && !context::has_summary_item(&tx, conversation_id)?
     {
         return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
     }
@@ -422,7 +422,7 @@ fn assemble_with(
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let total = load::item_count(conn, conversation_id)?;
+    let total = context::item_count(conn, conversation_id)?;
     let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
@@ -446,7 +446,7 @@ fn assemble_with(
         &mut selected,
         tail_start,
         &known,
-        |ids| load::tool_results_before(conn, conversation_id, from, ids),
+        |ids| context::tool_results_before(conn, conversation_id, from, ids),
         &mut repair,
     )?;
     clean::normalize_assistants(&mut selected);
@@ -480,7 +480,7 @@ fn entries(
             _ => None,
         })
         .collect();
-    let mut parts = load::parts_of(conn, &misses)?;
+    let mut parts = messages::parts_of(conn, &misses)?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let (message, source) = match item.body {
