@@ -64,11 +64,7 @@ fn tokens_of(item: &ContextItem) -> i64 {
 /// there is no tail. The rule is the assembler's ([`tail::fresh_tail_index`]), so
 /// compaction never compacts what assembly protects.
 pub fn fresh_tail_start(items: &[ContextItem], limits: &Limits) -> usize {
-    tail::fresh_tail_index(
-        items,
-        limits.fresh_tail_count,
-        limits.fresh_tail_max_tokens,
-    )
+    tail::fresh_tail_index(items, limits.fresh_tail_count, limits.fresh_tail_max_tokens)
 }
 
 /// Σ tokens of raw messages before the tail (the leaf trigger's measure).

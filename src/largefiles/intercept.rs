@@ -19,9 +19,9 @@ use sha2::{Digest, Sha256};
 use super::blocks::{file_reference, parse_file_blocks, storage_extension, tool_output_reference};
 use super::explore;
 use super::storage;
-use crate::store::largefiles::{self as file_rows, LargeFileRecord, Source};
 use crate::error::Result;
 use crate::store::conversations::{self, SessionRef};
+use crate::store::largefiles::{self as file_rows, LargeFileRecord, Source};
 use crate::{timestamp, tokens};
 
 /// Interception settings (from the engine options).

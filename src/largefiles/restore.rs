@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::blocks::is_file_id;
 use super::storage;
-use crate::store::largefiles::{self as file_rows, LargeFileRecord};
 use crate::error::Result;
+use crate::store::largefiles::{self as file_rows, LargeFileRecord};
 
 const MARKERS: [&str; 2] = ["[LCM File: ", "[LCM Tool Output: "];
 
