@@ -353,7 +353,7 @@ pub enum Outcome {
     Fallback(FallbackReason, AssembleStats),
 }
 
-/// Assembles a session inside one read transaction (one consistent snapshot).
+/// Assembles a session on one consistent snapshot of the store.
 /// `live_len` is the number of live messages the host passed, if any.
 pub fn assemble_session(
     conn: &Connection,
@@ -363,28 +363,13 @@ pub fn assemble_session(
     settings: &Settings,
     cache: &Cache,
 ) -> Result<Outcome> {
-    let tx = conn.unchecked_transaction()?;
-    let mut stats = AssembleStats {
-        token_budget: budget,
-        ..AssembleStats::default()
+    let r = context::snapshot(conn, |c| {
+        assemble_stored(c, session, budget, live_len, settings, cache)
+    })?;
+    let r = match r {
+        Outcome::Assembled(r) => r,
+        fallback => return Ok(fallback),
     };
-    let Some(conv) = conversations::find(&tx, session)? else {
-        return Ok(Outcome::Fallback(FallbackReason::NoConversation, stats));
-    };
-    let conversation_id = conv.conversation_id;
-    stats.conversation_id = Some(conversation_id);
-    let total = context::item_count(&tx, conversation_id)?;
-    stats.context_items = usize::try_from(total).unwrap_or(0);
-    if total == 0 {
-        return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
-    }
-    if live_len.is_some_and(|n| stats.context_items < n)
-        && !context::has_summary_item(&tx, conversation_id)?
-    {
-        return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
-    }
-    let r = assemble_conversation(&tx, conversation_id, budget, settings, cache)?;
-    tx.finish()?;
     if r.messages.is_empty() {
         return Ok(Outcome::Fallback(FallbackReason::EmptyAssembly, r.stats));
     }
@@ -392,6 +377,39 @@ pub fn assemble_session(
     if live_len.is_some() && !has_user {
         return Ok(Outcome::Fallback(FallbackReason::NoUserTurn, r.stats));
     }
+    Ok(Outcome::Assembled(r))
+}
+
+/// The stored part of [`assemble_session`]: the fallbacks the store decides
+/// (no conversation, empty or incomplete context list), else the assembly.
+fn assemble_stored(
+    conn: &Connection,
+    session: &SessionRef,
+    budget: i64,
+    live_len: Option<usize>,
+    settings: &Settings,
+    cache: &Cache,
+) -> Result<Outcome> {
+    let mut stats = AssembleStats {
+        token_budget: budget,
+        ..AssembleStats::default()
+    };
+    let Some(conv) = conversations::find(conn, session)? else {
+        return Ok(Outcome::Fallback(FallbackReason::NoConversation, stats));
+    };
+    let conversation_id = conv.conversation_id;
+    stats.conversation_id = Some(conversation_id);
+    let total = context::item_count(conn, conversation_id)?;
+    stats.context_items = usize::try_from(total).unwrap_or(0);
+    if total == 0 {
+        return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
+    }
+    if live_len.is_some_and(|n| stats.context_items < n)
+        && !context::has_summary_item(conn, conversation_id)?
+    {
+        return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
+    }
+    let r = assemble_conversation(conn, conversation_id, budget, settings, cache)?;
     Ok(Outcome::Assembled(r))
 }
 

@@ -55,6 +55,15 @@ pub struct ContextRow {
     pub parents_loaded: bool,
 }
 
+/// Runs `read` on one consistent snapshot of the database (a read transaction), so
+/// every read of one assembly sees the same state.
+pub fn snapshot<T>(conn: &Connection, read: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let tx = conn.unchecked_transaction()?;
+    let out = read(&tx)?;
+    tx.finish()?;
+    Ok(out)
+}
+
 /// Streams a conversation's context list newest first into `visit` until it
 /// returns false. The sources of the condensed summaries in `known` (ids whose
 /// sources the caller already has) are not read: their rows say
