@@ -7,12 +7,12 @@
 //! ```
 //!
 //! 1. Stream the context list newest first, each item with its message or summary
-//!    in the same row ([`crate::store::context`]); apply the fresh-tail rule as the rows arrive
-//!    ([`tail`]), then keep evictable items while they fit and stop reading at the
+//!    in the same row ([`crate::store::context`], one snapshot per assembly); apply
+//!    the fresh-tail rule as the rows arrive ([`tail`]), then keep evictable items while they fit and stop reading at the
 //!    first that does not ([`select`]). Older items are never read.
 //! 2. Present summaries as user messages wrapped in XML ([`xml`]); rebuild messages
 //!    exactly as ingested ([`crate::message::rebuild`]), reading all their parts in
-//!    one query. What the previous turn prepared is reused when its row is
+//!    one query ([`crate::store::messages::parts_of`]). What the previous turn prepared is reused when its row is
 //!    unchanged ([`cache`]).
 //! 3. Strip unpaired tool calls, normalize assistant content, drop empty messages
 //!    (`clean`), then repair tool-call / tool-result pairing ([`pairing`]).
