@@ -243,6 +243,13 @@ fn message_from_row(r: &Row) -> rusqlite::Result<MessageRecord> {
     })
 }
 
+/// The highest message id in the database (0 when empty).
+pub fn max_message_id(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?)
+}
+
 /// Message rows by id, in the order given (unknown ids are skipped).
 pub fn records_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<MessageRecord>> {
     let mut by_id = HashMap::new();
