@@ -22,6 +22,7 @@ use super::storage;
 use crate::error::Result;
 use crate::store::conversations::{self, SessionRef};
 use crate::store::largefiles::{self as file_rows, LargeFileRecord, Source};
+use crate::store::tx::write_tx;
 use crate::{timestamp, tokens};
 
 /// Interception settings (from the engine options).
@@ -108,21 +109,21 @@ pub fn intercept_batch(
     if !messages.iter().any(|m| may_qualify(m, settings.threshold)) {
         return Ok(0);
     }
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let conversation_id = conversations::find_or_create(&tx, session)?;
-    let ctx = Ctx {
-        conn: &tx,
-        conversation_id,
-        settings,
-    };
-    let mut replaced = 0;
-    for m in messages.iter_mut() {
-        if may_qualify(m, settings.threshold) {
-            replaced += ctx.message(m)?;
+    write_tx(conn, |tx| {
+        let conversation_id = conversations::find_or_create(tx, session)?;
+        let ctx = Ctx {
+            conn: tx,
+            conversation_id,
+            settings,
+        };
+        let mut replaced = 0;
+        for m in messages.iter_mut() {
+            if may_qualify(m, settings.threshold) {
+                replaced += ctx.message(m)?;
+            }
         }
-    }
-    tx.commit()?;
-    Ok(replaced)
+        Ok(replaced)
+    })
 }
 
 struct Ctx<'a> {

@@ -259,8 +259,7 @@ pub fn replace_content(
     content: &str,
     features: Features,
 ) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    super::dag::update_content(&tx, conversation_id, id, content, features)?;
-    tx.commit()?;
-    Ok(())
+    super::tx::write_tx(conn, |tx| {
+        super::dag::update_content(tx, conversation_id, id, content, features)
+    })
 }
