@@ -12,9 +12,7 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::{
-    iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, MAX_SCAN_ROWS, SNIPPET_CHARS,
-};
+use super::{iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, SNIPPET_CHARS};
 use crate::error::Result;
 use crate::retrieval::catalog::parse_time_ms;
 use crate::retrieval::literals::Req;
@@ -68,7 +66,7 @@ fn candidates(
     expr: &str,
     ranked: bool,
     stop_at: Option<usize>,
-) -> Result<Option<(Vec<Candidate>, usize)>> {
+) -> Result<Option<Vec<Candidate>>> {
     let mut matched: Vec<(i64, Option<f64>)> = Vec::new();
     let mut over = false;
     let mut take = |id: i64, rank: Option<f64>| {
@@ -99,13 +97,10 @@ fn candidates(
             rank,
         });
         if stop_at.is_some_and(|n| out.len() >= n) {
-            return Ok(Some((out, ids.len())));
+            return Ok(Some(out));
         }
     }
-    if over {
-        return Ok(None);
-    }
-    Ok(Some((out, ids.len())))
+    Ok((!over).then_some(out))
 }
 
 fn full_text(
@@ -115,7 +110,7 @@ fn full_text(
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
     let ranked = q.sort != Sort::Recency;
     let stop_at = (q.sort == Sort::Relevance).then_some(q.limit);
-    let Some((found, _)) = candidates(conn, q, expr, ranked, stop_at)? else {
+    let Some(found) = candidates(conn, q, expr, ranked, stop_at)? else {
         return Ok(None);
     };
     let mut stats = ScopeStats {
@@ -159,12 +154,9 @@ fn regex(
     let Some(re) = q.regex.as_ref() else {
         return Ok(None);
     };
-    let Some((found, _)) = candidates(conn, q, expr, false, None)? else {
+    let Some(found) = candidates(conn, q, expr, false, None)? else {
         return Ok(None);
     };
-    if found.len() > MAX_SCAN_ROWS {
-        return Ok(None);
-    }
     let ids: Vec<i64> = found.iter().map(|c| c.meta.id).collect();
     let texts = recall::message_contents(conn, &ids)?;
     let mut snippets: HashMap<i64, String> = HashMap::new();
