@@ -189,7 +189,6 @@ fn compact(
         current_token_count: None,
         custom_instructions: None,
         target_tokens: None,
-        _signal: None,
     };
     Ok(ctx.block_on(engine.compact(p, hooks))??)
 }
