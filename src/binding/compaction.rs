@@ -40,7 +40,7 @@ fn progress_hook(obj: &Object) -> Result<Option<crate::compaction::ProgressFn>> 
 }
 
 /// An AbortSignal's listener, to be removed when the call settles.
-struct AbortHook {
+pub(super) struct AbortHook {
     signal: ObjectRef,
     listener: FunctionRef<(), ()>,
 }
@@ -64,7 +64,11 @@ impl AbortHook {
 }
 
 /// Trips `token` now when the signal is already aborted, else when it aborts.
-fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Option<AbortHook>> {
+pub(super) fn hook_signal(
+    env: &Env,
+    obj: &Object,
+    token: &CancelToken,
+) -> Result<Option<AbortHook>> {
     let v: Unknown = obj.get_named_property("signal")?;
     if v.get_type()? != ValueType::Object {
         return Ok(None);
@@ -111,7 +115,7 @@ fn read_params<'env>(
 }
 
 /// Resolves a core future as parsed JSON, removing the abort listener on settle.
-fn settle<'env, T, F>(
+pub(super) fn settle<'env, T, F>(
     env: &'env Env,
     fut: F,
     abort: Option<AbortHook>,

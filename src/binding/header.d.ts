@@ -448,6 +448,8 @@ export interface RewriteSelector {
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
+  /** Aborting rejects the call with `LCM_ABORTED`. */
+  signal?: AbortSignal
 }
 
 /** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
@@ -518,6 +520,8 @@ export interface RewriteParams extends RewriteSelector {
   concurrency?: number
   /** Called after each summary, in plan order. */
   onProgress?: (event: RewriteProgress) => void
+  /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
+  signal?: AbortSignal
 }
 
 /** Result of `rewrite`. */

@@ -11,9 +11,11 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::js::{resolve_json, stringify};
+use super::compaction::{hook_signal, settle, AbortHook};
+use super::js::stringify;
 use super::summarizer::AnyJson;
 use super::LcmEngine;
+use crate::compaction::CancelToken;
 use crate::error::LcmError;
 use crate::rewrite::run::{report_error, ProgressFn};
 use crate::rewrite::{PlanParams, RewriteParams, RewriteProgress};
@@ -53,6 +55,18 @@ fn extract_progress(
     }
 }
 
+/// Hooks `params.signal` (an AbortSignal) to a fresh cancel token.
+fn abort_token(env: &Env, params: &Unknown<'_>) -> Result<(CancelToken, Option<AbortHook>)> {
+    let token = CancelToken::new();
+    if params.get_type()? != ValueType::Object {
+        return Ok((token, None));
+    }
+    // SAFETY: `params` is a live object value of this env.
+    let obj = unsafe { Object::from_napi_value(env.raw(), params.raw()) }?;
+    let hook = hook_signal(env, &obj, &token)?;
+    Ok((token, hook))
+}
+
 #[napi]
 impl LcmEngine {
     /// The summaries a rewrite would touch, in order: bottom-up by depth, chronological
@@ -68,12 +82,14 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (cancel, hook) = abort_token(env, &params)?;
         let json = stringify(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move {
+        let fut = async move {
             let p: PlanParams = crate::engine::parse_params("planRewrite", &json)?;
-            engine.plan_rewrite(p).await
-        })
+            engine.plan_rewrite_with(p, cancel).await
+        };
+        settle(env, fut, hook)
     }
 
     /// Rewrites summaries in place with the current prompts. A dry run (the default)
@@ -81,7 +97,9 @@ impl LcmEngine {
     /// (and its full-text rows) in its own transaction. Resolves with the report; a
     /// summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
     /// stopping the run — rewrites applied before it stay, and were reported through
-    /// `onProgress`.
+    /// `onProgress`. `signal` (an AbortSignal) cancels the in-flight summarizer call
+    /// (its HTTP request is closed) and rejects with `LCM_ABORTED`; nothing partial is
+    /// written.
     #[napi(
         ts_args_type = "params: RewriteParams",
         ts_return_type = "Promise<RewriteReport>"
@@ -92,9 +110,10 @@ impl LcmEngine {
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let progress = extract_progress(env, &params);
+        let (cancel, hook) = abort_token(env, &params)?;
         let json = stringify(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move {
+        let fut = async move {
             let tsfn = progress?;
             let p: RewriteParams = crate::engine::parse_params("rewrite", &json)?;
             let (cb, delivery) = match tsfn {
@@ -114,7 +133,7 @@ impl LcmEngine {
                     (Some(cb), Some(delivery))
                 }
             };
-            let report = engine.rewrite(p, cb).await;
+            let report = engine.rewrite_with(p, cb, cancel).await;
             if let Some(d) = delivery {
                 let _ = d.await;
             }
@@ -123,6 +142,7 @@ impl LcmEngine {
                 Some(e) => Err(e),
                 None => Ok(report),
             }
-        })
+        };
+        settle(env, fut, hook)
     }
 }

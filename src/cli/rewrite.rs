@@ -313,7 +313,9 @@ fn rewrite(
         apply: a.apply,
         timestamps: !a.no_timestamps,
         concurrency: a.concurrency,
+        cancel: crate::compaction::CancelToken::new(),
     };
+    let cancel = opts.cancel.clone();
     let bar = if json {
         Progress::hidden()
     } else {
@@ -337,9 +339,17 @@ fn rewrite(
                 bar.suspend(|| print_entry(out, &p.entry, preview, show_diff));
             }
         };
+        let mut interrupted = false;
         loop {
             tokio::select! {
                 biased;
+                // Ctrl-C drops the in-flight request; what was applied before stays.
+                r = tokio::signal::ctrl_c(), if !interrupted => {
+                    interrupted = true;
+                    if r.is_ok() {
+                        cancel.cancel();
+                    }
+                }
                 Some(p) = rx.recv() => show(p),
                 r = &mut fut => {
                     while let Ok(p) = rx.try_recv() {

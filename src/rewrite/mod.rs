@@ -106,6 +106,9 @@ pub struct PlanParams {
     /// Every summary of the conversation.
     #[serde(default)]
     pub all: Option<bool>,
+    /// The binding's AbortSignal (`{}` after `JSON.stringify`); ignored here.
+    #[serde(default)]
+    pub signal: Option<serde::de::IgnoredAny>,
 }
 
 impl PlanParams {
@@ -168,6 +171,9 @@ pub struct RewriteParams {
     /// does not); ignored here.
     #[serde(default, rename = "onProgress")]
     pub on_progress: Option<serde::de::IgnoredAny>,
+    /// The binding's AbortSignal (`{}` after `JSON.stringify`); ignored here.
+    #[serde(default)]
+    pub signal: Option<serde::de::IgnoredAny>,
 }
 
 fn yes() -> bool {
