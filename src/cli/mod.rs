@@ -24,6 +24,7 @@ pub mod progress;
 pub mod prompts;
 pub mod rewrite;
 pub mod transplant;
+pub mod tui;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -42,16 +43,19 @@ use output::{ColorMode, Output};
     about = "Inspect and maintain a Lossless Context Management (lcm.db) database",
     long_about = None,
     propagate_version = true,
-    subcommand_required = true,
-    arg_required_else_help = true
+    args_conflicts_with_subcommands = true,
+    after_help = "With no subcommand, opens the interactive browser (lcm-tui tui)."
 )]
 pub struct Cli {
     /// Flags every subcommand accepts.
     #[command(flatten)]
     pub global: GlobalArgs,
-    /// The subcommand.
+    /// The interactive browser's flags (when no subcommand is given).
+    #[command(flatten)]
+    pub tui: tui::TuiArgs,
+    /// The subcommand (none: the interactive browser).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Flags every subcommand accepts (before or after its name).
@@ -76,6 +80,8 @@ pub struct GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Browse conversations and the summary DAG; rewrite (w, W) and dissolve (d) in place (the default)
+    Tui(tui::TuiArgs),
     /// Rewrite summaries in place with the current prompts (dry run unless --apply)
     Rewrite(rewrite::RewriteArgs),
     /// List, export, show, diff and render the summarization prompt templates
@@ -149,6 +155,7 @@ impl Ctx<'_> {
 
 fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
     match command {
+        Command::Tui(a) => tui::run(a, ctx),
         Command::Rewrite(a) => rewrite::run(a, ctx),
         Command::Prompts(a) => prompts::run(a, ctx),
         Command::Doctor(a) => doctor::run(a, ctx),
@@ -215,7 +222,8 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
         global: cli.global,
         runtime: None,
     };
-    let result = dispatch(cli.command, &mut ctx);
+    let command = cli.command.unwrap_or(Command::Tui(cli.tui));
+    let result = dispatch(command, &mut ctx);
     let code = match result {
         Ok(code) => code,
         Err(e) => {

@@ -19,7 +19,8 @@ use crate::rewrite::{
 use crate::summarize::{build_pipeline, SummaryPipeline};
 use crate::timefmt::Zone;
 
-const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];
+/// The `--provider` values.
+pub(crate) const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];
 
 /// Flags of `lcm-tui rewrite`.
 #[derive(Debug, Args)]
@@ -117,14 +118,20 @@ fn set(v: &Option<String>) -> bool {
 
 /// The summarizer settings: (provider, model, base URL).
 fn summarizer(a: &RewriteArgs) -> Result<(String, Option<String>, Option<String>), CliError> {
-    let model = a
-        .model
-        .clone()
+    resolve_summarizer(a.provider.clone(), a.model.clone(), a.base_url.clone())
+}
+
+/// (provider, model, base URL) from the flags, else the environment, else inferred
+/// from the model, the base URL or the API keys present.
+pub(crate) fn resolve_summarizer(
+    provider: Option<String>,
+    model: Option<String>,
+    base_url: Option<String>,
+) -> Result<(String, Option<String>, Option<String>), CliError> {
+    let model = model
         .filter(|m| !m.trim().is_empty())
         .or_else(|| env_first(&["LCM_TUI_SUMMARY_MODEL", "LCM_SUMMARY_MODEL"]));
-    let base_url = a
-        .base_url
-        .clone()
+    let base_url = base_url
         .filter(|u| !u.trim().is_empty())
         .or_else(|| env_first(&["LCM_TUI_SUMMARY_BASE_URL", "LCM_SUMMARY_BASE_URL"]));
     let from_env = env_first(&["LCM_TUI_SUMMARY_PROVIDER", "LCM_SUMMARY_PROVIDER"]);
@@ -141,9 +148,7 @@ fn summarizer(a: &RewriteArgs) -> Result<(String, Option<String>, Option<String>
             None
         }
     });
-    let provider = a
-        .provider
-        .clone()
+    let provider = provider
         .or(from_env)
         .or_else(|| from_model.map(str::to_owned))
         .or_else(|| set(&base_url).then(|| "openai".to_owned()))
@@ -157,7 +162,8 @@ fn summarizer(a: &RewriteArgs) -> Result<(String, Option<String>, Option<String>
     Ok((provider, model, base_url))
 }
 
-fn config_error(e: crate::error::LcmError) -> CliError {
+/// A configuration error in the command line's words (flags, not option names).
+pub(crate) fn config_error(e: crate::error::LcmError) -> CliError {
     let mut c = CliError::from(e);
     if c.code == Some(ErrorCode::Config) {
         c.message = c
@@ -248,7 +254,8 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
     result
 }
 
-fn summarizer_label(provider: &str, model: Option<&str>) -> String {
+/// `anthropic (claude-…)`: the provider and the model it will use.
+pub(crate) fn summarizer_label(provider: &str, model: Option<&str>) -> String {
     let default = match provider {
         "anthropic" => Some(crate::summarize::anthropic::DEFAULT_MODEL),
         "openai" | "openai-responses" => Some(crate::summarize::openai::DEFAULT_MODEL),

@@ -15,6 +15,7 @@
 //! - `api`: the engine methods.
 
 mod api;
+pub use api::RewritePreview;
 pub mod plan;
 pub mod run;
 pub mod source;
