@@ -448,6 +448,8 @@ export interface RewriteSelector {
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
+  /** Aborting rejects the call with `LCM_ABORTED`. */
+  signal?: AbortSignal
 }
 
 /** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
@@ -518,6 +520,8 @@ export interface RewriteParams extends RewriteSelector {
   concurrency?: number
   /** Called after each summary, in plan order. */
   onProgress?: (event: RewriteProgress) => void
+  /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
+  signal?: AbortSignal
 }
 
 /** Result of `rewrite`. */
@@ -1110,7 +1114,9 @@ export declare class LcmEngine {
    * (and its full-text rows) in its own transaction. Resolves with the report; a
    * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
    * stopping the run — rewrites applied before it stay, and were reported through
-   * `onProgress`.
+   * `onProgress`. `signal` (an AbortSignal) cancels the in-flight summarizer call
+   * (its HTTP request is closed) and rejects with `LCM_ABORTED`; nothing partial is
+   * written.
    */
   rewrite(params: RewriteParams): Promise<RewriteReport>
   /**

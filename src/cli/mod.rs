@@ -43,7 +43,6 @@ use output::{ColorMode, Output};
     about = "Inspect and maintain a Lossless Context Management (lcm.db) database",
     long_about = None,
     propagate_version = true,
-    args_conflicts_with_subcommands = true,
     after_help = "With no subcommand, opens the interactive browser (lcm-tui tui)."
 )]
 pub struct Cli {
@@ -222,8 +221,13 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
         global: cli.global,
         runtime: None,
     };
-    let command = cli.command.unwrap_or(Command::Tui(cli.tui));
-    let result = dispatch(command, &mut ctx);
+    let result = match cli.command {
+        Some(_) if cli.tui != tui::TuiArgs::default() => Err(CliError::usage(
+            "the browser's flags (--provider, --model, --prompt-dir, …) go after a subcommand's name, e.g. lcm-tui rewrite 642 --provider openai",
+        )),
+        Some(command) => dispatch(command, &mut ctx),
+        None => dispatch(Command::Tui(cli.tui), &mut ctx),
+    };
     let code = match result {
         Ok(code) => code,
         Err(e) => {

@@ -77,8 +77,7 @@ impl Engine {
         }
         let db = RewriteDb::Store(self.store().clone());
         let (item, prepared) =
-            run::prepare_single(&db, conversation_id, summary_id, self.zone(), timestamps)
-                .await?;
+            run::prepare_single(&db, conversation_id, summary_id, self.zone(), timestamps).await?;
         let o = self.options();
         let input = &prepared.input;
         let render = RenderParams {

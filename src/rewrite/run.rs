@@ -262,7 +262,14 @@ pub async fn prepare_single(
             } else {
                 None
             };
-            source::prepare(c, &it, &zone, timestamps, &Overlay::new(), previous.as_deref())
+            source::prepare(
+                c,
+                &it,
+                &zone,
+                timestamps,
+                &Overlay::new(),
+                previous.as_deref(),
+            )
         })
         .await?;
     Ok((item, prepared))

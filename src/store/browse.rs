@@ -73,7 +73,11 @@ pub fn conversations(conn: &Connection) -> Result<Vec<ConversationOverview>> {
         "SELECT conversation_id, depth, COUNT(*) FROM summaries GROUP BY conversation_id, depth",
     )?;
     let rows = st.query_map([], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
     })?;
     let pos: std::collections::HashMap<i64, usize> = out
         .iter()

@@ -439,7 +439,9 @@ impl App {
         let before = self.dag_sel;
         match key {
             Key::Up | Key::Char('k') => self.dag_sel = self.dag_sel.saturating_sub(1),
-            Key::Down | Key::Char('j') => self.dag_sel = (self.dag_sel + 1).min(n.saturating_sub(1)),
+            Key::Down | Key::Char('j') => {
+                self.dag_sel = (self.dag_sel + 1).min(n.saturating_sub(1))
+            }
             Key::PageUp => self.dag_sel = self.dag_sel.saturating_sub(10),
             Key::PageDown => self.dag_sel = (self.dag_sel + 10).min(n.saturating_sub(1)),
             Key::Home | Key::Char('g') => self.dag_sel = 0,
@@ -617,7 +619,9 @@ impl App {
         let n = self.files.len();
         match key {
             Key::Up | Key::Char('k') => self.file_sel = self.file_sel.saturating_sub(1),
-            Key::Down | Key::Char('j') => self.file_sel = (self.file_sel + 1).min(n.saturating_sub(1)),
+            Key::Down | Key::Char('j') => {
+                self.file_sel = (self.file_sel + 1).min(n.saturating_sub(1))
+            }
             Key::Char('J') => self.detail_scroll = self.detail_scroll.saturating_add(1),
             Key::Char('K') => self.detail_scroll = self.detail_scroll.saturating_sub(1),
             Key::Esc | Key::Backspace => self.screen = Screen::Dag,
@@ -671,7 +675,9 @@ impl App {
                         let n = self.rows().len();
                         self.dag_sel = self.dag_sel.min(n.saturating_sub(1));
                     }
-                    (Err(e), _) => self.status = format!("Cannot load conversation {conv}: {}", e.message),
+                    (Err(e), _) => {
+                        self.status = format!("Cannot load conversation {conv}: {}", e.message)
+                    }
                     _ => {}
                 }
             }

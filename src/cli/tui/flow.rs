@@ -9,9 +9,9 @@
 use std::time::Instant;
 
 use crate::compaction::CancelToken;
+use crate::dagops::dissolve::DissolvePlan;
 use crate::rewrite::RewritePreview;
 use crate::rewrite::{PlannedSummary, RewriteEntry, RewriteReport};
-use crate::dagops::dissolve::DissolvePlan;
 
 use super::keys::Key;
 
@@ -633,15 +633,15 @@ impl DissolveFlow {
     }
 
     /// Handles a plan or an applied result.
-    pub fn on_result(
-        &mut self,
-        result: crate::error::Result<DissolvePlan>,
-    ) -> (Outcome, Vec<Cmd>) {
+    pub fn on_result(&mut self, result: crate::error::Result<DissolvePlan>) -> (Outcome, Vec<Cmd>) {
         let plan = match result {
             Ok(p) => p,
             Err(e) => {
                 return (
-                    Outcome::Closed(format!("Cannot dissolve {}: {}", self.summary_id, e.message)),
+                    Outcome::Closed(format!(
+                        "Cannot dissolve {}: {}",
+                        self.summary_id, e.message
+                    )),
                     Vec::new(),
                 )
             }

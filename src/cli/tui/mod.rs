@@ -36,7 +36,7 @@ use crate::timefmt::Zone;
 use app::{Action, App, Msg};
 
 /// Flags of the interactive browser (`lcm-tui [flags]` or `lcm-tui tui [flags]`).
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Args)]
 pub struct TuiArgs {
     /// Prompt template override directory for `w`/`W` [default: ~/.config/lcm-tui/prompts, else embedded]
     #[arg(long, value_name = "PATH")]
@@ -85,11 +85,9 @@ fn params<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> crate::error:
 async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
     use flow::Cmd;
     match a {
-        Action::LoadConversations => Msg::Conversations(
-            e.store()
-                .read(|c| crate::store::browse::conversations(c))
-                .await,
-        ),
+        Action::LoadConversations => {
+            Msg::Conversations(e.store().read(crate::store::browse::conversations).await)
+        }
         Action::LoadDag(conv) => {
             let r = async {
                 let ctx = e.get_context_items(conv).await?;
@@ -197,11 +195,9 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
                 Err(err) => Err(err),
             })
         }
-        Action::Flow(Cmd::ReloadDag) => Msg::Conversations(
-            e.store()
-                .read(|c| crate::store::browse::conversations(c))
-                .await,
-        ),
+        Action::Flow(Cmd::ReloadDag) => {
+            Msg::Conversations(e.store().read(crate::store::browse::conversations).await)
+        }
     }
 }
 
@@ -223,7 +219,7 @@ impl Drop for TerminalGuard {
 pub fn run(a: TuiArgs, ctx: &mut Ctx) -> CliResult {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
-            "the interactive browser needs a terminal; run a subcommand instead (lcm-tui --help)",
+            "the interactive browser needs a terminal (stdin and stdout); run a subcommand instead\n\nUsage: lcm-tui [OPTIONS] [COMMAND]   (lcm-tui --help lists the commands)",
         ));
     }
     let path = ctx.db_path()?;
@@ -287,8 +283,12 @@ fn ui_loop(
     first.into_iter().for_each(|a| runner.exec(a));
     terminal::enable_raw_mode().map_err(io_err)?;
     let _guard = TerminalGuard;
-    crossterm::execute!(std::io::stdout(), EnterAlternateScreen, crossterm::cursor::Hide)
-        .map_err(io_err)?;
+    crossterm::execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        crossterm::cursor::Hide
+    )
+    .map_err(io_err)?;
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(io_err)?;
     term.clear().map_err(io_err)?;
     let mut requested_sources: Option<String> = None;

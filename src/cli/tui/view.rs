@@ -107,9 +107,17 @@ fn overlay_area(r: Rect) -> Rect {
 fn draw_title(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
     let where_ = match (app.screen, &app.dag) {
         (Screen::Conversations, _) => "Conversations".to_owned(),
-        (Screen::Dag, Some(d)) => format!("Summary DAG · conversation {}", d.conversation.conversation_id),
-        (Screen::Context, Some(d)) => format!("Context · conversation {}", d.conversation.conversation_id),
-        (Screen::Files, Some(d)) => format!("Large files · conversation {}", d.conversation.conversation_id),
+        (Screen::Dag, Some(d)) => format!(
+            "Summary DAG · conversation {}",
+            d.conversation.conversation_id
+        ),
+        (Screen::Context, Some(d)) => {
+            format!("Context · conversation {}", d.conversation.conversation_id)
+        }
+        (Screen::Files, Some(d)) => format!(
+            "Large files · conversation {}",
+            d.conversation.conversation_id
+        ),
         _ => String::new(),
     };
     let line = Line::from(vec![
@@ -128,8 +136,14 @@ pub fn help_keys(app: &App) -> Vec<(&'static str, &'static str)> {
     if let Some(flow) = &app.flow {
         return match flow {
             Flow::Rewrite(r) => match &r.phase {
-                Phase::Plan { .. } => vec![("enter/y", "start"), ("esc/n", "cancel"), ("j/k", "scroll")],
-                Phase::Preview { .. } => vec![("enter", "send to API"), ("esc", "cancel"), ("j/k", "scroll")],
+                Phase::Plan { .. } => {
+                    vec![("enter/y", "start"), ("esc/n", "cancel"), ("j/k", "scroll")]
+                }
+                Phase::Preview { .. } => vec![
+                    ("enter", "send to API"),
+                    ("esc", "cancel"),
+                    ("j/k", "scroll"),
+                ],
                 Phase::Inflight { .. } if r.is_subtree() && !r.stopping => {
                     vec![("esc", "stop after this one")]
                 }
@@ -150,7 +164,7 @@ pub fn help_keys(app: &App) -> Vec<(&'static str, &'static str)> {
                     ("tab", "OLD/NEW"),
                     ("J/K", "scroll"),
                 ],
-                Phase::Applying { .. } => vec![("", "writing…")],
+                Phase::Applying { .. } => vec![("…", "writing")],
             },
             Flow::Dissolve(d) if d.plan.is_some() && !d.applying => {
                 vec![("y", "apply"), ("n/esc", "cancel"), ("j/k", "scroll")]
@@ -163,13 +177,20 @@ pub fn help_keys(app: &App) -> Vec<(&'static str, &'static str)> {
             ("type", "filter"),
             ("↑↓", "move"),
             ("enter", "open"),
-            ("esc", if app.filter.is_empty() { "quit" } else { "clear filter" }),
+            (
+                "esc",
+                if app.filter.is_empty() {
+                    "quit"
+                } else {
+                    "clear filter"
+                },
+            ),
             ("?", "help"),
         ],
         Screen::Dag => vec![
             ("↑↓", "move"),
-            ("→/←", "expand/collapse"),
-            ("m", "sources"),
+            ("→←", "open/close"),
+            ("m", "msgs"),
             ("w", "rewrite"),
             ("W", "subtree"),
             ("d", "dissolve"),
@@ -186,7 +207,12 @@ pub fn help_keys(app: &App) -> Vec<(&'static str, &'static str)> {
             ("esc", "back"),
             ("q", "quit"),
         ],
-        Screen::Files => vec![("↑↓", "move"), ("J/K", "scroll"), ("esc", "back"), ("q", "quit")],
+        Screen::Files => vec![
+            ("↑↓", "move"),
+            ("J/K", "scroll"),
+            ("esc", "back"),
+            ("q", "quit"),
+        ],
     }
 }
 
@@ -197,15 +223,30 @@ fn draw_full_help(f: &mut Frame, r: Rect, theme: Theme) {
         ("Ctrl-C", "quit (cancels a request in flight)"),
         ("Conversations", ""),
         ("type / backspace", "filter by id, session key or id, title"),
-        ("↑↓ PgUp PgDn", "move; enter opens the conversation; esc clears the filter, then quits"),
+        (
+            "↑↓ PgUp PgDn",
+            "move; enter opens the conversation; esc clears the filter, then quits",
+        ),
         ("Summary DAG", ""),
         ("↑↓ j/k g/G", "move in the context list"),
-        ("→ l enter / ← h", "expand a summary into its sources / collapse"),
+        (
+            "→ l enter / ← h",
+            "expand a summary into its sources / collapse",
+        ),
         ("J/K", "scroll the detail pane"),
         ("m", "show the selected leaf's source messages"),
-        ("w", "rewrite the summary: preview → enter sends → review → y applies"),
-        ("W", "rewrite it and every summary beneath it, bottom-up (A accepts all)"),
-        ("d", "dissolve a context summary back into its sources (preview, y applies)"),
+        (
+            "w",
+            "rewrite the summary: preview → enter sends → review → y applies",
+        ),
+        (
+            "W",
+            "rewrite it and every summary beneath it, bottom-up (A accepts all)",
+        ),
+        (
+            "d",
+            "dissolve a context summary back into its sources (preview, y applies)",
+        ),
         ("c / f", "context at a budget / large files"),
         ("r", "reload; esc goes back; q quits"),
         ("Review", ""),
@@ -261,7 +302,12 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
     let title = if app.filter.is_empty() {
         format!(" Conversations ({}) ", list.len())
     } else {
-        format!(" Conversations ({} of {}) · filter: {} ", list.len(), app.conversations.len(), app.filter)
+        format!(
+            " Conversations ({} of {}) · filter: {} ",
+            list.len(),
+            app.conversations.len(),
+            app.filter
+        )
     };
     let block = Block::default().borders(Borders::ALL).title(title);
     let inner = block.inner(r);
@@ -274,7 +320,10 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
     let height = inner.height.saturating_sub(1) as usize;
     let start = window(app.conv_sel, height);
     for (i, c) in list.iter().enumerate().skip(start).take(height) {
-        let session = c.session_key.clone().unwrap_or_else(|| c.session_id.clone());
+        let session = c
+            .session_key
+            .clone()
+            .unwrap_or_else(|| c.session_id.clone());
         let by: Vec<String> = c
             .summaries_by_depth
             .iter()
@@ -298,7 +347,10 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
         lines.push(Line::from(Span::styled(text, style)));
     }
     if list.is_empty() && !app.loading {
-        lines.push(Line::from(Span::styled("  no conversation matches", theme.dim())));
+        lines.push(Line::from(Span::styled(
+            "  no conversation matches",
+            theme.dim(),
+        )));
     }
     f.render_widget(Paragraph::new(lines), inner);
 }
@@ -337,10 +389,13 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
         let text = match &row.node {
             Node::Summary { id, .. } => match dag.summaries.get(id) {
                 Some(s) => {
-                    let marker = if app.expanded.contains(id) { "▾" } else { "▸" };
-                    let kind = &s.summary.kind;
+                    let marker = if app.expanded.contains(id) {
+                        "▾"
+                    } else {
+                        "▸"
+                    };
                     format!(
-                        "{indent}{marker} {id} d{} {kind:<9} {:>6}t {:>3}↓ {}",
+                        "{indent}{marker} {id} d{} {:>6}t {:>3}↓ {}",
                         s.summary.depth,
                         thousands(s.summary.token_count),
                         s.summary.descendant_count,
@@ -366,7 +421,11 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
         lines.push(Line::from(Span::styled(text, style)));
     }
     if rows.is_empty() {
-        let t = if app.loading { "  loading…" } else { "  empty context list" };
+        let t = if app.loading {
+            "  loading…"
+        } else {
+            "  empty context list"
+        };
         lines.push(Line::from(Span::styled(t, theme.dim())));
     }
     f.render_widget(Paragraph::new(lines), inner);
@@ -382,7 +441,10 @@ fn draw_detail(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
     let mut title = " Detail ".to_owned();
     match rows.get(app.dag_sel).map(|r| &r.node) {
         Some(Node::Message { id, role, tokens }) => {
-            lines.push(Line::from(format!("message {id} ({role}), {}t", thousands(*tokens))));
+            lines.push(Line::from(format!(
+                "message {id} ({role}), {}t",
+                thousands(*tokens)
+            )));
             lines.push(Line::from(Span::styled(
                 "a raw message on the context list (fresh tail or not yet compacted)",
                 theme.dim(),
@@ -398,7 +460,10 @@ fn draw_detail(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
                     m.depth,
                     thousands(m.token_count)
                 )));
-                lines.push(Line::from(format!("time: {}", range(zone, &m.earliest_at, &m.latest_at))));
+                lines.push(Line::from(format!(
+                    "time: {}",
+                    range(zone, &m.earliest_at, &m.latest_at)
+                )));
                 lines.push(Line::from(format!(
                     "descendants: {} ({}t) · source messages {}t",
                     m.descendant_count,
@@ -472,7 +537,10 @@ fn draw_context(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
                 lines.push(Line::from(format!(
                     "{i:>4} {role:<10} {:>6}t  {}",
                     thousands(tokens),
-                    clip(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""), 200)
+                    clip(
+                        text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
+                        200
+                    )
                 )));
             }
         }
@@ -513,7 +581,9 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
             clip(&file.file_id, 22),
             clip(file.file_name.as_deref().unwrap_or("-"), 30),
             clip(file.mime_type.as_deref().unwrap_or("-"), 24),
-            file.byte_size.map(|b| format!("{}B", thousands(b))).unwrap_or_default()
+            file.byte_size
+                .map(|b| format!("{}B", thousands(b)))
+                .unwrap_or_default()
         );
         let style = if i == app.file_sel {
             theme.selected()
@@ -523,7 +593,11 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         lines.push(Line::from(Span::styled(text, style)));
     }
     if app.files.is_empty() {
-        let t = if app.loading { "loading…" } else { "no large files in this conversation" };
+        let t = if app.loading {
+            "loading…"
+        } else {
+            "no large files in this conversation"
+        };
         lines.push(Line::from(Span::styled(t, theme.dim())));
     }
     f.render_widget(
@@ -543,7 +617,11 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         Paragraph::new(summary)
             .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
-            .block(Block::default().borders(Borders::ALL).title(" Exploration summary ")),
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" Exploration summary "),
+            ),
         parts[1],
     );
 }
@@ -564,8 +642,18 @@ fn draw_rewrite(f: &mut Frame, r: Rect, app: &App, flow: &RewriteFlow, zone: &Zo
                     range(zone, &p.earliest_at, &p.latest_at)
                 )));
             }
-            let root = flow.queue.last().map(|p| p.summary_id.as_str()).unwrap_or("");
-            panel(f, r, format!(" Rewrite subtree of {root} — plan "), lines, *scroll);
+            let root = flow
+                .queue
+                .last()
+                .map(|p| p.summary_id.as_str())
+                .unwrap_or("");
+            panel(
+                f,
+                r,
+                format!(" Rewrite subtree of {root} — plan "),
+                lines,
+                *scroll,
+            );
         }
         Phase::Preview { scroll } => {
             let Some(p) = &flow.preview else {
@@ -613,13 +701,33 @@ fn draw_rewrite(f: &mut Frame, r: Rect, app: &App, flow: &RewriteFlow, zone: &Zo
                 )),
             ];
             if let Some(skip) = &p.skip {
-                lines.push(Line::from(Span::styled(format!("Cannot rewrite: {skip}"), theme.removed())));
+                lines.push(Line::from(Span::styled(
+                    format!("Cannot rewrite: {skip}"),
+                    theme.removed(),
+                )));
             }
-            lines.push(Line::from(Span::styled("── system prompt ──", theme.title())));
-            lines.extend(p.prompt.system_prompt.lines().map(|l| Line::from(l.to_owned())));
-            lines.push(Line::from(Span::styled("── prompt (user message, as sent) ──", theme.title())));
+            lines.push(Line::from(Span::styled(
+                "── system prompt ──",
+                theme.title(),
+            )));
+            lines.extend(
+                p.prompt
+                    .system_prompt
+                    .lines()
+                    .map(|l| Line::from(l.to_owned())),
+            );
+            lines.push(Line::from(Span::styled(
+                "── prompt (user message, as sent) ──",
+                theme.title(),
+            )));
             lines.extend(p.prompt.prompt.lines().map(|l| Line::from(l.to_owned())));
-            panel(f, r, format!(" Rewrite {} — preview ", s.summary_id), lines, *scroll);
+            panel(
+                f,
+                r,
+                format!(" Rewrite {} — preview ", s.summary_id),
+                lines,
+                *scroll,
+            );
         }
         Phase::Inflight { since, .. } => {
             let frame = (since.elapsed().as_millis() / 100) as usize % SPINNER.len();
@@ -634,7 +742,9 @@ fn draw_rewrite(f: &mut Frame, r: Rect, app: &App, flow: &RewriteFlow, zone: &Zo
                 Line::from(""),
             ];
             if flow.stopping {
-                lines.push(Line::from("  Stopping after this one (esc again cancels the request)."));
+                lines.push(Line::from(
+                    "  Stopping after this one (esc again cancels the request).",
+                ));
             }
             if flow.is_subtree() {
                 lines.push(Line::from(format!(
@@ -659,7 +769,14 @@ fn panel(f: &mut Frame, r: Rect, title: String, lines: Vec<Line>, scroll: u16) {
     );
 }
 
-fn draw_review(f: &mut Frame, r: Rect, flow: &RewriteFlow, rv: &Review, applying: bool, theme: Theme) {
+fn draw_review(
+    f: &mut Frame,
+    r: Rect,
+    flow: &RewriteFlow,
+    rv: &Review,
+    applying: bool,
+    theme: Theme,
+) {
     let e = &rv.entry;
     let progress = if flow.is_subtree() {
         format!(" — {}", flow.progress())
@@ -676,7 +793,11 @@ fn draw_review(f: &mut Frame, r: Rect, flow: &RewriteFlow, rv: &Review, applying
     f.render_widget(block, r);
     let parts = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Length(1), Constraint::Min(2), Constraint::Length(1)])
+        .constraints([
+            Constraint::Length(1),
+            Constraint::Min(2),
+            Constraint::Length(1),
+        ])
         .split(inner);
     f.render_widget(
         Paragraph::new(format!(
@@ -713,7 +834,13 @@ fn draw_review(f: &mut Frame, r: Rect, flow: &RewriteFlow, rv: &Review, applying
         } else {
             lines
         };
-        panel(f, parts[1], " Unified diff (d: back to OLD/NEW) ".into(), lines, rv.old_scroll);
+        panel(
+            f,
+            parts[1],
+            " Unified diff (d: back to OLD/NEW) ".into(),
+            lines,
+            rv.old_scroll,
+        );
         return;
     }
     let halves = Layout::default()
@@ -724,15 +851,29 @@ fn draw_review(f: &mut Frame, r: Rect, flow: &RewriteFlow, rv: &Review, applying
     panel(
         f,
         halves[0],
-        format!(" {}OLD ({} tokens) ", mark(Pane::Old), thousands(e.old_tokens)),
-        e.old_content.lines().map(|l| Line::from(l.to_owned())).collect(),
+        format!(
+            " {}OLD ({} tokens) ",
+            mark(Pane::Old),
+            thousands(e.old_tokens)
+        ),
+        e.old_content
+            .lines()
+            .map(|l| Line::from(l.to_owned()))
+            .collect(),
         rv.old_scroll,
     );
     panel(
         f,
         halves[1],
-        format!(" {}NEW ({} tokens) ", mark(Pane::New), thousands(e.new_tokens)),
-        e.new_content.lines().map(|l| Line::from(l.to_owned())).collect(),
+        format!(
+            " {}NEW ({} tokens) ",
+            mark(Pane::New),
+            thousands(e.new_tokens)
+        ),
+        e.new_content
+            .lines()
+            .map(|l| Line::from(l.to_owned()))
+            .collect(),
         rv.new_scroll,
     );
 }
@@ -740,7 +881,13 @@ fn draw_review(f: &mut Frame, r: Rect, flow: &RewriteFlow, rv: &Review, applying
 fn draw_dissolve(f: &mut Frame, r: Rect, d: &DissolveFlow, theme: Theme) {
     f.render_widget(Clear, r);
     let Some(p) = &d.plan else {
-        panel(f, r, format!(" Dissolve {} ", d.summary_id), vec![Line::from("planning…")], 0);
+        panel(
+            f,
+            r,
+            format!(" Dissolve {} ", d.summary_id),
+            vec![Line::from("planning…")],
+            0,
+        );
         return;
     };
     let t = &p.target;
@@ -792,8 +939,18 @@ fn draw_dissolve(f: &mut Frame, r: Rect, d: &DissolveFlow, theme: Theme) {
         signed(p.token_delta)
     )));
     lines.push(Line::from(Span::styled(
-        if d.applying { "applying…" } else { "y: apply · n/esc: cancel" },
+        if d.applying {
+            "applying…"
+        } else {
+            "y: apply · n/esc: cancel"
+        },
         theme.key(),
     )));
-    panel(f, r, format!(" Dissolve {} ", d.summary_id), lines, d.scroll);
+    panel(
+        f,
+        r,
+        format!(" Dissolve {} ", d.summary_id),
+        lines,
+        d.scroll,
+    );
 }
