@@ -1211,6 +1211,13 @@ export declare function formatTimeRange(earliest: number | string | Date, latest
 export declare function formatTimestamp(value: number | string | Date, timezone?: string): string
 
 /**
+ * Forwards Ctrl-C to the running `lcm-tui` command (`rewrite` drops its in-flight
+ * summarizer request and stops; nothing partial is written). Returns false when no
+ * running command listens, so the caller can exit at once.
+ */
+export declare function interruptCli(): boolean
+
+/**
  * Each template and where it comes from: embedded, or the override file in
  * `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
  * override cannot be used.

@@ -2,7 +2,9 @@
 // HTTP request (the loopback server sees the connection go) and writes nothing.
 import { describe, it, expect } from 'vitest'
 import { createServer } from 'node:http'
-import { LcmEngine } from './helpers.mjs'
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { LcmEngine, root, tempDir } from './helpers.mjs'
 import { buildDb, emptyPromptDir } from './rewrite-fixture.mjs'
 
 /** An OpenAI chat-completions server that never answers; it records requests and their closing. */
@@ -87,6 +89,36 @@ describe('rewrite with an AbortSignal', () => {
       expect(plan.length).toBe(fx.all.length)
     } finally {
       await engine.close()
+      await srv.close()
+    }
+  })
+})
+
+describe('lcm-tui rewrite and Ctrl-C', () => {
+  it('SIGINT drops the in-flight request, keeps what was applied, writes nothing partial', async () => {
+    const fx = await buildDb()
+    const srv = hangingServer()
+    const baseUrl = await srv.start()
+    const env = { PATH: process.env.PATH, HOME: tempDir('lcm-home-'), NO_COLOR: '1', OPENAI_API_KEY: 'sk-test' }
+    const child = spawn(process.execPath, [join(root, 'bin', 'lcm-tui.js'), 'rewrite', String(fx.conversationId), '--summary', fx.d1[0], '--apply', '--provider', 'openai', '--base-url', baseUrl, '--model', 'gpt-4.1-mini', '--db', fx.dbPath, '--prompt-dir', emptyPromptDir()], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const exited = new Promise((r) => child.on('close', (code) => r(code)))
+    try {
+      await until(() => srv.seen.length === 1)
+      child.kill('SIGINT')
+      const code = await exited
+      expect(code).toBe(1)
+      expect(out).toContain('LCM_ABORTED')
+      expect(out).toContain('nothing was written')
+      await until(() => srv.seen[0].closed)
+      const e = await LcmEngine.open({ dbPath: fx.dbPath })
+      const byId = Object.fromEntries((await e.getSummaries(fx.conversationId)).map((s) => [s.summaryId, s.content]))
+      await e.close()
+      expect(byId[fx.d1[0]]).toBe('Old d1 node 0.')
+    } finally {
+      child.kill('SIGKILL')
       await srv.close()
     }
   })

@@ -28,6 +28,14 @@ pub fn run_cli(env: &Env, argv: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
     })
 }
 
+/// Forwards Ctrl-C to the running `lcm-tui` command (`rewrite` drops its in-flight
+/// summarizer request and stops; nothing partial is written). Returns false when no
+/// running command listens, so the caller can exit at once.
+#[napi]
+pub fn interrupt_cli() -> bool {
+    crate::cli::interrupt()
+}
+
 fn to_js<'env, T: Serialize>(env: &'env Env, r: crate::error::Result<T>) -> Result<Unknown<'env>> {
     let text = r
         .and_then(|v| {

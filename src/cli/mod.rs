@@ -163,6 +163,32 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
     }
 }
 
+/// The running command's Ctrl-C token, and whether a command listens to it.
+static INTERRUPT: std::sync::Mutex<Option<crate::compaction::CancelToken>> =
+    std::sync::Mutex::new(None);
+
+/// A command that can stop cleanly on Ctrl-C takes this token (a fresh one per
+/// command); [`interrupt`] trips it.
+pub fn interrupt_token() -> crate::compaction::CancelToken {
+    let t = crate::compaction::CancelToken::new();
+    if let Ok(mut g) = INTERRUPT.lock() {
+        *g = Some(t.clone());
+    }
+    t
+}
+
+/// Ctrl-C, forwarded by the `lcm-tui` shim: trips the running command's token.
+/// Returns false when no running command listens (the shim then exits at once).
+pub fn interrupt() -> bool {
+    match INTERRUPT.lock().ok().and_then(|g| g.clone()) {
+        Some(t) => {
+            t.cancel();
+            true
+        }
+        None => false,
+    }
+}
+
 /// Runs `lcm-tui` with `argv` (the arguments after the program name) on the process's
 /// stdout and stderr; returns the exit code.
 pub fn run(argv: Vec<String>) -> i32 {
@@ -238,6 +264,9 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
             e.exit
         }
     };
+    if let Ok(mut g) = INTERRUPT.lock() {
+        *g = None;
+    }
     if let Some(rt) = ctx.runtime.take() {
         rt.shutdown_timeout(std::time::Duration::from_secs(5));
     }

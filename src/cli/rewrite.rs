@@ -320,9 +320,9 @@ fn rewrite(
         apply: a.apply,
         timestamps: !a.no_timestamps,
         concurrency: a.concurrency,
-        cancel: crate::compaction::CancelToken::new(),
+        // Ctrl-C (forwarded by the shim) drops the in-flight request.
+        cancel: super::interrupt_token(),
     };
-    let cancel = opts.cancel.clone();
     let bar = if json {
         Progress::hidden()
     } else {
@@ -346,17 +346,9 @@ fn rewrite(
                 bar.suspend(|| print_entry(out, &p.entry, preview, show_diff));
             }
         };
-        let mut interrupted = false;
         loop {
             tokio::select! {
                 biased;
-                // Ctrl-C drops the in-flight request; what was applied before stays.
-                r = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    if r.is_ok() {
-                        cancel.cancel();
-                    }
-                }
                 Some(p) = rx.recv() => show(p),
                 r = &mut fut => {
                     while let Ok(p) = rx.try_recv() {
