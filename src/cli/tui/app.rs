@@ -180,6 +180,8 @@ pub struct App {
     pub show_sources: bool,
     /// Loaded source messages (summary id, lines).
     pub sources: Option<(String, Vec<String>)>,
+    /// The summary whose source messages were last asked for.
+    sources_requested: Option<String>,
     /// The Context screen's budget.
     pub budget: i64,
     /// The Context screen's assembly.
@@ -218,6 +220,7 @@ impl App {
             detail_scroll: 0,
             show_sources: false,
             sources: None,
+            sources_requested: None,
             budget: DEFAULT_BUDGET,
             context: None,
             context_scroll: 0,
@@ -365,6 +368,7 @@ impl App {
                     }
                     out.push(Action::LoadConversations);
                     self.sources = None;
+                    self.sources_requested = None;
                 }
                 c => out.push(Action::Flow(c)),
             }
@@ -506,37 +510,23 @@ impl App {
 
     fn toggle_sources(&mut self) -> Vec<Action> {
         self.show_sources = !self.show_sources;
-        if !self.show_sources {
-            return Vec::new();
-        }
-        let Some((id, _)) = self.selected_summary() else {
-            return Vec::new();
-        };
-        if self.sources.as_ref().is_some_and(|(s, _)| *s == id) {
-            return Vec::new();
-        }
-        let ids = self
-            .dag
-            .as_ref()
-            .and_then(|d| d.summaries.get(&id))
-            .map(|s| s.message_ids.clone())
-            .unwrap_or_default();
-        vec![Action::LoadSources {
-            summary_id: id,
-            message_ids: ids,
-        }]
+        self.sources_needed().into_iter().collect()
     }
 
-    /// Source messages for the newly selected leaf when the pane shows them.
-    pub fn sources_needed(&self) -> Option<Action> {
+    /// Source messages for the newly selected leaf when the pane shows them (asked
+    /// for once per selection).
+    pub fn sources_needed(&mut self) -> Option<Action> {
         if !self.show_sources || self.screen != Screen::Dag || self.flow.is_some() {
             return None;
         }
         let (id, _) = self.selected_summary()?;
-        if self.sources.as_ref().is_some_and(|(s, _)| *s == id) {
+        if self.sources.as_ref().is_some_and(|(s, _)| *s == id)
+            || self.sources_requested.as_deref() == Some(id.as_str())
+        {
             return None;
         }
         let ids = self.dag.as_ref()?.summaries.get(&id)?.message_ids.clone();
+        self.sources_requested = Some(id.clone());
         Some(Action::LoadSources {
             summary_id: id,
             message_ids: ids,

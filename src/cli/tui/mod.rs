@@ -291,18 +291,12 @@ fn ui_loop(
     .map_err(io_err)?;
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(io_err)?;
     term.clear().map_err(io_err)?;
-    let mut requested_sources: Option<String> = None;
     while !app.quit {
         while let Ok(msg) = rx.try_recv() {
             app.on_msg(msg).into_iter().for_each(|a| runner.exec(a));
         }
         if let Some(a) = app.sources_needed() {
-            if let Action::LoadSources { summary_id, .. } = &a {
-                if requested_sources.as_deref() != Some(summary_id) {
-                    requested_sources = Some(summary_id.clone());
-                    runner.exec(a);
-                }
-            }
+            runner.exec(a);
         }
         term.draw(|f| view::draw(f, &app, &zone, theme))
             .map_err(io_err)?;

@@ -188,8 +188,7 @@ pub fn help_keys(app: &App) -> Vec<(&'static str, &'static str)> {
             ("?", "help"),
         ],
         Screen::Dag => vec![
-            ("↑↓", "move"),
-            ("→←", "open/close"),
+            ("→←", "open"),
             ("m", "msgs"),
             ("w", "rewrite"),
             ("W", "subtree"),
@@ -368,7 +367,7 @@ pub fn clip(s: &str, n: usize) -> String {
 fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
     let cols = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(55), Constraint::Percentage(45)])
+        .constraints([Constraint::Percentage(60), Constraint::Percentage(40)])
         .split(r);
     let Some(dag) = &app.dag else {
         return;
