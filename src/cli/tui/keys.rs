@@ -36,11 +36,22 @@ pub enum Key {
     Interrupt,
 }
 
-/// The key of a crossterm event; `None` for releases and keys the browser ignores.
-pub fn from_event(ev: KeyEvent) -> Option<Key> {
+/// The keys of a crossterm event: none for releases and keys the browser ignores;
+/// two for Alt+char, which is how a terminal delivers Esc quickly followed by a key
+/// (the browser has no Alt bindings).
+pub fn from_event(ev: KeyEvent) -> Vec<Key> {
     if ev.kind == KeyEventKind::Release {
-        return None;
+        return Vec::new();
     }
+    if ev.modifiers.contains(KeyModifiers::ALT) {
+        if let KeyCode::Char(c) = ev.code {
+            return vec![Key::Esc, Key::Char(c)];
+        }
+    }
+    one(ev).into_iter().collect()
+}
+
+fn one(ev: KeyEvent) -> Option<Key> {
     if ev.modifiers.contains(KeyModifiers::CONTROL) {
         return match ev.code {
             KeyCode::Char('c') | KeyCode::Char('q') => Some(Key::Interrupt),

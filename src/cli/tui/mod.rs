@@ -305,7 +305,7 @@ fn ui_loop(
         }
         match event::read().map_err(io_err)? {
             Event::Key(k) => {
-                if let Some(key) = keys::from_event(k) {
+                for key in keys::from_event(k) {
                     app.on_key(key).into_iter().for_each(|a| runner.exec(a));
                 }
             }

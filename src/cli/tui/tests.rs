@@ -404,3 +404,14 @@ fn app_filter_open_expand_and_actions() {
     app.on_key(Key::Interrupt);
     assert!(app.quit);
 }
+
+#[test]
+fn alt_char_is_esc_then_the_char() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let ev = KeyEvent::new(KeyCode::Char('f'), KeyModifiers::ALT);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Esc, Key::Char('f')]);
+    let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Interrupt]);
+    let ev = KeyEvent::new(KeyCode::Char('W'), KeyModifiers::SHIFT);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Char('W')]);
+}
