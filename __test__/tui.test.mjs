@@ -172,8 +172,8 @@ describe.skipIf(!hasTmux)('lcm-tui in tmux', () => {
     tm.keys('Enter')
     await tm.waitFor(`Rewriting ${fx.d1[1]} with d1 prompt…`)
     await until(() => srv.seen.length === n + 1)
-    // The UI stays responsive while the call hangs.
-    await tm.waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Rewriting/)
+    // The UI stays responsive while the call hangs: the spinner and the clock move on.
+    await tm.waitFor(new RegExp(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Rewriting ${fx.d1[1]} with d1 prompt… [1-9]s`))
     tm.keys('Escape')
     await tm.waitFor(`Rewrite of ${fx.d1[1]} cancelled: request aborted, nothing written.`)
     await until(() => srv.seen[n].closed)
