@@ -323,7 +323,7 @@ export interface CompactParams {
   targetTokens?: number
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
-  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (pass: CompactionPass) => void
 }
 
@@ -368,7 +368,9 @@ export interface AfterTurnParams {
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
   customInstructions?: string
+  /** As in `CompactParams`. */
   signal?: AbortSignal
+  /** As in `CompactParams`. */
   onProgress?: (pass: CompactionPass) => void
 }
 
@@ -518,7 +520,7 @@ export interface RewriteParams extends RewriteSelector {
   baseUrl?: string
   /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
   concurrency?: number
-  /** Called after each summary, in plan order. */
+  /** Called after each summary, in plan order. Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (event: RewriteProgress) => void
   /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
   signal?: AbortSignal

@@ -1,70 +1,42 @@
 //! `LcmEngine.planRewrite` and `LcmEngine.rewrite`. `onProgress` is taken from the
 //! parameters before `JSON.stringify` and called once per finished summary, in
 //! order, on the JavaScript thread; a throw in it is ignored (it cannot stop or
-//! corrupt the run). The promise resolves after the last progress call.
+//! corrupt the run). The promise resolves after the last progress call. `signal` (an
+//! AbortSignal) trips the call's cancel token: the in-flight summarizer request is
+//! dropped and the call rejects with `LCM_ABORTED`.
 #![cfg_attr(test, allow(dead_code))]
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::compaction::{hook_signal, settle, AbortHook};
-use super::js::stringify;
+use super::hooks::{self, AbortHook};
+use super::js::{copy_without, promise, stringify, OnSettle};
 use super::summarizer::AnyJson;
 use super::LcmEngine;
 use crate::compaction::CancelToken;
-use crate::error::LcmError;
+use crate::params::parse_params;
 use crate::rewrite::run::{report_error, ProgressFn};
 use crate::rewrite::{PlanParams, RewriteParams, RewriteProgress};
 
-type ProgressTsfn = ThreadsafeFunction<Value, AnyJson, Value, Status, false, true>;
-
-/// `params.onProgress` when it is a function; `null`/absent is none; anything else
-/// is `LCM_INVALID_INPUT`.
-fn extract_progress(
-    env: &Env,
-    params: &Unknown<'_>,
-) -> std::result::Result<Option<ProgressTsfn>, LcmError> {
-    let napi_err = |e: Error| LcmError::invalid(format!("onProgress: {e}"));
-    if params.get_type().map_err(napi_err)? != ValueType::Object {
-        return Ok(None);
-    }
-    // SAFETY: `params` is a live object value of this env.
-    let obj = unsafe { Object::from_napi_value(env.raw(), params.raw()) }.map_err(napi_err)?;
-    let prop: Unknown = obj.get_named_property("onProgress").map_err(napi_err)?;
-    match prop.get_type().map_err(napi_err)? {
-        ValueType::Undefined | ValueType::Null => Ok(None),
-        ValueType::Function => {
-            // SAFETY: checked to be a function of this env.
-            let f: Function<Value, AnyJson> =
-                unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
-            let tsfn = f
-                .build_threadsafe_function::<Value>()
-                .callee_handled::<false>()
-                .weak::<true>()
-                .build()
-                .map_err(napi_err)?;
-            Ok(Some(tsfn))
-        }
-        other => Err(LcmError::invalid(format!(
-            "onProgress must be a function ({{ completed, total, entry }}) => void, got {other}"
-        ))),
-    }
-}
-
-/// Hooks `params.signal` (an AbortSignal) to a fresh cancel token.
-fn abort_token(env: &Env, params: &Unknown<'_>) -> Result<(CancelToken, Option<AbortHook>)> {
+/// Reads a params object on the JS thread: its AbortSignal hooked to a fresh cancel
+/// token, and the JSON text without the JavaScript-only members.
+fn read_params(env: &Env, params: Unknown<'_>) -> Result<(String, CancelToken, Option<AbortHook>)> {
     let token = CancelToken::new();
     if params.get_type()? != ValueType::Object {
-        return Ok((token, None));
+        return Ok((stringify(env, params)?, token, None));
     }
-    // SAFETY: `params` is a live object value of this env.
-    let obj = unsafe { Object::from_napi_value(env.raw(), params.raw()) }?;
-    let hook = hook_signal(env, &obj, &token)?;
-    Ok((token, hook))
+    let obj: Object = unsafe { params.cast()? };
+    let hook = hooks::hook_signal(env, &obj, &token)?;
+    let copy = copy_without(env, &obj, &["onProgress", "signal"])?;
+    Ok((stringify(env, copy.to_unknown())?, token, hook))
+}
+
+/// Removes the abort listener when the call settles.
+fn on_settle(hook: Option<AbortHook>) -> Option<OnSettle> {
+    hook.map(|a| -> OnSettle { Box::new(move |env: &Env| a.remove(env)) })
 }
 
 #[napi]
@@ -82,14 +54,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let (cancel, hook) = abort_token(env, &params)?;
-        let json = stringify(env, params)?;
+        let (json, cancel, hook) = read_params(env, params)?;
         let engine = self.engine.clone();
         let fut = async move {
-            let p: PlanParams = crate::engine::parse_params("planRewrite", &json)?;
+            let p: PlanParams = parse_params("planRewrite", &json)?;
             engine.plan_rewrite_with(p, cancel).await
         };
-        settle(env, fut, hook)
+        promise(env, fut, on_settle(hook))
     }
 
     /// Rewrites summaries in place with the current prompts. A dry run (the default)
@@ -109,13 +80,17 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let progress = extract_progress(env, &params);
-        let (cancel, hook) = abort_token(env, &params)?;
-        let json = stringify(env, params)?;
+        let progress = hooks::callback::<AnyJson>(
+            env,
+            Some(&params),
+            "onProgress",
+            "({ completed, total, entry }) => void",
+        );
+        let (json, cancel, hook) = read_params(env, params)?;
         let engine = self.engine.clone();
         let fut = async move {
             let tsfn = progress?;
-            let p: RewriteParams = crate::engine::parse_params("rewrite", &json)?;
+            let p: RewriteParams = parse_params("rewrite", &json)?;
             let (cb, delivery) = match tsfn {
                 None => (None, None),
                 Some(f) => {
@@ -143,6 +118,6 @@ impl LcmEngine {
                 None => Ok(report),
             }
         };
-        settle(env, fut, hook)
+        promise(env, fut, on_settle(hook))
     }
 }

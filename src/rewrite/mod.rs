@@ -12,10 +12,11 @@
 //!   `token_count` (and its full-text rows) are updated in its own transaction.
 //!   Ids, links and context items never change. A summarizer error stops the run:
 //!   rewrites already applied stay, nothing partial is written.
-//! - `api`: the engine methods.
+//! - [`call`]: the calls over a store (plan, per-call pipeline, run) the engine
+//!   wraps.
 
-mod api;
-pub use api::RewritePreview;
+pub mod call;
+pub use call::RewritePreview;
 pub mod plan;
 pub mod run;
 pub mod source;
@@ -107,9 +108,6 @@ pub struct PlanParams {
     /// Every summary of the conversation.
     #[serde(default)]
     pub all: Option<bool>,
-    /// The binding's AbortSignal (`{}` after `JSON.stringify`); ignored here.
-    #[serde(default)]
-    pub signal: Option<serde::de::IgnoredAny>,
 }
 
 impl PlanParams {
@@ -168,13 +166,6 @@ pub struct RewriteParams {
     /// Condensed summaries of one depth summarized at once (default 4).
     #[serde(default)]
     pub concurrency: Option<usize>,
-    /// The binding's progress callback (`null` survives `JSON.stringify`; a function
-    /// does not); ignored here.
-    #[serde(default, rename = "onProgress")]
-    pub on_progress: Option<serde::de::IgnoredAny>,
-    /// The binding's AbortSignal (`{}` after `JSON.stringify`); ignored here.
-    #[serde(default)]
-    pub signal: Option<serde::de::IgnoredAny>,
 }
 
 fn yes() -> bool {

@@ -32,6 +32,7 @@ use super::error::{CliError, CliResult, EXIT_OK};
 use super::{db, Ctx};
 use crate::config::EngineOptions;
 use crate::engine::Engine;
+use crate::summarize::SummarizerChoice;
 use crate::timefmt::Zone;
 use app::{Action, App, Msg};
 
@@ -225,23 +226,19 @@ pub fn run(a: TuiArgs, ctx: &mut Ctx) -> CliResult {
     let path = ctx.db_path()?;
     let zone = Zone::resolve(a.timezone.as_deref())
         .map_err(|e| CliError::usage(format!("--timezone: {}", e.message)))?;
-    let (provider, model, base_url) = match super::rewrite::resolve_summarizer(
-        a.provider.clone(),
-        a.model.clone(),
-        a.base_url.clone(),
-    ) {
-        Ok(s) => s,
-        Err(_) => ("offline".to_owned(), a.model.clone(), a.base_url.clone()),
-    };
-    let label = super::rewrite::summarizer_label(&provider, model.as_deref());
-    let opts = EngineOptions {
+    // As `lcm-tui rewrite`; the offline summarizer when nothing names a provider.
+    let mut choice = SummarizerChoice::new(a.provider.clone(), a.model.clone(), a.base_url.clone())
+        .with_environment();
+    if choice.provider.is_none() {
+        choice.provider = Some("offline".to_owned());
+    }
+    let label = choice.label().unwrap_or_else(|| "offline".to_owned());
+    let mut opts = EngineOptions {
         prompt_dir: a.prompt_dir.clone(),
-        summary_provider: Some(provider),
-        summary_model: model,
-        summary_base_url: base_url,
         timezone: a.timezone.clone(),
         ..db::engine_options(&path)
     };
+    choice.apply(&mut opts);
     let engine = ctx
         .block_on(Engine::open(opts))?
         .map_err(super::rewrite::config_error)?;
