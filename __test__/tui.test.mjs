@@ -125,12 +125,12 @@ describe.skipIf(!hasTmux)('lcm-tui in tmux', () => {
     await tm.waitFor('Conversations (1)')
     await tm.waitFor('rewrite-fixture')
     tm.keys('Enter')
-    const dag = await tm.waitFor(new RegExp(`▸ ${fx.d2} d2 +\\d+t +9↓`))
+    const dag = await tm.waitFor(new RegExp(`▸ ${fx.d2} cond d2 +\\d+t +9↓`))
     expect(dag).toContain(`Summary DAG · conversation ${fx.conversationId}`)
     expect(dag).toContain('Old d2 node.')
     tm.keys('Right')
     await tm.waitFor(new RegExp(`▾ ${fx.d2}`))
-    await tm.waitFor(new RegExp(`  ▸ ${fx.d1[2]} d1`))
+    await tm.waitFor(new RegExp(`  ▸ ${fx.d1[2]} cond d1`))
   })
 
   it('w on a d1 summary: preview, spinner, review, diff, apply', async () => {
@@ -218,7 +218,7 @@ describe.skipIf(!hasTmux)('lcm-tui in tmux', () => {
     await tm.waitFor(new RegExp(`Dissolved ${fx.d2}: 3 items back in its place, 12 later items shifted by \\+2`))
     const { context } = await summaries(fx.dbPath, fx.conversationId)
     expect(context.slice(0, 3).map((c) => c.summaryId)).toEqual(fx.d1)
-    await tm.waitFor(new RegExp(`▸ ${fx.d1[0]} d1`))
+    await tm.waitFor(new RegExp(`▸ ${fx.d1[0]} cond d1`))
   })
 
   it('source messages on demand, the context at a budget, large files, help, quit', async () => {
@@ -226,7 +226,7 @@ describe.skipIf(!hasTmux)('lcm-tui in tmux', () => {
     tm.text('g')
     tm.keys('Right')
     tm.keys('Down')
-    await tm.waitFor(new RegExp(`▸ ${fx.leaves[0]} d0`))
+    await tm.waitFor(new RegExp(`▸ ${fx.leaves[0]} leaf d0`))
     tm.text('m')
     const src = await tm.waitFor('Source messages (6)')
     expect(src).toMatch(/\[msg 1\] user: /)

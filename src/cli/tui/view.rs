@@ -367,7 +367,7 @@ pub fn clip(s: &str, n: usize) -> String {
 fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
     let cols = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(60), Constraint::Percentage(40)])
+        .constraints([Constraint::Percentage(63), Constraint::Percentage(37)])
         .split(r);
     let Some(dag) = &app.dag else {
         return;
@@ -393,8 +393,13 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
                     } else {
                         "▸"
                     };
+                    let kind = if s.summary.kind == "leaf" {
+                        "leaf"
+                    } else {
+                        "cond"
+                    };
                     format!(
-                        "{indent}{marker} {id} d{} {:>6}t {:>3}↓ {}",
+                        "{indent}{marker} {id} {kind} d{} {:>5}t {:>3}↓ {}",
                         s.summary.depth,
                         thousands(s.summary.token_count),
                         s.summary.descendant_count,
