@@ -13,7 +13,7 @@ use crate::compaction::CancelToken;
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::prompts::RenderedPrompt;
-use crate::store::Store;
+use crate::store::{summaries, Store};
 use crate::summarize::{build_pipeline, Summarizer, SummarizerChoice, SummaryPipeline};
 use crate::summarize::{render_params, RenderParams};
 use crate::timefmt::Zone;
@@ -204,6 +204,16 @@ pub async fn apply_reviewed(
         content.to_owned(),
     );
     store
-        .write(move |c| run::apply_reviewed(c, conversation_id, &id, &expected, &content, features))
+        .write(move |c| {
+            summaries::replace_reviewed_content(
+                c,
+                conversation_id,
+                &id,
+                &expected,
+                &content,
+                features,
+            )?;
+            Ok(crate::tokens::estimate(&content))
+        })
         .await
 }

@@ -20,7 +20,7 @@ use super::plan::{self, PlannedSummary, Selector};
 use super::source::{self, Overlay, Prepared};
 use crate::compaction::CancelToken;
 use crate::error::{ErrorCode, LcmError, Result};
-use crate::store::{dag, Store};
+use crate::store::{summaries, Store};
 use crate::summarize::{Level, SummaryPipeline};
 use crate::timefmt::Zone;
 use crate::timestamp;
@@ -220,20 +220,6 @@ pub fn summary_time_range(item: &PlannedSummary, zone: &Zone) -> Option<String> 
     }
 }
 
-/// Writes one rewrite: content, token count and full-text rows, in one transaction.
-fn write_one(
-    conn: &mut Connection,
-    conversation_id: i64,
-    id: &str,
-    content: &str,
-    features: crate::store::Features,
-) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    dag::update_content(&tx, conversation_id, id, content, features)?;
-    tx.commit()?;
-    Ok(())
-}
-
 /// One summary's input as the next rewrite would build it (fresh from the database;
 /// previous context = the leaf before it), with its plan row.
 pub async fn prepare_single(
@@ -262,7 +248,7 @@ pub async fn prepare_single(
             } else {
                 None
             };
-            source::prepare(
+            source::rebuild(
                 c,
                 &it,
                 &zone,
@@ -273,35 +259,6 @@ pub async fn prepare_single(
         })
         .await?;
     Ok((item, prepared))
-}
-
-/// Writes a reviewed rewrite in one transaction (content, token count, full-text
-/// rows, ancestors' descendant tokens), provided the stored text is still `expected`
-/// — the one the operator reviewed against; otherwise nothing is written.
-pub fn apply_reviewed(
-    conn: &mut Connection,
-    conversation_id: i64,
-    id: &str,
-    expected: &str,
-    content: &str,
-    features: crate::store::Features,
-) -> Result<i64> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let now = crate::store::summaries::get(&tx, id)?
-        .filter(|s| s.conversation_id == conversation_id)
-        .ok_or_else(|| {
-            LcmError::not_found(format!(
-                "summary {id} is no longer in conversation {conversation_id}"
-            ))
-        })?;
-    if now.content != expected {
-        return Err(LcmError::invalid(format!(
-            "{id} changed since it was rewritten; nothing was written (rewrite it again)"
-        )));
-    }
-    dag::update_content(&tx, conversation_id, id, content, features)?;
-    tx.commit()?;
-    Ok(tokens::estimate(content))
 }
 
 struct Ctx {
@@ -325,7 +282,7 @@ async fn rewrite_one(
     let ov = overlay.clone();
     let prepared: Result<Prepared> = ctx
         .db
-        .read(move |c| source::prepare(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
+        .read(move |c| source::rebuild(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
         .await;
     let p = match prepared {
         Ok(p) => p,
@@ -416,7 +373,7 @@ impl State {
             );
             let features = store.features();
             store
-                .write(move |c| write_one(c, conv, &id, &content, features))
+                .write(move |c| summaries::replace_content(c, conv, &id, &content, features))
                 .await?;
             entry.applied = true;
         }

@@ -1,6 +1,5 @@
 //! Read-only overviews for the interactive browser (`lcm-tui` with no subcommand):
-//! every conversation with its counts in two queries, and a conversation's large
-//! files.
+//! every conversation with its counts, in two queries.
 
 use std::collections::BTreeMap;
 
@@ -91,43 +90,4 @@ pub fn conversations(conn: &Connection) -> Result<Vec<ConversationOverview>> {
         }
     }
     Ok(out)
-}
-
-/// One externalized large file.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LargeFileRow {
-    /// `file_…`.
-    pub file_id: String,
-    /// The file's name, when known.
-    pub file_name: Option<String>,
-    /// Its MIME type, when known.
-    pub mime_type: Option<String>,
-    /// Size in bytes.
-    pub byte_size: Option<i64>,
-    /// The exploration summary written at ingest.
-    pub exploration_summary: Option<String>,
-    /// When it was stored (SQLite UTC text).
-    pub created_at: String,
-}
-
-/// A conversation's large files, oldest first.
-pub fn large_files(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRow>> {
-    let mut st = conn.prepare(
-        "SELECT file_id, file_name, mime_type, byte_size, exploration_summary, created_at
-         FROM large_files WHERE conversation_id = ?1 ORDER BY created_at, file_id",
-    )?;
-    let rows = st
-        .query_map([conversation_id], |r| {
-            Ok(LargeFileRow {
-                file_id: r.get(0)?,
-                file_name: r.get(1)?,
-                mime_type: r.get(2)?,
-                byte_size: r.get(3)?,
-                exploration_summary: r.get(4)?,
-                created_at: r.get(5)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
 }

@@ -10,7 +10,8 @@ use crate::dagops::dissolve::DissolvePlan;
 use crate::engine::SummaryWithLinks;
 use crate::error::Result;
 use crate::rewrite::{PlannedSummary, RewritePreview, RewriteReport};
-use crate::store::browse::{ConversationOverview, LargeFileRow};
+use crate::store::browse::ConversationOverview;
+use crate::store::largefiles::LargeFileRecord;
 use crate::store::messages::ContextItem;
 
 /// Default budget of the Context screen.
@@ -71,7 +72,7 @@ pub enum Msg {
     /// [`Action::Assemble`].
     Context(Result<AssembleResult>),
     /// [`Action::LoadFiles`].
-    Files(Result<Vec<LargeFileRow>>),
+    Files(Result<Vec<LargeFileRecord>>),
     /// [`Action::Preview`].
     Preview(Result<RewritePreview>),
     /// [`Action::PlanSubtree`].
@@ -189,7 +190,7 @@ pub struct App {
     /// Context screen scroll.
     pub context_scroll: u16,
     /// Large files of the open conversation.
-    pub files: Vec<LargeFileRow>,
+    pub files: Vec<LargeFileRecord>,
     /// Selected file.
     pub file_sel: usize,
     /// The open action, if any.

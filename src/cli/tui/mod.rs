@@ -132,7 +132,7 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
         }
         Action::LoadFiles(conv) => Msg::Files(
             e.store()
-                .read(move |c| crate::store::browse::large_files(c, conv))
+                .read(move |c| crate::store::largefiles::list_in(c, conv))
                 .await,
         ),
         Action::Preview {
