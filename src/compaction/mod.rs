@@ -262,6 +262,3 @@ impl Compactor {
             .await
     }
 }
-
-#[cfg(test)]
-mod tests;

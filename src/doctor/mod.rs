@@ -351,6 +351,3 @@ pub fn sort(v: &mut [Violation]) {
         ))
     });
 }
-
-#[cfg(test)]
-pub(crate) mod tests;

@@ -205,6 +205,3 @@ impl RewriteParams {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

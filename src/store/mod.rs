@@ -22,6 +22,7 @@ pub mod largefiles;
 pub mod links;
 pub mod messages;
 pub mod migrate;
+pub mod operator;
 pub mod schema;
 #[cfg(test)]
 mod seam;

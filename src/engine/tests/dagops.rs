@@ -3,9 +3,9 @@
 
 use serde_json::json;
 
-use super::dissolve::DissolveParams;
-use super::transplant::TransplantParams;
-use crate::doctor::tests::{doctor, fixture, snapshot, sql, Fixture};
+use super::doctor::{doctor, fixture, snapshot, sql, Fixture};
+use crate::dagops::dissolve::DissolveParams;
+use crate::dagops::transplant::TransplantParams;
 use crate::doctor::DoctorParams;
 use crate::engine::{IngestBatchParams, InsertSummaryParams};
 use crate::error::ErrorCode;

@@ -3,10 +3,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
 use crate::config::EngineOptions;
 use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
 use crate::error::ErrorCode;
+use crate::rewrite::*;
 use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
 
 /// Answers `R<depth>-<hash of the source>` (deterministic, short) and records

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
 use crate::config::EngineOptions;
+use crate::doctor::*;
 use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
+use crate::error::{LcmError, Result};
 use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
 
 /// Answers with a short fixed text, or fails when the source mentions `fail_on`.
