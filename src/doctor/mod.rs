@@ -138,6 +138,22 @@ pub struct DoctorReport {
     pub remaining: Option<Findings>,
 }
 
+impl DoctorReport {
+    /// The report of a check without repairs: what it found, nothing applied.
+    pub fn dry_run(conversation_ids: Vec<i64>, found: Findings) -> DoctorReport {
+        DoctorReport {
+            ok: found.is_clean(),
+            applied: false,
+            conversation_ids,
+            found,
+            repairs: Vec::new(),
+            resummarized: Vec::new(),
+            error: None,
+            remaining: None,
+        }
+    }
+}
+
 /// Every conversation id, ascending.
 pub fn conversation_ids(conn: &Connection) -> Result<Vec<i64>> {
     inspect::conversation_ids(conn)

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::{db_role, REASONING_TYPES, RUNTIME_ROLES, TOOL_CALL_TYPES, TOOL_RESULT_TYPES};
 use crate::error::{LcmError, Result};
+use crate::params::json_kind;
 use crate::{timestamp, tokens};
 
 /// Envelope marker: the content was a string.
@@ -70,7 +71,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
     let obj = message.as_object().ok_or_else(|| {
         LcmError::invalid(format!(
             "message must be an object, got {}",
-            kind_of(message)
+            json_kind(message)
         ))
     })?;
     let runtime_role = match obj.get("role") {
@@ -78,7 +79,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         Some(other) => {
             return Err(LcmError::invalid(format!(
                 "message.role must be a string, got {}",
-                kind_of(other)
+                json_kind(other)
             )))
         }
         None => return Err(LcmError::invalid("message has no role")),
@@ -105,7 +106,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         Some(other) => {
             return Err(LcmError::invalid(format!(
                 "message.content must be a string or an array of content blocks, got {}",
-                kind_of(other)
+                json_kind(other)
             )))
         }
     };
@@ -118,17 +119,6 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         envelope: envelope(obj),
         parts,
     })
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn created_at(obj: &Map<String, Value>) -> Option<String> {
@@ -240,7 +230,7 @@ fn map_blocks(
         let b = block.as_object().ok_or_else(|| {
             LcmError::invalid(format!(
                 "message.content[{i}] must be an object with a \"type\", got {}",
-                kind_of(block)
+                json_kind(block)
             ))
         })?;
         let ty = b.get("type").and_then(Value::as_str).unwrap_or("");

@@ -10,8 +10,8 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transact
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::derived::{self, Meta, SourceView};
-use super::graph::MsgRow;
+use super::derived::{self, Meta};
+use super::graph::{self, MsgRow};
 use super::{summaries, Features};
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::{timestamp, tokens};
@@ -66,23 +66,13 @@ fn marks(n: usize) -> String {
 /// and belong to the conversation.
 fn leaf_meta(tx: &Transaction, conversation_id: i64, content: &str, ids: &[i64]) -> Result<Meta> {
     let sql = format!(
-        "SELECT message_id, conversation_id, seq, token_count, created_at, content FROM messages WHERE message_id IN ({})",
+        "SELECT {} FROM messages WHERE message_id IN ({})",
+        graph::MSG_COLUMNS,
         marks(ids.len())
     );
     let mut stmt = tx.prepare(&sql)?;
     let rows: Vec<MsgRow> = stmt
-        .query_map(params_from_iter(ids.iter()), |r| {
-            let mut file_ids = Vec::new();
-            file_ids_in(&r.get::<_, String>(5)?, &mut file_ids);
-            Ok(MsgRow {
-                id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                seq: r.get(2)?,
-                tokens: r.get(3)?,
-                created_at: r.get(4)?,
-                file_ids,
-            })
-        })?
+        .query_map(params_from_iter(ids.iter()), graph::message_from)?
         .collect::<rusqlite::Result<_>>()?;
     if rows.len() != ids.len() {
         return Err(LcmError::not_found(
@@ -119,16 +109,7 @@ fn condensed_meta(
         ));
     }
     let metas: Vec<Meta> = rows.iter().map(derived::stored).collect();
-    let views: Vec<SourceView> = metas
-        .iter()
-        .zip(&rows)
-        .map(|(meta, r)| SourceView {
-            meta,
-            content: &r.content,
-            created_at: &r.created_at,
-        })
-        .collect();
-    Ok(derived::condensed(content, &views))
+    Ok(derived::condensed_of(content, &metas, &rows))
 }
 
 /// Whether `sources` sit exactly at ordinals `start..start + len` of the context

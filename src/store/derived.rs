@@ -61,10 +61,10 @@ fn push_unique(out: &mut Vec<String>, ids: &[String]) {
     }
 }
 
-/// A leaf's columns from its source messages (in link order).
-pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
-    let mut m = Meta {
-        kind: "leaf",
+/// A summary's columns before its sources are folded in.
+fn no_sources(kind: &'static str, content: &str) -> Meta {
+    Meta {
+        kind,
         depth: 0,
         token_count: tokens::estimate(content),
         earliest: None,
@@ -74,7 +74,12 @@ pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
         source_message_tokens: 0,
         file_ids: Vec::new(),
         first_seq: None,
-    };
+    }
+}
+
+/// A leaf's columns from its source messages (in link order).
+pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
+    let mut m = no_sources("leaf", content);
     for msg in messages {
         let t = timestamp::parse(&msg.created_at);
         m.earliest = min_opt(m.earliest, t);
@@ -99,18 +104,7 @@ pub struct SourceView<'a> {
 
 /// A condensed node's columns from its source summaries (in link order).
 pub fn condensed(content: &str, sources: &[SourceView]) -> Meta {
-    let mut m = Meta {
-        kind: "condensed",
-        depth: 0,
-        token_count: tokens::estimate(content),
-        earliest: None,
-        latest: None,
-        descendant_count: 0,
-        descendant_tokens: 0,
-        source_message_tokens: 0,
-        file_ids: Vec::new(),
-        first_seq: None,
-    };
+    let mut m = no_sources("condensed", content);
     for s in sources {
         let created = timestamp::parse(s.created_at);
         m.depth = m.depth.max(s.meta.depth + 1);
@@ -124,6 +118,25 @@ pub fn condensed(content: &str, sources: &[SourceView]) -> Meta {
         m.first_seq = min_opt(m.first_seq, s.meta.first_seq);
     }
     m
+}
+
+/// A condensed node's columns from its source summaries (in link order) and
+/// their columns (`metas[i]` belongs to the `i`-th source).
+pub fn condensed_of<'a>(
+    content: &str,
+    metas: &[Meta],
+    sources: impl IntoIterator<Item = &'a SummaryRecord>,
+) -> Meta {
+    let views: Vec<SourceView> = metas
+        .iter()
+        .zip(sources)
+        .map(|(meta, r)| SourceView {
+            meta,
+            content: &r.content,
+            created_at: &r.created_at,
+        })
+        .collect();
+    condensed(content, &views)
 }
 
 /// The columns as stored.
