@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
+use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -492,27 +493,21 @@ fn insert_row(
     m: &Meta,
     features: Features,
 ) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,
-            descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)
+    let head = [
+        Value::from(id.to_owned()),
+        Value::from(s.conversation_id),
+        Value::from(s.content.clone()),
+        Value::from(timestamp::now_sqlite()),
+        Value::from(s.model.clone()),
+    ];
+    tx.prepare_cached(&format!(
+        "INSERT INTO summaries (summary_id, conversation_id, content, created_at, model, {})
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        id,
-        s.conversation_id,
-        m.kind,
-        m.depth,
-        s.content,
-        m.token_count,
-        m.earliest.map(timestamp::to_iso),
-        m.latest.map(timestamp::to_iso),
-        m.descendant_count,
-        m.descendant_tokens,
-        m.source_message_tokens,
-        timestamp::now_sqlite(),
-        serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into()),
-        s.model
-    ])?;
+        derived::STORED_COLUMNS
+    ))?
+    .execute(params_from_iter(
+        head.into_iter().chain(derived::stored_values(m)),
+    ))?;
     index_summary(tx, id, &s.content, features)
 }
 

@@ -4,6 +4,7 @@
 //! writes a summary, the doctor when it checks and repairs one.
 
 use chrono::{DateTime, Utc};
+use rusqlite::types::Value;
 
 use super::dag::file_ids_in;
 use super::graph::MsgRow;
@@ -137,6 +138,26 @@ pub fn condensed_of<'a>(
         })
         .collect();
     condensed(content, &views)
+}
+
+/// The `summaries` columns [`stored_values`] fills, in its order.
+pub const STORED_COLUMNS: &str = "kind, depth, token_count, earliest_at, latest_at, \
+    descendant_count, descendant_token_count, source_message_token_count, file_ids";
+
+/// The columns as they are stored (the inverse of [`stored`]), in the order of
+/// [`STORED_COLUMNS`]: times as ISO-8601 text, file ids as a JSON array.
+pub fn stored_values(m: &Meta) -> [Value; 9] {
+    [
+        Value::from(m.kind.to_owned()),
+        Value::from(m.depth),
+        Value::from(m.token_count),
+        Value::from(m.earliest.map(timestamp::to_iso)),
+        Value::from(m.latest.map(timestamp::to_iso)),
+        Value::from(m.descendant_count),
+        Value::from(m.descendant_tokens),
+        Value::from(m.source_message_tokens),
+        Value::from(serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into())),
+    ]
 }
 
 /// The columns as stored.
