@@ -284,4 +284,4 @@ pub struct SummaryWithLinks {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
