@@ -5,9 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use regex::Regex;
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, params_from_iter, Connection, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -46,17 +45,6 @@ pub fn new_summary_id(content: &str) -> String {
     h.update(content.as_bytes());
     h.update(uuid::Uuid::new_v4().as_bytes());
     format!("sum_{}", &hex::encode(h.finalize())[..16])
-}
-
-/// Ordered, de-duplicated `file_…` ids mentioned in a text.
-pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
-    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"file_[a-f0-9]{16}").expect("valid regex"));
-    for m in re.find_iter(text) {
-        if !out.iter().any(|x| x == m.as_str()) {
-            out.push(m.as_str().to_owned());
-        }
-    }
 }
 
 fn marks(n: usize) -> String {
@@ -508,65 +496,7 @@ fn insert_row(
     .execute(params_from_iter(
         head.into_iter().chain(derived::stored_values(m)),
     ))?;
-    index_summary(tx, id, &s.content, features)
-}
-
-/// Replaces a summary's text in place (its id, links and context items stay): the
-/// content, its token count, its full-text rows, and the `descendant_token_count`
-/// of every summary built on it, which changes by the same delta — so invariant 3
-/// (stored metadata equals its recomputation) holds after the rewrite.
-pub fn update_content(
-    tx: &Transaction,
-    conversation_id: i64,
-    id: &str,
-    content: &str,
-    features: Features,
-) -> Result<()> {
-    let old: Option<i64> = tx
-        .query_row(
-            "SELECT token_count FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
-            params![id, conversation_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(old) = old else {
-        return Err(LcmError::not_found(format!(
-            "summary {id} is no longer in conversation {conversation_id}"
-        )));
-    };
-    let new = tokens::estimate(content);
-    tx.execute(
-        "UPDATE summaries SET content = ?1, token_count = ?2 WHERE summary_id = ?3",
-        params![content, new, id],
-    )?;
-    if new != old {
-        tx.execute(
-            "WITH RECURSIVE up(id) AS (
-               SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?1
-               UNION SELECT sp.summary_id FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id)
-             UPDATE summaries SET descendant_token_count = descendant_token_count + ?2
-             WHERE summary_id IN (SELECT id FROM up)",
-            params![id, new - old],
-        )?;
-    }
-    index_summary(tx, id, content, features)
-}
-
-/// Writes (or rewrites) a summary's rows in the full-text tables.
-pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Features) -> Result<()> {
-    if features.fts5 {
-        tx.prepare_cached("DELETE FROM summaries_fts WHERE summary_id = ?1")?
-            .execute([id])?;
-        tx.prepare_cached("INSERT INTO summaries_fts (summary_id, content) VALUES (?1, ?2)")?
-            .execute(params![id, content])?;
-    }
-    if features.trigram {
-        tx.prepare_cached("DELETE FROM summaries_fts_cjk WHERE summary_id = ?1")?
-            .execute([id])?;
-        tx.prepare_cached("INSERT INTO summaries_fts_cjk (summary_id, content) VALUES (?1, ?2)")?
-            .execute(params![id, content])?;
-    }
-    Ok(())
+    summaries::index_summary(tx, id, &s.content, features)
 }
 
 #[cfg(test)]

@@ -4,10 +4,9 @@
 //! writes a summary, the doctor when it checks and repairs one.
 
 use chrono::{DateTime, Utc};
+use regex::Regex;
 use rusqlite::types::Value;
 
-use super::dag::file_ids_in;
-use super::graph::MsgRow;
 use super::summaries::SummaryRecord;
 use crate::{timestamp, tokens};
 
@@ -34,6 +33,34 @@ pub struct Meta {
     pub file_ids: Vec<String>,
     /// Smallest message seq below (orders orphans; not stored).
     pub first_seq: Option<i64>,
+}
+
+/// What the doctor needs of a message.
+#[derive(Debug, Clone)]
+pub struct MsgRow {
+    /// message_id
+    pub id: i64,
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// Sequence number.
+    pub seq: i64,
+    /// Stored token count.
+    pub tokens: i64,
+    /// Stored creation time.
+    pub created_at: String,
+    /// `file_…` ids its content mentions.
+    pub file_ids: Vec<String>,
+}
+
+/// Ordered, de-duplicated `file_…` ids mentioned in a text.
+pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"file_[a-f0-9]{16}").expect("valid regex"));
+    for m in re.find_iter(text) {
+        if !out.iter().any(|x| x == m.as_str()) {
+            out.push(m.as_str().to_owned());
+        }
+    }
 }
 
 /// The smaller of two optional values (a missing one is ignored).

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::dag::file_ids_in;
+use super::derived::file_ids_in;
+pub use super::derived::MsgRow;
 use super::summaries::{self, SummaryRecord, COLUMNS};
 use crate::error::Result;
 
@@ -23,23 +24,6 @@ pub struct CtxRow {
     pub created_at: String,
     /// Conversation of the referenced row; `None` when the row does not exist.
     pub target_conversation: Option<i64>,
-}
-
-/// What the doctor needs of a message.
-#[derive(Debug, Clone)]
-pub struct MsgRow {
-    /// message_id
-    pub id: i64,
-    /// Owning conversation.
-    pub conversation_id: i64,
-    /// Sequence number.
-    pub seq: i64,
-    /// Stored token count.
-    pub tokens: i64,
-    /// Stored creation time.
-    pub created_at: String,
-    /// `file_…` ids its content mentions.
-    pub file_ids: Vec<String>,
 }
 
 /// A link whose other end is missing or lives in another conversation.
