@@ -11,6 +11,7 @@
 //! - Apply: one transaction repairs links, coverage, columns, ordinals and FTS rows;
 //!   then each broken summary is summarized again in its own transaction.
 
+pub mod analysis;
 pub mod check;
 pub mod fts;
 pub mod global;
