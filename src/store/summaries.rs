@@ -265,6 +265,37 @@ pub fn replace_content(
     })
 }
 
+/// [`replace_content`] only while the stored text is still `expected` (the text an
+/// operator reviewed the new one against); otherwise `LCM_INVALID_INPUT` and
+/// nothing is written. A summary no longer in the conversation is `LCM_NOT_FOUND`.
+pub fn replace_reviewed_content(
+    conn: &mut Connection,
+    conversation_id: i64,
+    id: &str,
+    expected: &str,
+    content: &str,
+    features: Features,
+) -> Result<()> {
+    super::tx::write_tx(conn, |tx| {
+        let now: Option<String> = tx
+            .query_row(
+                "SELECT content FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
+                rusqlite::params![id, conversation_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match now {
+            None => Err(LcmError::not_found(format!(
+                "summary {id} is no longer in conversation {conversation_id}"
+            ))),
+            Some(c) if c != expected => Err(LcmError::invalid(format!(
+                "{id} changed since it was rewritten; nothing was written (rewrite it again)"
+            ))),
+            Some(_) => update_content(tx, conversation_id, id, content, features),
+        }
+    })
+}
+
 /// Replaces a summary's text in place (its id, links and context items stay): the
 /// content, its token count, its full-text rows, and the `descendant_token_count`
 /// of every summary built on it, which changes by the same delta — so invariant 3
