@@ -182,7 +182,7 @@ export class LcmContextEngine {
       this.handle.recordCompaction(r)
       const terminal = r.exhausted && !r.compacted
       return {
-        ok: r.ok && !terminal,
+        ok: r.ok && !r.aborted && !terminal,
         compacted: r.compacted,
         reason: terminal ? `${r.reason}; nothing left to compact (terminal: the context cannot shrink further)` : r.reason,
         result: {
@@ -321,11 +321,12 @@ export class LcmContextEngine {
     if (this.policy.isIgnored(parentKey) || this.policy.isIgnored(childKey)) return undefined
     try {
       const engine = await this.handle.use()
-      const conversation = await engine.getConversation({ sessionKey: parentKey })
-      if (!conversation) return undefined
       const bindings = this.handle.bindings
       const parentGrantId = bindings.get(parentKey)
       const parentGrant = parentGrantId ? await engine.getGrant(parentGrantId) : null
+      const conversation = parentGrant ? null : await engine.getConversation({ sessionKey: parentKey })
+      if (!parentGrant && !conversation) return undefined
+      if (parentGrant && (parentGrant.revoked || Date.parse(parentGrant.expiresAt) <= Date.now())) return undefined
       const cap = this.config.maxExpandTokens
       const grant = await engine.createGrant({
         conversationIds: parentGrant ? parentGrant.conversationIds : [conversation.conversationId],
