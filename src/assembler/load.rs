@@ -68,6 +68,7 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
             role: role.clone(),
             content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
             envelope: r.get(6)?,
+            created_at: None,
             parts: Vec::new(),
         }),
         _ => None,

@@ -282,7 +282,7 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
     for chunk in ids.chunks(500) {
         let marks = vec!["?"; chunk.len()].join(",");
         let mut stmt = conn.prepare(&format!(
-            "SELECT message_id, role, content, lcm_envelope FROM messages WHERE message_id IN ({marks})"
+            "SELECT message_id, role, content, lcm_envelope, created_at FROM messages WHERE message_id IN ({marks})"
         ))?;
         for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
             Ok(StoredMessage {
@@ -290,6 +290,7 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
                 role: r.get(1)?,
                 content: r.get(2)?,
                 envelope: r.get(3)?,
+                created_at: r.get(4)?,
                 parts: Vec::new(),
             })
         })? {
