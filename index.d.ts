@@ -247,6 +247,7 @@ export interface RenderedPrompt {
   /** 'embedded' or the override file's path. */
   source: string
   targetTokens: number
+}
 
 /* ── Compaction ─────────────────────────────────────────────────────────────── */
 
@@ -840,7 +841,7 @@ export interface AssembleResult {
   stats: AssembleStats
   /** Static recall guidance for the system prompt; present when a summary is included. */
   systemPromptAddition?: string
-
+}
 
 /* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
 
