@@ -141,6 +141,20 @@ describe('lifecycle: one shared database handle across engine instances', () => 
 })
 
 describe('plugin registration (fake api)', () => {
+  it('after the gateway stops the tools are withdrawn, and a restarted gateway opens the database again', async () => {
+    const host = fakeApi()
+    const plugin = register(host.api, { env: {} })
+    await plugin.ready
+    await host.emit('gateway_stop')
+    expect(host.tool('lcm_grep')).toBeNull()
+    await host.emit('gateway_start')
+    const engine = await host.engines.get('lcm-native')({})
+    expect(engine.info.ownsCompaction).toBe(true)
+    expect(host.tool('lcm_grep')).not.toBeNull()
+    await engine.dispose()
+    await host.emit('gateway_stop')
+  })
+
   it('registers the engine id and the four tools with session scope', async () => {
     const host = fakeApi()
     const plugin = register(host.api, { env: {} })

@@ -213,7 +213,7 @@ export interface LcmPluginHostApi {
   runtime?: unknown
   registerContextEngine(id: string, factory: (ctx: any) => LcmContextEngine | Promise<LcmContextEngine>): void
   registerTool(factory: (ctx: { sessionKey?: string; sessionId?: string }) => LcmRecallTool | null, opts?: { name?: string }): void
-  on?(hookName: 'gateway_stop', handler: () => Promise<void>): void
+  on?(hookName: 'gateway_stop' | 'gateway_start', handler: () => Promise<void>): void
 }
 
 /**

@@ -42,7 +42,9 @@ export function register(api, options = {}) {
   // The plugin holds one reference for the gateway's lifetime, so the database
   // stays open between the per-turn engine instances.
   let lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
-  const current = () => {
+  // After `gateway_stop` the tools are withdrawn; the next engine the host asks
+  // for (a restarted gateway) opens the database again.
+  const reopen = () => {
     if (!lease) lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
     return lease.handle
   }
@@ -51,7 +53,7 @@ export function register(api, options = {}) {
   })
 
   api.registerContextEngine(ENGINE_ID, async () => {
-    current()
+    reopen()
     const engine = createContextEngine({ resolvedConfig: config, llm, logger })
     await engine.ready
     return engine
@@ -59,7 +61,7 @@ export function register(api, options = {}) {
 
   for (const name of TOOL_NAMES) {
     api.registerTool(
-      (ctx) => createRecallTool(name, { handle: current(), config, llm, session: { sessionKey: ctx?.sessionKey, sessionId: ctx?.sessionId } }),
+      (ctx) => (lease ? createRecallTool(name, { handle: lease.handle, config, llm, session: { sessionKey: ctx?.sessionKey, sessionId: ctx?.sessionId } }) : null),
       { name },
     )
   }
@@ -70,6 +72,9 @@ export function register(api, options = {}) {
     if (held) await held.handle.close()
   }
   api.on?.('gateway_stop', shutdown)
+  api.on?.('gateway_start', async () => {
+    reopen()
+  })
   return { ready, shutdown }
 }
 
