@@ -24,5 +24,7 @@ pub mod summarize;
 pub mod timefmt;
 pub mod timestamp;
 pub mod tokens;
+pub mod transcript;
+pub mod turn;
 
 mod binding;

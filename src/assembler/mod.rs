@@ -66,9 +66,9 @@ Older parts of this conversation were compacted into <summary> blocks. A summary
 - A line starting \"Expand for details about:\" lists what its summary left out; expand that summary when the answer depends on it.\n\
 - Newer evidence wins: a recent message beats a summary, and a summary with a later latest_at beats an older one.";
 
-/// Parameters of `assemble`.
+/// Parameters of `assemble`. Keys the host passes besides these are ignored.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct AssembleParams {
     /// Runtime session id (required).
     #[serde(default)]

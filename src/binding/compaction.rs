@@ -65,7 +65,11 @@ impl AbortHook {
 
 /// Trips `token` now when the signal is already aborted, else when it aborts.
 fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Option<AbortHook>> {
-    let v: Unknown = obj.get_named_property("signal")?;
+    let mut v: Unknown = obj.get_named_property("signal")?;
+    if matches!(v.get_type()?, ValueType::Undefined | ValueType::Null) {
+        // OpenClaw's name for it.
+        v = obj.get_named_property("abortSignal")?;
+    }
     if v.get_type()? != ValueType::Object {
         return Ok(None);
     }
@@ -191,7 +195,8 @@ impl LcmEngine {
     /// in one batch, then runs a threshold sweep when the context is over the
     /// threshold. Resolves with `{ ingest, compaction }`.
     #[napi(
-        ts_args_type = "params: AfterTurnParams",
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: AfterTurnParams<M>",
         ts_return_type = "Promise<AfterTurnResult>"
     )]
     pub fn after_turn<'env>(

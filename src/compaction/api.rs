@@ -14,9 +14,9 @@ use crate::engine::{Engine, IngestBatchParams, IngestBatchResult};
 use crate::error::Result;
 use crate::summarize::SummaryPipeline;
 
-/// Parameters of `afterTurn`.
+/// Parameters of `afterTurn`. Keys the host passes besides these are ignored.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct AfterTurnParams {
     /// Runtime session id.
     pub session_id: String,

@@ -83,9 +83,9 @@ pub struct Evaluation {
     pub conversation_id: Option<i64>,
 }
 
-/// Parameters of `compact`.
+/// Parameters of `compact`. Keys the host passes besides these are ignored.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct CompactParams {
     /// Runtime session id.
     pub session_id: String,

@@ -15,6 +15,7 @@ pub mod messages;
 pub mod migrate;
 pub mod schema;
 pub mod summaries;
+pub mod turns;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
