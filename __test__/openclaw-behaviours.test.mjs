@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest'
 import { readFileSync, appendFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { root } from './helpers.mjs'
-import { createContextEngine, register, resolveConfig, resolveTokenBudget, canonicalJson, turnPayloadHash, CONFIG_KEYS, ACCEPTED_HOST_PARAMS } from '../openclaw/index.mjs'
+import { createContextEngine, register, resolveConfig, resolveTokenBudget, CONFIG_KEYS, ACCEPTED_HOST_PARAMS } from '../openclaw/index.mjs'
 import { openHandleCount } from '../openclaw/shared.mjs'
 import { boundLiveMessages } from '../openclaw/fallback.mjs'
 import { fakeApi, fakeLlm, freshConfig, dbFile, conversation, filler, writeTranscript, turnAnchors, SMALL_CONFIG } from './openclaw-fixture.mjs'
@@ -558,7 +558,7 @@ describe('commitTurn (durable turns)', () => {
   it('rejects a message count that does not span the admitted positions', async () => {
     const e = await openEngine()
     const p = commitParams('t-1', 0, userTurn(1))
-    await expect(e.commitTurn({ ...p, messages: [p.messages[0]] })).rejects.toThrow(/1 messages for positions 0\.\.1/)
+    await expect(e.commitTurn({ ...p, messages: [p.messages[0]] })).rejects.toMatchObject({ code: 'LCM_INVALID_INPUT', message: expect.stringMatching(/positions 0\.\.=1/) })
     expect(await storedCount(e)).toBe(0)
     await e.dispose()
   })
@@ -609,12 +609,28 @@ describe('commitTurn (durable turns)', () => {
     await e.dispose()
   })
 
-  it('the payload hash ignores key order but not content', async () => {
+  it('a replay whose anchors list their keys in another order is still a duplicate', async () => {
+    const e = await openEngine()
     const p = commitParams('t-1', 0, userTurn(1))
-    const reordered = { ...p, admission: Object.fromEntries(Object.entries(p.admission).reverse()) }
-    expect(await turnPayloadHash(reordered)).toBe(await turnPayloadHash(p))
-    expect(await turnPayloadHash(commitParams('t-1', 0, userTurn(1, 'other')))).not.toBe(await turnPayloadHash(p))
-    expect(canonicalJson({ b: 1, a: [{ d: 1, c: 2 }] })).toBe('{"a":[{"c":2,"d":1}],"b":1}')
+    await e.commitTurn(p)
+    const reordered = { ...p, admission: Object.fromEntries(Object.entries(p.admission).reverse()), terminal: Object.fromEntries(Object.entries(p.terminal).reverse()) }
+    expect(await e.commitTurn(reordered)).toEqual({ status: 'duplicate' })
+    await e.dispose()
+  })
+
+  it('host runtime params do not change the identity of a turn', async () => {
+    const e = await openEngine()
+    const p = commitParams('t-1', 0, userTurn(1))
+    await e.commitTurn({ ...p, runtimeSettings: { limits: { promptTokenBudget: 1000 } } })
+    expect(await e.commitTurn({ ...p, runtimeContext: { tokenBudget: 5 }, sessionTarget: { sessionId: S.sessionId } })).toEqual({ status: 'duplicate' })
+    await e.dispose()
+  })
+
+  it('rejects anchors that belong to another session than the call', async () => {
+    const e = await openEngine()
+    const p = commitParams('t-1', 0, userTurn(1))
+    await expect(e.commitTurn({ ...p, sessionId: 'someone-else' })).rejects.toThrow(/belong to session/)
+    await e.dispose()
   })
 })
 

@@ -9,7 +9,7 @@ import { resolveConfig } from './config.mjs'
 import { SessionPolicy } from './sessions.mjs'
 import { acquire } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
-import { validateTurn, turnPayloadHash, turnEntryIds } from './turn.mjs'
+import { checkTurnAnchors } from './turn.mjs'
 
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
@@ -225,23 +225,23 @@ export class LcmContextEngine {
   }
 
   /**
-   * Commits one durable turn atomically and idempotently: validated, hashed, then
-   * stored with its receipt by the core. A replay answers `duplicate`; the same
-   * key with another payload rejects (`LCM_TURN_CONFLICT`). Heartbeats and
-   * ignored/stateless sessions commit without writing.
+   * Commits one durable turn atomically and idempotently: the anchors are checked
+   * here, the rest of the turn (key, positions, payload hash, receipt) by the core.
+   * A replay answers `duplicate`; the same key with another payload rejects
+   * (`LCM_TURN_CONFLICT`). Heartbeats store nothing; ignored and stateless
+   * sessions commit without writing.
    */
   async commitTurn(params) {
-    validateTurn(params)
+    checkTurnAnchors(params)
     if (this.policy.skipsWrites(params.sessionKey)) return { status: 'committed' }
-    const payloadHash = await turnPayloadHash(params)
     const engine = await this.handle.use()
     const r = await engine.commitTurn({
       sessionId: params.sessionId,
       sessionKey: params.sessionKey,
       advancementKey: params.advancementKey,
-      payloadHash,
+      admission: params.admission,
+      terminal: params.terminal,
       messages: params.messages,
-      entryIds: turnEntryIds(params),
       isHeartbeat: params.isHeartbeat === true,
     })
     return { status: r.status }
@@ -258,11 +258,12 @@ export class LcmContextEngine {
       const engine = await this.handle.use()
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
       const entries = await readHostTranscript(params)
-      if (entries) return await engine.bootstrap({ ...base, transcriptEntries: entries })
-      if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
-        return await engine.bootstrap({ ...base, sessionFile: params.sessionFile })
-      }
-      return { bootstrapped: false, reason: 'no transcript to import' }
+      let r
+      if (entries) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
+      else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
+        r = await engine.bootstrap({ ...base, sessionFile: params.sessionFile })
+      } else return { bootstrapped: false, reason: 'no transcript to import' }
+      return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
       this.warn(`bootstrap failed for session ${params.sessionId}: ${describeError(err)}`)
       return { bootstrapped: false, reason: `bootstrap failed: ${describeError(err)}` }
@@ -380,7 +381,7 @@ export class LcmContextEngine {
 }
 
 /**
- * The host's visible SQLite transcript as JSONL-shaped message entries, when the
+ * The host's visible SQLite transcript as the core's transcript entries, when the
  * host keeps transcripts in SQLite and exposes its reader; else null.
  */
 async function readHostTranscript(params) {
@@ -396,13 +397,7 @@ async function readHostTranscript(params) {
   }
   if (typeof reader !== 'function') return null
   const entries = await reader({ ...target, sessionId: target.sessionId ?? params.sessionId, sessionKey: target.sessionKey ?? params.sessionKey })
-  return entries.map((e) => ({
-    type: 'message',
-    id: e.entryId,
-    parentId: e.parentId ?? null,
-    ...(e.createdAt ? { timestamp: e.createdAt } : {}),
-    message: e.message,
-  }))
+  return entries.map((e) => ({ type: 'message', entryId: e.entryId, parentId: e.parentId ?? null, message: e.message }))
 }
 
 /**

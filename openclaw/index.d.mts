@@ -233,9 +233,8 @@ export declare const DEFAULT_TOKEN_BUDGET: number
 export declare const CONFIG_KEYS: ReadonlyArray<{ key: string; aliases?: string[]; env?: string; type: string; option?: string }>
 export declare function resolveConfig(pluginConfig?: Record<string, unknown>, env?: Record<string, string | undefined>): ResolvedLcmPluginConfig
 export declare function resolveTokenBudget(params: HostCallContext & { tokenBudget?: number }, config: ResolvedLcmPluginConfig): number
-export declare function validateTurn(params: unknown): void
-export declare function turnPayloadHash(params: { admission: TurnAdmission; terminal: TurnAnchor; messages: unknown[]; sessionId: string; sessionKey?: string; isHeartbeat?: boolean }): Promise<string>
-export declare function canonicalJson(value: unknown): string
+/** Throws `LCM_INVALID_INPUT` unless both anchors name the same agent, session, store and generation as the call. */
+export declare function checkTurnAnchors(params: { sessionId: string; admission?: unknown; terminal?: unknown }): void
 
 declare const entry: {
   id: 'lcm-native'

@@ -9,7 +9,7 @@ import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 
 export { createContextEngine, LcmContextEngine, ENGINE_ID, ENGINE_NAME, ACCEPTED_HOST_PARAMS, resolveTokenBudget } from './engine.mjs'
 export { resolveConfig, CONFIG_KEYS, DEFAULT_TOKEN_BUDGET } from './config.mjs'
-export { validateTurn, turnPayloadHash, canonicalJson } from './turn.mjs'
+export { checkTurnAnchors } from './turn.mjs'
 export { TOOL_NAMES } from './tools.mjs'
 
 /** Registration modes in which the plugin only describes itself (no database). */
