@@ -60,7 +60,11 @@ describe.skipIf(skipReason !== null)(`OpenClaw's own turn helpers${skipReason ? 
     expect(warnings).toEqual([])
 
     const assembled = await host.assembleHarnessContextEngine({ contextEngine: engine, ...session, messages: history, tokenBudget: 50_000, modelId: 'test-model', prompt: 'next question' })
-    expect(assembled.messages.length).toBe(20)
+    // Bootstrap maintenance may already have summarized the oldest chunk (leaf trigger).
+    expect(assembled.messages.length).toBeGreaterThan(0)
+    expect(assembled.messages.length).toBeLessThanOrEqual(20)
+    expect(assembled.messages.at(-1)).toEqual(history.at(-1))
+    expect(assembled.estimatedTokens).toBeLessThanOrEqual(50_000)
 
     const turn = [...history, { role: 'user', content: 'turn 10 question' }, { role: 'assistant', content: [{ type: 'text', text: 'turn 10 answer' }] }]
     const done = await host.finalizeHarnessContextEngineTurn({
@@ -84,7 +88,8 @@ describe.skipIf(skipReason !== null)(`OpenClaw's own turn helpers${skipReason ? 
     expect((await lcm.getStats(conv.conversationId)).messageCount).toBe(22)
 
     const compacted = await host.compactContextEngineWithSafetyTimeout(engine, { ...session, tokenBudget: 2000, force: true }, 60_000)
-    expect(compacted.compacted).toBe(true)
+    expect(compacted).toMatchObject({ ok: true })
+    expect(compacted.result.tokensAfter).toBeLessThanOrEqual(2000)
     await engine.dispose()
   })
 })
