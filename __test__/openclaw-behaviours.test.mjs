@@ -1,9 +1,9 @@
 // Behaviours any LCM context engine must share (the groups the reference plugin's
 // suite pins down), each expressed as our own test against lcm-native/openclaw.
 import { describe, it, expect } from 'vitest'
-import { readFileSync, appendFileSync } from 'node:fs'
+import { readFileSync, appendFileSync, writeFileSync, rmSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { root } from './helpers.mjs'
+import { root, tempDir } from './helpers.mjs'
 import { createContextEngine, register, resolveConfig, resolveTokenBudget, CONFIG_KEYS, ACCEPTED_HOST_PARAMS } from '../openclaw/index.mjs'
 import { openHandleCount } from '../openclaw/shared.mjs'
 import { boundLiveMessages } from '../openclaw/fallback.mjs'
@@ -141,6 +141,26 @@ describe('lifecycle: one shared database handle across engine instances', () => 
 })
 
 describe('plugin registration (fake api)', () => {
+  it('a database that failed to open is opened again for the next engine the host asks for', async () => {
+    const dir = tempDir('lcm-oc-retry-')
+    const blocker = join(dir, 'state')
+    writeFileSync(blocker, 'a file where the database directory should be')
+    const host = fakeApi({ pluginConfig: { ...SMALL_CONFIG, databasePath: join(blocker, 'lcm.db') } })
+    const plugin = register(host.api, { env: {} })
+    await plugin.ready
+    const first = await host.engines.get('lcm-native')({})
+    expect(first.info.ownsCompaction).toBe(false)
+    expect(host.logs.error.join('\n')).toMatch(/database unavailable/)
+    rmSync(blocker)
+    mkdirSync(blocker)
+    const second = await host.engines.get('lcm-native')({})
+    expect(second.info.ownsCompaction).toBe(true)
+    expect(host.tool('lcm_grep')).not.toBeNull()
+    await first.dispose()
+    await second.dispose()
+    await plugin.shutdown()
+  })
+
   it('after the gateway stops the tools are withdrawn, and a restarted gateway opens the database again', async () => {
     const host = fakeApi()
     const plugin = register(host.api, { env: {} })

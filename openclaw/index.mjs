@@ -43,8 +43,12 @@ export function register(api, options = {}) {
   // stays open between the per-turn engine instances.
   let lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
   // After `gateway_stop` the tools are withdrawn; the next engine the host asks
-  // for (a restarted gateway) opens the database again.
+  // for (a restarted gateway) opens the database again, as it does after a failed open.
   const reopen = () => {
+    if (lease?.handle.error) {
+      lease.release()
+      lease = null
+    }
     if (!lease) lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
     return lease.handle
   }

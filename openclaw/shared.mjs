@@ -90,7 +90,7 @@ export function hostSummarizer(llm, { model, state }) {
 
 /** An open (or opening) engine and the state every instance over it shares. */
 export class SharedHandle {
-  constructor(key, options, breakerConfig) {
+  constructor(key, options, breakerConfig, summarizerState) {
     this.key = key
     this.refs = 0
     this.closed = false
@@ -100,7 +100,8 @@ export class SharedHandle {
     /** Grants of sub-agent sessions: child session key → grant id. */
     this.bindings = new Map()
     this.breaker = new AuthBreaker(breakerConfig.threshold, breakerConfig.cooldownMs)
-    this.summarizerState = { lastAuthFailure: false }
+    /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
+    this.summarizerState = summarizerState
     this.toolDefinitions = null
     this.ready = LcmEngine.open(options).then(
       (engine) => {
@@ -110,7 +111,9 @@ export class SharedHandle {
         return engine
       },
       (err) => {
+        // The next acquire opens again (a busy or briefly missing file may recover).
         this.error = err
+        if (handles.get(this.key) === this) handles.delete(this.key)
         return null
       },
     )
@@ -162,8 +165,7 @@ export function acquire(options, { breaker, llm, summaryModel } = {}) {
       const { summaryProvider: _p, ...rest } = options
       open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state }) }
     }
-    handle = new SharedHandle(key, open, breakerConfig)
-    handle.summarizerState = state
+    handle = new SharedHandle(key, open, breakerConfig, state)
     handles.set(key, handle)
   }
   handle.refs += 1
@@ -177,11 +179,6 @@ export function acquire(options, { breaker, llm, summaryModel } = {}) {
       if (handle.refs <= 0) await handle.close()
     },
   }
-}
-
-/** The live shared handle of a database key, if any. */
-export function peekHandle(key) {
-  return handles.get(key) ?? null
 }
 
 /** How many databases are open through this module (for tests and diagnostics). */
