@@ -89,6 +89,10 @@ describe('tolerant params', () => {
     await e.ingestBatch({ sessionId: 's', messages: [user('two')], ...host })
     const a = await e.assemble({ sessionId: 's', tokenBudget: 1000, messages: [], ...host })
     expect(a.messages.length).toBe(2)
+    // Without tokenBudget, the host's stated budget is used.
+    expect((await e.assemble({ sessionId: 's', messages: [], ...host })).stats.tokenBudget).toBe(5000)
+    const { runtimeContext, ...noContext } = host
+    expect((await e.assemble({ sessionId: 's', messages: [], ...noContext, runtimeSettings: { limits: { promptTokenBudget: 7000 } } })).stats.tokenBudget).toBe(7000)
     const ac = new AbortController()
     const c = await e.compact({ sessionId: 's', sessionKey: 'k', tokenBudget: 1000, abortSignal: ac.signal, compactionTarget: 'budget', ...host })
     expect(c.ok).toBe(true)
@@ -335,6 +339,50 @@ INSERT INTO message_parts VALUES ('p3', 3, 'ref', 'tool', 0, NULL, 'call_1', 're
       { role: 'assistant', content: [{ type: 'toolCall', id: 'call_1', name: 'read', arguments: { path: 'a.txt' } }], timestamp: Date.parse('2026-02-17T07:37:01Z') },
       { role: 'toolResult', content: [{ type: 'text', text: 'ENOENT' }], toolCallId: 'call_1', toolName: 'read', isError: true, timestamp: Date.parse('2026-02-17T07:37:02Z') },
     ])
+    await e.close()
+  })
+})
+
+describe('assemble never returns more than the budget', () => {
+  const big = (c, i) => `${c}${i} ${'w'.repeat(400)}`
+
+  it('clamps an over-budget fresh tail: oldest dropped first, newest user turn kept, drops reported', async () => {
+    const e = await open({ freshTailCount: 64 })
+    const msgs = []
+    for (let i = 0; i < 6; i++) {
+      msgs.push(user(big('q', i)))
+      msgs.push({ role: 'assistant', content: [{ type: 'toolCall', id: `c${i}`, name: 'read', arguments: { i } }] })
+      msgs.push({ role: 'toolResult', toolCallId: `c${i}`, toolName: 'read', content: [{ type: 'text', text: big('r', i) }], isError: false })
+    }
+    await e.ingestBatch({ sessionId: 's', messages: msgs })
+    const r = await e.assemble({ sessionId: 's', tokenBudget: 400 })
+    expect(r.estimatedTokens).toBeLessThanOrEqual(400)
+    expect(r.stats.overBudget).toBe(false)
+    expect(r.stats.clampedMessages).toBeGreaterThan(0)
+    expect(r.stats.clampedMessages + r.messages.length).toBe(msgs.length)
+    expect(r.messages[r.messages.length - 1]).toEqual(msgs[msgs.length - 1])
+    expect(r.messages.some((m) => m.content === big('q', 5))).toBe(true)
+    // Never starts with a result whose call was dropped, never ends on a dangling call.
+    const calls = new Set(r.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []).filter((b) => b.type === 'toolCall').map((b) => b.id)))
+    for (const m of r.messages.filter((m) => m.role === 'toolResult')) expect(calls.has(m.toolCallId)).toBe(true)
+    // The newest user turn alone over the budget: kept, and reported over.
+    const tiny = await e.assemble({ sessionId: 's', tokenBudget: 10 })
+    expect(tiny.messages[0].content).toBe(big('q', 5))
+    expect(tiny.stats.overBudget).toBe(true)
+    await e.close()
+  })
+
+  it('keeps the live fallback bounded the same way', async () => {
+    const e = await open()
+    const live = Array.from({ length: 10 }, (_, i) => (i % 2 ? assistant(big('a', i)) : user(big('u', i))))
+    const r = await e.assemble({ sessionId: 'nobody', tokenBudget: 450, messages: live })
+    expect(r.stats.liveFallback).toBe(true)
+    expect(r.estimatedTokens).toBeLessThanOrEqual(450)
+    expect(r.stats.clampedMessages).toBe(live.length - r.messages.length)
+    expect(r.messages[r.messages.length - 1]).toBe(live[live.length - 1])
+    const all = await e.assemble({ sessionId: 'nobody', tokenBudget: 100000, messages: live })
+    expect(all.messages).toBe(live)
+    expect(all.stats.clampedMessages).toBe(0)
     await e.close()
   })
 })

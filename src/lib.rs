@@ -14,6 +14,7 @@ pub mod dagops;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod largefiles;
 pub mod message;
 pub mod prompts;

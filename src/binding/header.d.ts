@@ -912,8 +912,10 @@ export interface RecallIndexInfo { indexedMessages: number; indexBytes: number; 
 export interface AssembleParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
   sessionId: string
   sessionKey?: string
-  /** Token budget of the assembled context (> 0). The fresh tail is kept even when it alone is over. */
-  tokenBudget: number
+  /** Token budget of the assembled context (> 0). The output never exceeds it unless the newest user turn alone does:
+   *  the oldest messages (fresh tail or live) are dropped first (see `stats.clampedMessages`).
+   *  Without it, the host's `runtimeContext.tokenBudget`, else `runtimeSettings.limits.promptTokenBudget`. */
+  tokenBudget?: number
   /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
   messages?: M[]
 }
@@ -953,7 +955,13 @@ export interface AssembleStats {
   tailStartOrdinal: number | null
   tailItems: number
   tailTokens: number
+  /** True only when the newest user turn alone is over the budget. */
   overBudget: boolean
+  /** Oldest messages (fresh tail, or live messages on a fallback) dropped to stay within the budget;
+   *  a tool result whose call was dropped goes with it. */
+  clampedMessages: number
+  /** Their estimated tokens. */
+  clampedTokens: number
   liveFallback: boolean
   fallbackReason: AssembleFallbackReason | null
   error: string | null

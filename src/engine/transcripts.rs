@@ -66,7 +66,11 @@ struct Import<'a> {
 }
 
 impl Import<'_> {
-    fn run(&mut self, conn: &mut rusqlite::Connection, mut p: BootstrapParams) -> Result<BootstrapResult> {
+    fn run(
+        &mut self,
+        conn: &mut rusqlite::Connection,
+        mut p: BootstrapParams,
+    ) -> Result<BootstrapResult> {
         if p.session_id.trim().is_empty() {
             return Err(LcmError::invalid("sessionId must be a non-empty string"));
         }
@@ -78,14 +82,15 @@ impl Import<'_> {
         };
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing = conversations::find(&tx, &session)?.map(|c| c.conversation_id);
-        let result = |imported: usize, reason: &'static str, conversation_id: Option<i64>| BootstrapResult {
-            bootstrapped: imported > 0,
-            imported_messages: imported,
-            reason,
-            conversation_id,
-            transcript_messages: scan.path.len(),
-            skipped_entries: scan.skipped,
-        };
+        let result =
+            |imported: usize, reason: &'static str, conversation_id: Option<i64>| BootstrapResult {
+                bootstrapped: imported > 0,
+                imported_messages: imported,
+                reason,
+                conversation_id,
+                transcript_messages: scan.path.len(),
+                skipped_entries: scan.skipped,
+            };
         if scan.path.is_empty() {
             return Ok(result(0, transcript::REASON_EMPTY, existing));
         }
@@ -147,7 +152,12 @@ impl Import<'_> {
                 .collect()
         };
         let newest = content_key(&newest.0, &newest.1);
-        Ok(transcript::plan_missing(&keys, &stored_ids, &after, Some(&newest)))
+        Ok(transcript::plan_missing(
+            &keys,
+            &stored_ids,
+            &after,
+            Some(&newest),
+        ))
     }
 
     /// Appends the wanted entries' messages, one at a time (large files externalized
@@ -195,7 +205,12 @@ impl Import<'_> {
             None => e.context(format!("transcript entry at {}", entry.locator)),
         };
         map_batch(&one, self.opts.max_message_bytes).map_err(what)?;
-        crate::largefiles::intercept::intercept_in(tx, conversation_id, &mut one.messages, self.large)?;
+        crate::largefiles::intercept::intercept_in(
+            tx,
+            conversation_id,
+            &mut one.messages,
+            self.large,
+        )?;
         let mut mapped = map_batch(&one, self.opts.max_message_bytes).map_err(what)?;
         Ok(mapped.remove(0))
     }

@@ -19,7 +19,8 @@ impl Engine {
         p: CommitTurnParams,
     ) -> impl Future<Output = Result<CommitTurnResult>> + Send + 'static {
         let opts = self.opts.clone();
-        self.store.write(move |conn| commit_on_writer(conn, p, &opts))
+        self.store
+            .write(move |conn| commit_on_writer(conn, p, &opts))
     }
 
     /// Like [`Engine::commit_turn`], from the JSON text of the parameters (parsed on

@@ -310,7 +310,12 @@ fn map_blocks(
 }
 
 /// A content entry that is not an object (kept as given in the metadata's `raw`).
-fn bare_block(ordinal: i64, block: &Value, runtime_role: &str, obj: &Map<String, Value>) -> NewPart {
+fn bare_block(
+    ordinal: i64,
+    block: &Value,
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> NewPart {
     let mut meta = base_metadata(runtime_role, obj);
     meta.insert("raw".into(), block.clone());
     NewPart {
@@ -502,12 +507,30 @@ mod tests {
     #[test]
     fn host_roles_get_the_reference_db_role_and_text() {
         let cases = [
-            (json!({"role":"bashExecution","command":"ls -la","output":"a\nb","exitCode":0}), "$ ls -la\na\nb"),
-            (json!({"role":"custom","customType":"t","content":"remember this","display":true}), "remember this"),
-            (json!({"role":"branchSummary","summary":"went left","fromId":"e2"}), "went left"),
-            (json!({"role":"compactionSummary","summary":"earlier work","tokensBefore":9}), "earlier work"),
-            (json!({"role":"myPlugin","content":[{"type":"text","text":"plugin says"}]}), "plugin says"),
-            (json!({"role":"myPlugin","n":1}), r#"{"role":"myPlugin","n":1}"#),
+            (
+                json!({"role":"bashExecution","command":"ls -la","output":"a\nb","exitCode":0}),
+                "$ ls -la\na\nb",
+            ),
+            (
+                json!({"role":"custom","customType":"t","content":"remember this","display":true}),
+                "remember this",
+            ),
+            (
+                json!({"role":"branchSummary","summary":"went left","fromId":"e2"}),
+                "went left",
+            ),
+            (
+                json!({"role":"compactionSummary","summary":"earlier work","tokensBefore":9}),
+                "earlier work",
+            ),
+            (
+                json!({"role":"myPlugin","content":[{"type":"text","text":"plugin says"}]}),
+                "plugin says",
+            ),
+            (
+                json!({"role":"myPlugin","n":1}),
+                r#"{"role":"myPlugin","n":1}"#,
+            ),
         ];
         for (msg, text) in cases {
             let m = map_message(&msg, None).unwrap();

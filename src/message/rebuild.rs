@@ -173,12 +173,16 @@ fn legacy(m: &StoredMessage) -> Value {
         if let Some(id) = call_id {
             out.insert("toolCallId".into(), json!(id));
         }
-        let name = m.parts.iter().find_map(|p| p.tool_name.clone()).or_else(|| {
-            first_meta
-                .get("toolName")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
+        let name = m
+            .parts
+            .iter()
+            .find_map(|p| p.tool_name.clone())
+            .or_else(|| {
+                first_meta
+                    .get("toolName")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
         if let Some(name) = name {
             out.insert("toolName".into(), json!(name));
         }

@@ -112,7 +112,9 @@ struct Head {
     message: Option<serde::de::IgnoredAny>,
 }
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
+fn present<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<String>>, D::Error> {
     Ok(Some(Option::<String>::deserialize(d)?))
 }
 
@@ -144,7 +146,9 @@ impl Head {
     }
 }
 
-/// The message entries from the newest entry back to the root, in order.
+/// The message entries from the newest entry back to the root, in order. An entry
+/// without a `parentId` key, or whose parent is not in the transcript, follows the
+/// entry before it.
 fn leaf_path(nodes: &[Node]) -> Scan {
     let by_id: HashMap<&str, usize> = nodes
         .iter()
@@ -161,7 +165,9 @@ fn leaf_path(nodes: &[Node]) -> Scan {
         on_path.push(i);
         at = match &nodes[i].parent {
             Parent::Root => None,
-            Parent::Id(p) => by_id.get(p.as_str()).copied(),
+            // A parent that is not in the transcript (rows of a projection that
+            // leaves out non-message entries): the entry before it.
+            Parent::Id(p) => by_id.get(p.as_str()).copied().or(i.checked_sub(1)),
             Parent::Previous => i.checked_sub(1),
         };
     }
@@ -390,6 +396,17 @@ mod tests {
     }
 
     #[test]
+    fn a_parent_left_out_of_the_rows_falls_back_to_the_previous_row() {
+        let s = rows(vec![
+            json!({"id":"a","parentId":null,"message":{"role":"user","content":"1"}}),
+            json!({"id":"c","parentId":"b-not-here","message":{"role":"assistant","content":"2"}}),
+        ])
+        .scan()
+        .unwrap();
+        assert_eq!(s.path.len(), 2);
+    }
+
+    #[test]
     fn rows_without_parent_ids_are_linear() {
         let s = rows(vec![
             json!({"entryId":"x","message":{"role":"user","content":"1"}}),
@@ -402,16 +419,28 @@ mod tests {
 
     #[test]
     fn the_plan_anchors_on_ids_then_content() {
-        let key = |id: Option<&str>, t: &str| (id.map(str::to_owned), ("user".to_owned(), t.to_owned()));
-        let path = vec![key(Some("1"), "a"), key(Some("2"), "b"), key(Some("3"), "c"), key(Some("4"), "d")];
+        let key =
+            |id: Option<&str>, t: &str| (id.map(str::to_owned), ("user".to_owned(), t.to_owned()));
+        let path = vec![
+            key(Some("1"), "a"),
+            key(Some("2"), "b"),
+            key(Some("3"), "c"),
+            key(Some("4"), "d"),
+        ];
         let ids: std::collections::HashSet<String> = ["1".to_owned(), "2".to_owned()].into();
         let after = |_: &str| vec![("user".to_owned(), "c".to_owned())];
         assert_eq!(plan_missing(&path, &ids, &after, None), Plan::From(3));
         let none = std::collections::HashSet::new();
         let row = ("user".to_owned(), "b".to_owned());
-        assert_eq!(plan_missing(&path, &none, &|_| vec![], Some(&row)), Plan::From(2));
+        assert_eq!(
+            plan_missing(&path, &none, &|_| vec![], Some(&row)),
+            Plan::From(2)
+        );
         let other = ("user".to_owned(), "zzz".to_owned());
-        assert_eq!(plan_missing(&path, &none, &|_| vec![], Some(&other)), Plan::NoAnchor);
+        assert_eq!(
+            plan_missing(&path, &none, &|_| vec![], Some(&other)),
+            Plan::NoAnchor
+        );
         assert_eq!(plan_missing(&path, &none, &|_| vec![], None), Plan::From(0));
     }
 }

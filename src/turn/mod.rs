@@ -70,7 +70,9 @@ pub struct TurnPlan {
 /// Validates a turn and computes its hash and entry ids.
 pub fn plan(p: &CommitTurnParams) -> Result<TurnPlan> {
     if p.advancement_key.trim().is_empty() {
-        return Err(LcmError::invalid("advancementKey must be a non-empty string"));
+        return Err(LcmError::invalid(
+            "advancementKey must be a non-empty string",
+        ));
     }
     if p.session_id.trim().is_empty() {
         return Err(LcmError::invalid("sessionId must be a non-empty string"));
@@ -221,25 +223,42 @@ mod tests {
 
     #[test]
     fn hash_ignores_key_order_and_host_only_keys() {
-        let a = params(json!({"sessionId":"s","advancementKey":"k","messages":[{"role":"user","content":"x"}]}));
-        let b = params(json!({"messages":[{"content":"x","role":"user"}],"advancementKey":"k","sessionId":"s","runtimeContext":{"x":1}}));
+        let a = params(
+            json!({"sessionId":"s","advancementKey":"k","messages":[{"role":"user","content":"x"}]}),
+        );
+        let b = params(
+            json!({"messages":[{"content":"x","role":"user"}],"advancementKey":"k","sessionId":"s","runtimeContext":{"x":1}}),
+        );
         assert_eq!(payload_hash(&a), payload_hash(&b));
-        let c = params(json!({"sessionId":"s","advancementKey":"k","messages":[{"role":"user","content":"y"}]}));
+        let c = params(
+            json!({"sessionId":"s","advancementKey":"k","messages":[{"role":"user","content":"y"}]}),
+        );
         assert_ne!(payload_hash(&a), payload_hash(&c));
         assert_eq!(payload_hash(&a).len(), 64);
     }
 
     #[test]
     fn anchors_give_entry_ids_and_are_checked() {
-        let p = params(json!({"sessionId":"s","advancementKey":"t1","messages":[{"role":"user","content":"q"},{"role":"assistant","content":[]}],
-            "admission":{"entryId":"e1","activeMessagePosition":4,"logicalTurnId":"t1"},"terminal":{"entryId":"e2","activeMessagePosition":5}}));
+        let p = params(
+            json!({"sessionId":"s","advancementKey":"t1","messages":[{"role":"user","content":"q"},{"role":"assistant","content":[]}],
+            "admission":{"entryId":"e1","activeMessagePosition":4,"logicalTurnId":"t1"},"terminal":{"entryId":"e2","activeMessagePosition":5}}),
+        );
         let plan = plan(&p).unwrap();
-        assert_eq!(plan.entry_ids, [Some("e1".to_owned()), Some("e2".to_owned())]);
+        assert_eq!(
+            plan.entry_ids,
+            [Some("e1".to_owned()), Some("e2".to_owned())]
+        );
         let mut bad = p.clone();
         bad.messages.pop();
-        assert!(super::plan(&bad).unwrap_err().message.contains("positions 4..=5"));
+        assert!(super::plan(&bad)
+            .unwrap_err()
+            .message
+            .contains("positions 4..=5"));
         let mut other = p;
         other.advancement_key = "t2".into();
-        assert!(super::plan(&other).unwrap_err().message.contains("logicalTurnId"));
+        assert!(super::plan(&other)
+            .unwrap_err()
+            .message
+            .contains("logicalTurnId"));
     }
 }
