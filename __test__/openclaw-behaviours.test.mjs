@@ -317,6 +317,16 @@ describe('assemble', () => {
     await e.dispose()
   })
 
+  it("live messages returned for a session the store does not know are bounded by the budget too", async () => {
+    const e = await openEngine()
+    const live = conversation(30, 100)
+    const r = await e.assemble({ sessionId: 'unknown', sessionKey: 'agent:main:unknown', messages: live, tokenBudget: 1500 })
+    expect(r.estimatedTokens).toBeLessThanOrEqual(1500)
+    expect(r.messages.length).toBeLessThan(live.length)
+    expect(r.messages.at(-1)).toEqual(live.at(-1))
+    await e.dispose()
+  })
+
   it('the live fallback never starts on a tool result whose call was cut off', () => {
     const live = [
       { role: 'user', content: filler(400) },

@@ -144,7 +144,6 @@ export class LcmContextEngine {
     try {
       const engine = await this.handle.use()
       const r = await engine.assemble({ sessionId: params.sessionId, sessionKey: params.sessionKey, tokenBudget: budget, messages: live })
-      if (r.stats?.liveFallback && r.estimatedTokens > budget) return boundLiveMessages(live, budget)
       const out = { messages: r.messages, estimatedTokens: r.estimatedTokens }
       if (r.systemPromptAddition) out.systemPromptAddition = r.systemPromptAddition
       return out
