@@ -109,6 +109,15 @@ describe('lcm-native/openclaw through a fake OpenClaw api', () => {
     `], { cwd: root, encoding: 'utf8' })
     expect(JSON.parse(out)).toEqual(['function', 'function', 'lcm-native', 'function', 'lcm-native'])
   })
+
+  it('a fresh install carries the module, its types and the plugin manifest (package files)', () => {
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+    const [packed] = JSON.parse(execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }))
+    const files = packed.files.map((f) => f.path)
+    for (const f of ['openclaw/index.mjs', 'openclaw/index.d.mts', 'openclaw/engine.mjs', 'openclaw/shared.mjs', 'openclaw/tools.mjs', 'openclaw.plugin.json', 'index.js', 'index.d.ts']) {
+      expect(files).toContain(f)
+    }
+  })
 })
 
 function compactedSummaryId(result) {
