@@ -327,6 +327,18 @@ describe('assemble', () => {
     await e.dispose()
   })
 
+  it('a completed trailing assistant reply is kept: the host sends the current turn separately (prefill tail)', async () => {
+    const e = await openEngine()
+    const live = [{ role: 'user', content: 'first turn' }, { role: 'assistant', content: 'first reply' }]
+    const r = await e.assemble({ sessionId: 'fresh', sessionKey: 'agent:main:fresh', messages: live, tokenBudget: 1000 })
+    expect(r.messages).toEqual(live)
+    await e.ingestBatch({ sessionId: 'fresh', sessionKey: 'agent:main:fresh', messages: live })
+    const stored = await e.assemble({ sessionId: 'fresh', sessionKey: 'agent:main:fresh', messages: live, tokenBudget: 1000 })
+    expect(stored.messages.at(-1).role).toBe('assistant')
+    expect(JSON.stringify(stored.messages.at(-1).content)).toContain('first reply')
+    await e.dispose()
+  })
+
   it('the live fallback never starts on a tool result whose call was cut off', () => {
     const live = [
       { role: 'user', content: filler(400) },
