@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { LcmEngine, root, tempDir, workload, rejectsWithCode } from './helpers.mjs'
 import { writeDb, query } from './sqlfile.mjs'
+import { writeSession } from './fixtures/session-jsonl.mjs'
 
 const open = (opts = {}) => LcmEngine.open({ dbPath: ':memory:', ...opts })
 const user = (text, extra = {}) => ({ role: 'user', content: text, ...extra })
@@ -232,32 +233,6 @@ describe('commitTurn', () => {
     await again.close()
   }, 60000)
 })
-
-/** Writes a pi/OpenClaw session JSONL from messages: header, model changes, a branch. */
-function writeSession(path, messages, { branchAt = -1 } = {}) {
-  const lines = [{ type: 'session', version: 3, id: 'sess-1', timestamp: '2026-02-17T07:00:00.000Z', cwd: '/w' }]
-  let parent = null
-  let n = 0
-  const push = (e) => {
-    lines.push({ ...e, id: e.id ?? `e${n++}`, parentId: parent, timestamp: '2026-02-17T07:00:00.000Z' })
-    parent = lines[lines.length - 1].id
-  }
-  push({ type: 'model_change', provider: 'anthropic', modelId: 'claude' })
-  messages.forEach((m, i) => {
-    if (i === branchAt) {
-      // An abandoned branch: two messages off the current parent, then back.
-      const fork = parent
-      push({ type: 'message', message: { role: 'user', content: 'abandoned question' } })
-      push({ type: 'message', message: { role: 'assistant', content: [{ type: 'text', text: 'abandoned answer' }] } })
-      parent = fork
-      push({ type: 'branch_summary', fromId: 'x', summary: 'left the branch' })
-    }
-    if (i % 7 === 3) push({ type: 'custom', customType: 'state', data: { i } })
-    push({ type: 'message', message: m })
-  })
-  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n')
-  return lines
-}
 
 describe('bootstrap', () => {
   it('imports a new conversation from a branched JSONL, then is idempotent', async () => {

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{map_batch, parse_params, Engine, IngestBatchParams};
+use super::Engine;
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
+use crate::ingest::{map_batch, IngestBatchParams};
 use crate::message::ingest;
 use crate::store::conversations::{self, SessionRef};
 use crate::store::messages::{self, Appender};
@@ -40,15 +41,19 @@ impl Engine {
         })
     }
 
-    /// Like [`Engine::bootstrap`], from the JSON text of the parameters.
-    pub fn bootstrap_json(
+    /// Like [`Engine::bootstrap`], with the parameters made by `make` on the writer
+    /// thread.
+    pub fn bootstrap_with<F>(
         &self,
-        json: String,
-    ) -> impl Future<Output = Result<BootstrapResult>> + Send + 'static {
+        make: F,
+    ) -> impl Future<Output = Result<BootstrapResult>> + Send + 'static
+    where
+        F: FnOnce() -> Result<BootstrapParams> + Send + 'static,
+    {
         let opts = self.opts.clone();
         let large = crate::largefiles::intercept::Settings::from_options(&opts);
         self.store.write(move |conn| {
-            let p: BootstrapParams = parse_params("bootstrap", &json)?;
+            let p = make()?;
             let mut ctx = Import {
                 opts: &opts,
                 large: &large,

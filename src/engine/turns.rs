@@ -3,9 +3,10 @@
 
 use std::future::Future;
 
-use super::{parse_params, prepare_batch, Engine, IngestBatchParams};
+use super::Engine;
 use crate::config::EngineOptions;
 use crate::error::Result;
+use crate::ingest::{prepare_batch, IngestBatchParams};
 use crate::store::conversations::{self, SessionRef};
 use crate::store::messages;
 use crate::store::turns::{self, Receipt};
@@ -23,17 +24,18 @@ impl Engine {
             .write(move |conn| commit_on_writer(conn, p, &opts))
     }
 
-    /// Like [`Engine::commit_turn`], from the JSON text of the parameters (parsed on
-    /// the writer thread, in call order).
-    pub fn commit_turn_json(
+    /// Like [`Engine::commit_turn`], with the parameters made by `make` on the
+    /// writer thread (the binding parses the JSON text there, keeping call order).
+    pub fn commit_turn_with<F>(
         &self,
-        json: String,
-    ) -> impl Future<Output = Result<CommitTurnResult>> + Send + 'static {
+        make: F,
+    ) -> impl Future<Output = Result<CommitTurnResult>> + Send + 'static
+    where
+        F: FnOnce() -> Result<CommitTurnParams> + Send + 'static,
+    {
         let opts = self.opts.clone();
-        self.store.write(move |conn| {
-            let p: CommitTurnParams = parse_params("commitTurn", &json)?;
-            commit_on_writer(conn, p, &opts)
-        })
+        self.store
+            .write(move |conn| commit_on_writer(conn, make()?, &opts))
     }
 }
 

@@ -315,6 +315,59 @@ fn for_each_line(path: &PathBuf, f: &mut dyn FnMut(u64, &str) -> Result<bool>) -
     }
 }
 
+/// What a transcript holds, for a dry run: messages on the leaf path by runtime
+/// role, their tokens (as ingest counts them), and what is skipped.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Survey {
+    /// Messages on the leaf path.
+    pub messages: usize,
+    /// Messages per runtime role.
+    pub roles: std::collections::BTreeMap<String, usize>,
+    /// Their estimated tokens.
+    pub tokens: i64,
+    /// Entries not imported.
+    pub skipped_entries: usize,
+    /// Messages ingest would refuse (no role, not an object).
+    pub invalid_messages: usize,
+}
+
+impl Source {
+    /// Reads the leaf path's messages once and counts them (streaming).
+    pub fn survey(&self) -> Result<Survey> {
+        let scan = self.scan()?;
+        let all: Vec<&PathEntry> = scan.path.iter().collect();
+        let mut s = Survey {
+            skipped_entries: scan.skipped,
+            ..Survey::default()
+        };
+        self.read_messages(&all, &mut |_, message| {
+            s.messages += 1;
+            let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+            *s.roles.entry(role.to_owned()).or_default() += 1;
+            match crate::message::ingest::map_message(&message, None) {
+                Ok(m) => s.tokens += m.token_count,
+                Err(_) => s.invalid_messages += 1,
+            }
+            Ok(())
+        })?;
+        Ok(s)
+    }
+}
+
+/// The session id in a JSONL file's header line (`{"type":"session","id":…}`).
+pub fn header_session_id(path: &std::path::Path) -> Result<Option<String>> {
+    let mut id = None;
+    for_each_line(&path.to_path_buf(), &mut |_, line| {
+        let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        if v.get("type").and_then(Value::as_str) == Some("session") {
+            id = v.get("id").and_then(Value::as_str).map(str::to_owned);
+        }
+        Ok(false)
+    })?;
+    Ok(id)
+}
+
 /// The content key of a message for reconciling rows without entry ids: sha256 of
 /// its DB role and plain text (so the path's keys stay small whatever the file size).
 pub fn content_key(role: &str, text: &str) -> [u8; 32] {
