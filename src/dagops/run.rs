@@ -1,7 +1,6 @@
 //! `dissolve` and `transplant` over a store: dry runs on a read connection, writes
 //! as one transaction on the writer.
 
-
 use super::dissolve::{self, DissolveParams, DissolvePlan};
 use super::transplant::{self, TransplantParams, TransplantPlan};
 use crate::error::Result;
