@@ -440,8 +440,10 @@ export interface CompactionPass {
 export interface CompactParams extends HostPassThrough {
   sessionId: string
   sessionKey?: string
-  tokenBudget: number
-  /** Default 'sweep'. */
+  /** The model's context budget; without it the host's `runtimeContext.tokenBudget`, else
+   *  `runtimeSettings.limits.promptTokenBudget` (neither: LCM_INVALID_INPUT). */
+  tokenBudget?: number
+  /** Default 'sweep', or 'untilUnder' when the host asks for `compactionTarget: 'budget'`. */
   mode?: CompactMode
   /** Compact even when under the threshold. */
   force?: boolean
@@ -490,7 +492,8 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
   messages: M[]
   prePromptMessageCount: number
-  tokenBudget: number
+  /** Without it, the host's stated budget (as for `compact`). */
+  tokenBudget?: number
   currentTokenCount?: number
   /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
   entryIds?: Array<string | null>

@@ -106,6 +106,20 @@ describe('tolerant params', () => {
     await e.close()
   })
 
+  it('compact and afterTurn take the host budget and compactionTarget', async () => {
+    const e = await open({ freshTailCount: 2, leafChunkTokens: 400 })
+    await e.ingestBatch({ sessionId: 's', messages: Array.from({ length: 30 }, (_, i) => user(`m${i} ${'y '.repeat(200)}`)) })
+    const c = await e.compact({ sessionId: 's', sessionKey: 's', runtimeContext: { tokenBudget: 1500 }, compactionTarget: 'budget', force: true })
+    expect(c).toMatchObject({ mode: 'untilUnder', targetTokens: 1500 })
+    expect(c.compacted).toBe(true)
+    expect(c.tokensAfter).toBeLessThan(c.tokensBefore)
+    const t = await e.afterTurn({ sessionId: 's', messages: [user('next')], prePromptMessageCount: 0, runtimeSettings: { limits: { promptTokenBudget: 100000 } } })
+    expect(t.compaction.reason).toBe('below threshold')
+    const err = await rejectsWithCode(e.compact({ sessionId: 's' }), 'LCM_INVALID_INPUT')
+    expect(err.message).toMatch(/tokenBudget/)
+    await e.close()
+  })
+
   it('abortSignal (the host name) stops a compaction like signal does', async () => {
     const e = await open()
     await e.ingestBatch({ sessionId: 's', messages: Array.from({ length: 30 }, (_, i) => user(`m${i} ${'y '.repeat(200)}`)) })

@@ -85,8 +85,18 @@ impl Import<'_> {
             session_id: p.session_id.clone(),
             session_key: p.session_key.clone(),
         };
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let existing = conversations::find(&tx, &session)?.map(|c| c.conversation_id);
+        crate::store::tx::write_tx(conn, |tx| self.reconcile(tx, &source, &scan, &session))
+    }
+
+    /// Plans and imports inside the one write transaction.
+    fn reconcile(
+        &self,
+        tx: &rusqlite::Connection,
+        source: &Source,
+        scan: &Scan,
+        session: &SessionRef,
+    ) -> Result<BootstrapResult> {
+        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
         let result =
             |imported: usize, reason: &'static str, conversation_id: Option<i64>| BootstrapResult {
                 bootstrapped: imported > 0,
@@ -101,11 +111,11 @@ impl Import<'_> {
         }
         let (conversation_id, start, reason) = match existing {
             None => (
-                conversations::find_or_create(&tx, &session)?,
+                conversations::find_or_create(tx, session)?,
                 0,
                 transcript::REASON_IMPORTED,
             ),
-            Some(id) => match self.plan(&tx, id, &source, &scan)? {
+            Some(id) => match self.plan(tx, id, source, scan)? {
                 Plan::From(i) if i >= scan.path.len() => {
                     return Ok(result(0, transcript::REASON_UP_TO_DATE, Some(id)))
                 }
@@ -113,13 +123,12 @@ impl Import<'_> {
                 Plan::NoAnchor => return Ok(result(0, transcript::REASON_NO_ANCHOR, Some(id))),
             },
         };
-        let stored = messages::entry_ids(&tx, conversation_id)?;
+        let stored = messages::entry_ids(tx, conversation_id)?;
         let missing: Vec<&PathEntry> = scan.path[start..]
             .iter()
             .filter(|e| !e.entry_id.as_ref().is_some_and(|id| stored.contains(id)))
             .collect();
-        let imported = self.import(&tx, conversation_id, &source, &missing)?;
-        tx.commit()?;
+        let imported = self.import(tx, conversation_id, source, &missing)?;
         let reason = if imported == 0 {
             transcript::REASON_UP_TO_DATE
         } else {

@@ -66,37 +66,37 @@ fn commit_on_writer(
     } else {
         Vec::new()
     };
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    if let Some(r) = turns::find(&tx, &p.advancement_key)? {
-        return turn::replay(&r, &plan.payload_hash);
-    }
-    let conversation_id = if stores {
-        Some(conversations::find_or_create(&tx, &session)?)
-    } else {
-        conversations::find(&tx, &session)?.map(|c| c.conversation_id)
-    };
-    let ingested = match conversation_id {
-        Some(id) if stores => messages::insert_batch_in(&tx, id, &mapped)?
-            .iter()
-            .filter(|m| m.ingested)
-            .count(),
-        _ => 0,
-    };
-    turns::insert(
-        &tx,
-        &Receipt {
-            advancement_key: p.advancement_key,
+    crate::store::tx::write_tx(conn, move |tx| {
+        if let Some(r) = turns::find(tx, &p.advancement_key)? {
+            return turn::replay(&r, &plan.payload_hash);
+        }
+        let conversation_id = if stores {
+            Some(conversations::find_or_create(tx, &session)?)
+        } else {
+            conversations::find(tx, &session)?.map(|c| c.conversation_id)
+        };
+        let ingested = match conversation_id {
+            Some(id) if stores => messages::insert_batch_in(tx, id, &mapped)?
+                .iter()
+                .filter(|m| m.ingested)
+                .count(),
+            _ => 0,
+        };
+        turns::insert(
+            tx,
+            &Receipt {
+                advancement_key: p.advancement_key,
+                conversation_id,
+                session_id: p.session_id,
+                payload_hash: plan.payload_hash,
+                message_count,
+                ingested_count: ingested as i64,
+            },
+        )?;
+        Ok(CommitTurnResult {
+            status: "committed",
             conversation_id,
-            session_id: p.session_id,
-            payload_hash: plan.payload_hash,
-            message_count,
-            ingested_count: ingested as i64,
-        },
-    )?;
-    tx.commit()?;
-    Ok(CommitTurnResult {
-        status: "committed",
-        conversation_id,
-        ingested_count: ingested,
+            ingested_count: ingested,
+        })
     })
 }

@@ -8,6 +8,7 @@
 //!   while the writer writes). In-memory databases route reads to the writer.
 //! - Nothing here ever runs on the JavaScript thread.
 
+pub mod context;
 pub mod conversations;
 pub mod copy;
 pub mod dag;
@@ -17,6 +18,7 @@ pub mod fts_lag;
 pub mod graph;
 pub mod inspect;
 pub mod integrity;
+pub mod largefiles;
 pub mod links;
 pub mod messages;
 pub mod migrate;
