@@ -171,8 +171,8 @@ export class LcmContextEngine {
         sessionId: params.sessionId,
         sessionKey: params.sessionKey,
         tokenBudget: budget,
-        mode: target === 'threshold' ? 'sweep' : 'untilUnder',
-        ...(target === 'budget' ? { targetTokens: budget } : {}),
+        // The core maps the target: "budget" sweeps until under the budget, "threshold" sweeps once.
+        compactionTarget: target,
         force: params.force === true,
         ...(positive(params.currentTokenCount) ? { currentTokenCount: positive(params.currentTokenCount) } : {}),
         ...(typeof params.customInstructions === 'string' && params.customInstructions ? { customInstructions: params.customInstructions } : {}),
