@@ -159,26 +159,60 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The stored path of a row, checked to resolve (symlinks included) inside `root`.
+/// Where a row's file is now, checked to resolve (symlinks included) inside
+/// `root`: the stored path when it lies inside `root`; otherwise the same file
+/// found by its id under `root` (`<root>/<conversation_id>/<file_id>.<ext>`), which
+/// is where it is after the database and its `lcm-files` were copied or moved
+/// together. Nothing outside `root` is ever read. `LCM_NOT_FOUND` when the file is
+/// in neither place.
 pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
-    let outside = || {
-        LcmError::new(
-            ErrorCode::Io,
-            format!(
-                "large file {} is stored at {} which is not inside largeFilesDir {}",
-                rec.file_id,
-                rec.storage_uri,
-                root.display()
-            ),
-        )
+    let root = match fs::canonicalize(root) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => root.to_path_buf(),
+        Err(e) => return Err(io_error("open largeFilesDir", root, e)),
     };
-    let root = fs::canonicalize(root).map_err(|e| io_error("open largeFilesDir", root, e))?;
-    let target = Path::new(&rec.storage_uri);
-    let target = fs::canonicalize(target).map_err(|e| io_error("open large file", target, e))?;
-    if !target.starts_with(&root) {
-        return Err(outside());
+    let stored = fs::canonicalize(&rec.storage_uri)
+        .ok()
+        .filter(|t| t.starts_with(&root));
+    if let Some(t) = stored.or_else(|| relocated(rec, &root)) {
+        return Ok(t);
     }
-    Ok(target)
+    let inside = Path::new(&rec.storage_uri).starts_with(&root);
+    Err(LcmError::not_found(format!(
+        "large file {} is missing: it was stored at {}{}, and no {}.* is under {} (copy the database's lcm-files directory into largeFilesDir, or pass expandFiles: false for the stored form)",
+        rec.file_id,
+        rec.storage_uri,
+        if inside { "" } else { " (outside largeFilesDir)" },
+        rec.file_id,
+        root.join(rec.conversation_id.to_string()).display(),
+    )))
+}
+
+/// The row's file looked up by id under `root` (already canonical): the stored
+/// extension first, else any `<file_id>.<ext>` in the conversation's directory.
+fn relocated(rec: &LargeFileRecord, root: &Path) -> Option<PathBuf> {
+    let inside = |p: PathBuf| fs::canonicalize(p).ok().filter(|t| t.starts_with(root));
+    let stored_ext = Path::new(&rec.storage_uri)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    if let Some(t) = file_path(root, rec.conversation_id, &rec.file_id, stored_ext)
+        .ok()
+        .and_then(inside)
+    {
+        return Some(t);
+    }
+    let dir = root.join(rec.conversation_id.max(0).to_string());
+    let prefix = format!("{}.", rec.file_id);
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let ext = name.strip_prefix(&prefix)?;
+            file_path(root, rec.conversation_id, &rec.file_id, ext).ok()
+        })
+        .find_map(inside)
 }
 
 /// The whole content of a stored file.

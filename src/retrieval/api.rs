@@ -716,7 +716,7 @@ impl Engine {
                 if o.expand_files && out.iter().any(message_has_reference) {
                     let mut r = Restorer::load(c, conversation_id, root)?;
                     for m in out.iter_mut().filter(|m| message_has_reference(m)) {
-                        r.restore(m)?;
+                        r.restore(m);
                     }
                 }
                 Ok(out)
