@@ -59,8 +59,6 @@ pub fn sink(f: LogFn) -> LogSink {
             return;
         };
         // The hook's own exception arrives here as `Err` and is dropped.
-        let _ = f.call_with_return_value(v, ThreadsafeFunctionCallMode::NonBlocking, |_, _| {
-            Ok(())
-        });
+        let _ = f.call_with_return_value(v, ThreadsafeFunctionCallMode::NonBlocking, |_, _| Ok(()));
     })
 }

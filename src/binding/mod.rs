@@ -92,7 +92,10 @@ impl LcmEngine {
     /// (`'write'` or `'read'`) panics as a bug would, to show that a panic is
     /// contained (`LCM_INTERNAL` naming the operation, reported to `onLog`) and the
     /// engine keeps serving.
-    #[napi(js_name = "_debugPanicNextJob", ts_args_type = "kind: 'write' | 'read'")]
+    #[napi(
+        js_name = "_debugPanicNextJob",
+        ts_args_type = "kind: 'write' | 'read'"
+    )]
     pub fn debug_panic_next_job(&self, env: &Env, kind: String) -> Result<()> {
         let kind = match kind.as_str() {
             "write" => crate::store::JobKind::Write,

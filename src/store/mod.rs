@@ -581,12 +581,11 @@ mod tests {
             .unwrap();
         store.flush_fts().await.unwrap();
         assert_eq!(count().await.unwrap(), 1);
-        let logged = logged.lock().unwrap();
-        assert_eq!(logged.len(), 4);
-        assert!(logged
+        let records = logged.lock().unwrap().clone();
+        assert_eq!(records.len(), 4);
+        assert!(records
             .iter()
             .all(|r| r.code == "LCM_INTERNAL" && r.message.contains("panic")));
-        drop(logged);
         store.close().await.unwrap();
     }
 
