@@ -205,3 +205,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod props;

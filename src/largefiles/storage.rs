@@ -368,10 +368,21 @@ mod tests {
         assert_eq!((s.content.as_str(), s.truncated), ("l1\nl", true));
         let s = read_slice(&rec, dir.path(), Some(4), Some(9), 1000).unwrap();
         assert_eq!((s.content.as_str(), s.truncated), ("l4", true));
+        // Another largeFilesDir: the stored path is outside it, so it is not read.
         let other = tempfile::tempdir().unwrap();
+        let e = read_all(&rec, other.path()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotFound);
+        assert!(e.message.contains("outside largeFilesDir"), "{}", e.message);
+        // The same file copied there (a moved database) is found by its id.
+        let moved = file_path(other.path(), 1, "file_0123456789abcdef", "txt").unwrap();
+        write_atomic(&moved, b"moved\n").unwrap();
+        assert_eq!(read_all(&rec, other.path()).unwrap(), "moved\n");
         assert_eq!(
-            read_all(&rec, other.path()).unwrap_err().code,
-            ErrorCode::Io
+            checked_path(&rec, other.path()).unwrap(),
+            fs::canonicalize(&moved).unwrap()
         );
+        // Found under another extension too (a row whose stored name differs).
+        fs::rename(&moved, moved.with_extension("sql")).unwrap();
+        assert_eq!(read_all(&rec, other.path()).unwrap(), "moved\n");
     }
 }
