@@ -143,9 +143,11 @@ describe('a moved database keeps working', () => {
     expect(back[1].lcmMissingFiles).toEqual([back[1].content.match(/file_[0-9a-f]{16}/)[0]])
     // The original directory still holds the file, but nothing outside largeFilesDir is read.
     expect(existsSync(join(dir, 'lcm-files'))).toBe(true)
-    const d = await e.describe(back[1].lcmMissingFiles[0], { includeContent: true })
+    const d = await e.describe(back[1].lcmMissingFiles[0], { expandFile: true })
     expect(d.file.content).toBeUndefined()
     expect(d.file.contentError).toMatch(/is missing/)
+    const whole = await rejectsWithCode(e.describe(back[1].lcmMissingFiles[0], { includeContent: true }), 'LCM_NOT_FOUND')
+    expect(whole.message).toMatch(/outside largeFilesDir/)
     await e.close()
     expect(readdirSync(moved)).not.toContain('lcm-files')
   })
