@@ -128,6 +128,15 @@ describe('a moved database keeps working', () => {
     const fileId = JSON.stringify(await e.getMessages(conv, { expandFiles: false })).match(/file_[0-9a-f]{16}/)[0]
     const d = await e.describe(fileId, { includeContent: true })
     expect(d.file.content).toContain('INSERT INTO t')
+    // The doctor reports the stale stored path and, asked to, records the new one.
+    const report = await e.doctor({ conversationId: conv })
+    expect(report.violations.map((v) => [v.kind, v.repairable])).toEqual([['largeFileMoved', true]])
+    expect(report.violations[0].details.fileId).toBe(fileId)
+    const fixed = await e.doctor({ conversationId: conv, apply: true })
+    expect(fixed.repairs.map((r) => r.kind)).toEqual(['relocatedLargeFile'])
+    expect(fixed.ok).toBe(true)
+    expect((await e.describe(fileId)).file.storageUri.startsWith(join(moved, 'lcm-files'))).toBe(true)
+    expect((await e.getMessages(conv)).map((m) => JSON.stringify(m))).toEqual(msgs.map((m) => JSON.stringify(m)))
     await e.close()
   })
 
@@ -148,6 +157,9 @@ describe('a moved database keeps working', () => {
     expect(d.file.contentError).toMatch(/is missing/)
     const whole = await rejectsWithCode(e.describe(back[1].lcmMissingFiles[0], { includeContent: true }), 'LCM_NOT_FOUND')
     expect(whole.message).toMatch(/outside largeFilesDir/)
+    const report = await e.doctor({ conversationId: conv, apply: true })
+    expect(report.violations.map((v) => [v.kind, v.repairable])).toEqual([['largeFileMissing', false]])
+    expect(report.ok).toBe(false)
     await e.close()
     expect(readdirSync(moved)).not.toContain('lcm-files')
   })

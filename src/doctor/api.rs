@@ -2,8 +2,8 @@
 //! store's jobs (reads on read connections, writes and FTS5 commands on the writer).
 
 use super::{
-    check_conversation, check_fts, check_global, conversation_ids, repair_all,
-    require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Progress,
+    check_conversation, check_fts, check_global, conversation_ids, files, repair_all,
+    require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Kind, Progress,
     Repair, RepairKind, Resummarized, ResummaryStatus, StopError,
 };
 use crate::engine::Engine;
@@ -37,7 +37,7 @@ impl Engine {
                 remaining: None,
             });
         }
-        let mut repairs = Vec::new();
+        let mut repairs = self.doctor_relocate_files(&found, &ids).await?;
         if found.violations.iter().any(|v| v.repairable) {
             let (features, list, pr) = (self.store().features(), ids.clone(), progress.clone());
             repairs = self
@@ -118,11 +118,13 @@ impl Engine {
         );
         let mut broken = Vec::new();
         for (i, id) in ids.iter().copied().enumerate() {
-            let f = self
+            let root = self.large_files_dir();
+            let (f, files) = self
                 .store()
-                .read(move |c| check_conversation(c, id))
+                .read(move |c| Ok((check_conversation(c, id)?, files::check(c, id, &root)?)))
                 .await?;
             violations.extend(f.violations);
+            violations.extend(files);
             broken.extend(f.broken_summaries);
             tick(progress, "check", i + 1, ids.len());
         }
@@ -131,6 +133,30 @@ impl Engine {
             violations,
             broken_summaries: broken,
         })
+    }
+
+    fn large_files_dir(&self) -> std::path::PathBuf {
+        crate::largefiles::intercept::Settings::from_options(self.options()).dir
+    }
+
+    /// Points the rows of moved large files at their current paths (one write).
+    async fn doctor_relocate_files(&self, found: &Findings, ids: &[i64]) -> Result<Vec<Repair>> {
+        if !found
+            .violations
+            .iter()
+            .any(|v| v.kind == Kind::LargeFileMoved)
+        {
+            return Ok(Vec::new());
+        }
+        let (root, list) = (self.large_files_dir(), ids.to_vec());
+        self.store()
+            .write(move |c| {
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let done = files::relocate(&tx, &list, &root)?;
+                tx.commit()?;
+                Ok(done)
+            })
+            .await
     }
 
     /// Summarizes each broken summary again, bottom-up, each in its own transaction;

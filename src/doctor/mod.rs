@@ -13,6 +13,7 @@
 
 mod api;
 pub mod check;
+pub mod files;
 pub mod fts;
 pub mod global;
 pub mod graph;

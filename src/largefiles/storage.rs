@@ -91,6 +91,25 @@ pub fn restorable_in(conn: &Connection, conversation_id: i64) -> Result<Vec<Larg
     Ok(rows)
 }
 
+/// Every row of a conversation.
+pub fn all_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM large_files WHERE conversation_id = ?1 ORDER BY file_id"
+    ))?;
+    let rows = stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Points a row at its file's current path (doctor's relocation repair).
+pub fn set_storage_uri(conn: &Connection, file_id: &str, storage_uri: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("UPDATE large_files SET storage_uri = ?2 WHERE file_id = ?1")?
+        .execute(params![file_id, storage_uri])?
+        > 0)
+}
+
 /// Inserts a row unless one with the same id exists (replays reuse their file).
 pub fn insert(conn: &Connection, rec: &LargeFileRecord) -> Result<()> {
     let source = rec.source.as_ref().map(serde_json::to_string).transpose()?;
@@ -159,23 +178,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Where a row's file was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// At its stored path, inside `largeFilesDir`.
+    Stored(PathBuf),
+    /// Not at its stored path (which points elsewhere: a moved or copied database)
+    /// but under `largeFilesDir` by its id.
+    Moved(PathBuf),
+}
+
+impl Location {
+    /// The canonical path of the file.
+    pub fn path(&self) -> &Path {
+        match self {
+            Location::Stored(p) | Location::Moved(p) => p,
+        }
+    }
+}
+
 /// Where a row's file is now, checked to resolve (symlinks included) inside
 /// `root`: the stored path when it lies inside `root`; otherwise the same file
 /// found by its id under `root` (`<root>/<conversation_id>/<file_id>.<ext>`), which
 /// is where it is after the database and its `lcm-files` were copied or moved
 /// together. Nothing outside `root` is ever read. `LCM_NOT_FOUND` when the file is
 /// in neither place.
-pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
+pub fn locate(rec: &LargeFileRecord, root: &Path) -> Result<Location> {
     let root = match fs::canonicalize(root) {
         Ok(r) => r,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => root.to_path_buf(),
         Err(e) => return Err(io_error("open largeFilesDir", root, e)),
     };
-    let stored = fs::canonicalize(&rec.storage_uri)
+    if let Some(t) = fs::canonicalize(&rec.storage_uri)
         .ok()
-        .filter(|t| t.starts_with(&root));
-    if let Some(t) = stored.or_else(|| relocated(rec, &root)) {
-        return Ok(t);
+        .filter(|t| t.starts_with(&root))
+    {
+        return Ok(Location::Stored(t));
+    }
+    if let Some(t) = relocated(rec, &root) {
+        return Ok(Location::Moved(t));
     }
     let inside = Path::new(&rec.storage_uri).starts_with(&root);
     Err(LcmError::not_found(format!(
@@ -186,6 +227,11 @@ pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
         rec.file_id,
         root.join(rec.conversation_id.to_string()).display(),
     )))
+}
+
+/// The path to read a row's file from (see [`locate`]).
+pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
+    locate(rec, root).map(|l| l.path().to_path_buf())
 }
 
 /// The row's file looked up by id under `root` (already canonical): the stored
