@@ -876,6 +876,7 @@ export type ViolationKind =
   | 'sqliteIntegrity' | 'ordinalGap' | 'contextDangling' | 'contextForeign' | 'linkDangling' | 'linkForeign'
   | 'cycle' | 'reachedTwice' | 'summarySources' | 'uncoveredMessages' | 'coveredTwice' | 'metadata'
   | 'ftsMissing' | 'ftsExtra' | 'ftsOutdated' | 'ftsDuplicate' | 'ftsIndex'
+  | 'largeFileMoved' | 'largeFileMissing'
 
 /** One broken invariant, naming the rows involved. */
 export interface Violation {
@@ -909,7 +910,7 @@ export interface BrokenSummary {
 
 /** One repair `doctor({ apply: true })` made. */
 export interface DoctorRepair {
-  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized'
+  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized' | 'relocatedLargeFile'
   conversationId: number | null
   summaryIds: string[]
   messageIds: number[]

@@ -40,10 +40,11 @@ impl Engine {
         let mut repairs = self.doctor_relocate_files(&found, &ids).await?;
         if found.violations.iter().any(|v| v.repairable) {
             let (features, list, pr) = (self.store().features(), ids.clone(), progress.clone());
-            repairs = self
-                .store()
-                .write(move |c| repair_all(c, features, &list, scope, pr.as_ref()))
-                .await?;
+            repairs.extend(
+                self.store()
+                    .write(move |c| repair_all(c, features, &list, scope, pr.as_ref()))
+                    .await?,
+            );
         }
         let (resummarized, error) = self.doctor_resummarize(&ids, progress.as_ref()).await?;
         repairs.extend(
