@@ -186,6 +186,45 @@ impl Guard {
     }
 }
 
+/// A future whose panics are contained like a job's: a panic while it is polled
+/// resolves it with `LCM_INTERNAL` naming `operation` (reported to the log sink)
+/// instead of unwinding into the runtime. For the engine's own async work between
+/// store jobs (summarizer pipelines, planning).
+pub struct Contained<F> {
+    inner: std::pin::Pin<Box<F>>,
+    operation: &'static str,
+    guard: Arc<Guard>,
+}
+
+impl<T, F: std::future::Future<Output = Result<T>>> std::future::Future for Contained<F> {
+    type Output = Result<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        install_hook();
+        let was = GUARDED.replace(true);
+        let polled = catch_unwind(AssertUnwindSafe(|| self.inner.as_mut().poll(cx)));
+        GUARDED.set(was);
+        polled.unwrap_or_else(|payload| {
+            std::task::Poll::Ready(Err(self.guard.contained(self.operation, payload.as_ref())))
+        })
+    }
+}
+
+/// Wraps `fut` so that a panic while polling it becomes `LCM_INTERNAL`.
+pub fn contain<T, F>(guard: Arc<Guard>, operation: &'static str, fut: F) -> Contained<F>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    Contained {
+        inner: Box::pin(fut),
+        operation,
+        guard,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +245,24 @@ mod tests {
 
     fn operation_name_of<F>(_: &F) -> String {
         operation_name::<F>()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_future_resolves_with_an_internal_error() {
+        let guard = Arc::new(Guard::default());
+        let boom = async {
+            tokio::task::yield_now().await;
+            if guard.inject.load(Ordering::Acquire) == 0 {
+                panic!("async bug");
+            }
+            Ok(1)
+        };
+        let e = contain(guard.clone(), "engine::compact", boom)
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("engine::compact") && e.message.contains("async bug"));
+        let ok = contain(guard, "engine::compact", async { Ok(2) }).await;
+        assert_eq!(ok.unwrap(), 2);
     }
 
     #[test]

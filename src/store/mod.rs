@@ -229,6 +229,15 @@ impl Store {
         self.inner.guard.set_sink(sink);
     }
 
+    /// Wraps an async operation so that a panic while it runs resolves it with
+    /// `LCM_INTERNAL` naming `operation`, reported to this store's log sink.
+    pub fn contain<T, F>(&self, operation: &'static str, fut: F) -> guard::Contained<F>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        guard::contain(self.inner.guard.clone(), operation, fut)
+    }
+
     /// Test hook: the next job of `kind` panics inside its guard as a bug would
     /// (exposed to JavaScript only as the clearly named `_debugPanicNextJob`).
     pub fn debug_panic_next_job(&self, kind: JobKind) {
