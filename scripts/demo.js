@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 'use strict'
-// `npm run demo`: a conversation goes into ./lcm-demo.db turn by turn through the
+// `npm run demo`: a conversation goes into .tmp/demo/lcm-demo.db (gitignored; large
+// files go beside it, in .tmp/demo/lcm-files/) turn by turn through the
 // plugin's lifecycle hook (afterTurn: ingest, then a threshold sweep when the
 // context is over contextThreshold × budget), then the result is shown: message
 // and summary counts, tokens before/after, the summary DAG as a tree with time
 // ranges, and the start of the context the model would see.
 //
-//   npm run demo -- [--messages 2000] [--seed 1] [--input conv.jsonl] [--db ./lcm-demo.db]
+//   npm run demo -- [--messages 2000] [--seed 1] [--input conv.jsonl] [--db .tmp/demo/lcm-demo.db]
 //                   [--budget 32000] [--leaf-chunk-tokens N] [--fresh-tail N] [--timezone Zone]
 //
 // The summarizer is the engine's default: offline extractive, or Anthropic / OpenAI
@@ -19,7 +20,7 @@ const path = require('node:path')
 const root = path.join(__dirname, '..')
 
 function parseArgs(argv) {
-  const o = { messages: 2000, seed: 1, input: null, db: './lcm-demo.db', budget: 32000, leafChunkTokens: null, freshTail: null, timezone: null }
+  const o = { messages: 2000, seed: 1, input: null, db: path.join(root, '.tmp', 'demo', 'lcm-demo.db'), budget: 32000, leafChunkTokens: null, freshTail: null, timezone: null }
   const num = (k, v) => {
     const n = Number(v)
     if (!Number.isFinite(n) || n < 0) throw new Error(`${k} needs a non-negative number, got ${v}`)
@@ -37,7 +38,7 @@ function parseArgs(argv) {
     else if (k === '--fresh-tail') o.freshTail = num(k, v)
     else if (k === '--timezone') o.timezone = v
     else if (k === '-h' || k === '--help') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 12).join('\n'))
+      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 13).join('\n'))
       process.exit(0)
     } else throw new Error(`unknown option ${k} (see --help)`)
     i++
@@ -147,6 +148,7 @@ async function main() {
   const { LcmEngine } = require(path.join(root, 'index.js'))
   const messages = loadConversation(o)
   removeDb(o.db)
+  fs.mkdirSync(path.dirname(path.resolve(o.db)), { recursive: true })
   const options = { dbPath: o.db }
   if (o.leafChunkTokens != null) options.leafChunkTokens = o.leafChunkTokens
   if (o.freshTail != null) options.freshTailCount = o.freshTail

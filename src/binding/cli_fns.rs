@@ -3,13 +3,10 @@
 //! `showPrompt` / `diffPrompt` (the functions behind `lcm-tui prompts`).
 #![cfg_attr(test, allow(dead_code))]
 
+use super::js::{arg_json, to_js};
+use crate::prompts::catalog;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use serde::Serialize;
-
-use super::js::{parse, to_napi_error};
-use crate::error::LcmError;
-use crate::prompts::catalog;
 
 /// Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
 /// thread, writing to the process's stdout and stderr. Resolves with the exit code:
@@ -26,16 +23,6 @@ pub fn run_cli(env: &Env, argv: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
             .map_err(|e| Error::from_reason(format!("cannot start lcm-tui: {e}")))?;
         Ok(rx.await.unwrap_or(crate::cli::EXIT_FAILURE))
     })
-}
-
-fn to_js<'env, T: Serialize>(env: &'env Env, r: crate::error::Result<T>) -> Result<Unknown<'env>> {
-    let text = r
-        .and_then(|v| {
-            serde_json::to_string(&v)
-                .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
-        })
-        .map_err(|e| to_napi_error(env, e))?;
-    parse(env, &text)
 }
 
 /// Each template and where it comes from: embedded, or the override file in
@@ -65,12 +52,9 @@ pub fn export_prompts<'env>(
     env: &'env Env,
     params: Option<Unknown<'env>>,
 ) -> Result<Unknown<'env>> {
-    let json = match params {
-        Some(p) => super::js::stringify(env, p)?,
-        None => "null".into(),
-    };
+    let json = arg_json(env, params)?;
     let parsed: crate::error::Result<Option<ExportParams>> =
-        crate::engine::parse_params("exportPrompts", &json);
+        crate::params::parse_params("exportPrompts", &json);
     let r = parsed.and_then(|p| {
         let p = p.unwrap_or_default();
         catalog::export(p.dir.as_deref(), p.force)

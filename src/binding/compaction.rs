@@ -1,9 +1,12 @@
 //! Compaction methods of `LcmEngine`: `evaluate`, `compact`, `afterTurn`, `cancel`
-//! and `integrityCheck`. Functions in the params object (`onProgress`) disappear
-//! in `JSON.stringify`, so they are read first: `onProgress` becomes a weak,
-//! fire-and-forget threadsafe function whose throws are swallowed; an AbortSignal gets a one-shot `abort`
-//! listener that trips the call's native cancel token and is removed when the call
-//! settles.
+//! and `integrityCheck`. On the JS thread, `compact` and `afterTurn` only read their
+//! JavaScript-only members (`onProgress`, `signal`, and the session ids the call is
+//! registered under for `cancel`) and stringify the rest; `afterTurn` slices
+//! `messages` (and parallel `entryIds`) at `prePromptMessageCount` first, so only
+//! the turn's new messages are serialized. Parsing runs off the JS thread.
+//! `onProgress` becomes a weak, fire-and-forget threadsafe function whose throws
+//! are swallowed; an AbortSignal gets a one-shot `abort` listener that trips the
+//! call's native cancel token and is removed when the call settles.
 
 use std::sync::Arc;
 
@@ -11,134 +14,139 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
-use super::js::{parse, stringify, to_napi_error};
+use super::hooks::{self, AbortHook};
+use super::js::{call_engine, copy_without, promise, resolve_json, stringify, OnSettle};
+use super::summarizer::AnyJson;
 use super::LcmEngine;
-use crate::compaction::api::AfterTurnParams;
-use crate::compaction::{CancelToken, CompactParams, EvaluateParams, Hooks, PassRecord};
-use crate::engine::parse_params;
-use crate::error::Result as CoreResult;
+use crate::compaction::{AfterTurnParams, CompactParams, EvaluateParams, Hooks, PassRecord};
+use crate::engine::SessionIds;
+use crate::error::{LcmError, Result as CoreResult};
+use crate::params::parse_params;
 
-/// The `onProgress` function of a params object, as a progress hook.
-fn progress_hook(obj: &Object) -> Result<Option<crate::compaction::ProgressFn>> {
-    let v: Unknown = obj.get_named_property("onProgress")?;
-    if v.get_type()? != ValueType::Function {
-        return Ok(None);
+/// What `compact` / `afterTurn` read on the JS thread.
+struct Call {
+    json: String,
+    hooks: Hooks,
+    abort: Option<AbortHook>,
+    session: SessionIds,
+    /// A malformed `onProgress`, reported when the call runs.
+    bad_hook: Option<LcmError>,
+}
+
+impl Call {
+    fn on_settle(&mut self) -> Option<OnSettle> {
+        let a = self.abort.take()?;
+        Some(Box::new(move |env: &Env| a.remove(env)))
     }
-    let f: Function<serde_json::Value, ()> = unsafe { v.cast()? };
-    let tsfn = f
-        .build_threadsafe_function::<serde_json::Value>()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build_callback(|ctx| Ok(ctx.value))?;
-    Ok(Some(Arc::new(move |rec: &PassRecord| {
-        if let Ok(v) = serde_json::to_value(rec) {
-            // A throwing listener must not become an uncaught exception: its error
-            // (and any return value) is dropped.
-            tsfn.call_with_return_value(v, ThreadsafeFunctionCallMode::NonBlocking, |_, _| Ok(()));
+
+    /// The parser the core runs off the JS thread.
+    fn parser<P: serde::de::DeserializeOwned>(
+        &mut self,
+        what: &'static str,
+    ) -> impl FnOnce() -> CoreResult<P> + Send + 'static {
+        let (json, bad) = (std::mem::take(&mut self.json), self.bad_hook.take());
+        move || match bad {
+            Some(e) => Err(e),
+            None => parse_params(what, &json),
         }
-    })))
-}
-
-/// An AbortSignal's listener, to be removed when the call settles.
-struct AbortHook {
-    signal: ObjectRef,
-    listener: FunctionRef<(), ()>,
-}
-
-impl AbortHook {
-    fn remove(self, env: &Env) {
-        let _ = (|| -> Result<()> {
-            let signal = self.signal.get_value(env)?;
-            let remove: Function<FnArgs<(Unknown, Unknown)>, Unknown> =
-                signal.get_named_property("removeEventListener")?;
-            let listener = self.listener.borrow_back(env)?;
-            let name = env.create_string("abort")?;
-            remove.apply(
-                signal,
-                FnArgs::from((name.to_unknown(), listener.to_unknown())),
-            )?;
-            Ok(())
-        })();
-        let _ = self.signal.unref(env);
     }
 }
 
-/// Trips `token` now when the signal is already aborted, else when it aborts.
-fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Option<AbortHook>> {
-    let v: Unknown = obj.get_named_property("signal")?;
-    if v.get_type()? != ValueType::Object {
-        return Ok(None);
-    }
-    let signal: Object = unsafe { v.cast()? };
-    if signal.get_named_property::<Option<bool>>("aborted")? == Some(true) {
-        token.cancel();
-        return Ok(None);
-    }
-    let add: Unknown = signal.get_named_property("addEventListener")?;
-    if add.get_type()? != ValueType::Function {
-        return Ok(None);
-    }
-    let add: Function<FnArgs<(Unknown, Unknown, Unknown)>, Unknown> = unsafe { add.cast()? };
-    let t = token.clone();
-    let listener = env.create_function_from_closure::<(), (), _>("lcmAbort", move |_| {
-        t.cancel();
-        Ok(())
-    })?;
-    let mut once = Object::new(env)?;
-    once.set_named_property("once", true)?;
-    let name = env.create_string("abort")?;
-    let args = (name.to_unknown(), listener.to_unknown(), once.to_unknown());
-    add.apply(signal, FnArgs::from(args))?;
-    Ok(Some(AbortHook {
-        signal: signal.create_ref()?,
-        listener: listener.create_ref()?,
+/// The `onProgress` member as a progress hook.
+fn progress_hook(
+    env: &Env,
+    params: &Unknown,
+) -> std::result::Result<Option<crate::compaction::ProgressFn>, LcmError> {
+    let f = hooks::callback::<AnyJson>(env, Some(params), "onProgress", "(pass) => void")?;
+    Ok(f.map(|tsfn| -> crate::compaction::ProgressFn {
+        Arc::new(move |rec: &PassRecord| {
+            if let Ok(v) = serde_json::to_value(rec) {
+                // A throwing listener must not become an uncaught exception: its
+                // error (and any return value) is dropped.
+                tsfn.call_with_return_value(v, ThreadsafeFunctionCallMode::NonBlocking, |_, _| {
+                    Ok(())
+                });
+            }
+        })
     }))
 }
 
-/// Reads the hooks and the JSON text of a params object.
-fn read_params<'env>(
-    env: &'env Env,
-    params: Unknown<'env>,
-) -> Result<(String, Hooks, Option<AbortHook>)> {
-    let mut hooks = Hooks::default();
-    let mut abort = None;
-    if params.get_type()? == ValueType::Object {
-        let obj: Object = unsafe { params.cast()? };
-        hooks.on_progress = progress_hook(&obj)?;
-        abort = hook_signal(env, &obj, &hooks.cancel)?;
+/// A string member, if it is one.
+fn string_member(obj: &Object, name: &str) -> Result<Option<String>> {
+    let v: Unknown = obj.get_named_property(name)?;
+    if v.get_type()? != ValueType::String {
+        return Ok(None);
     }
-    Ok((stringify(env, params)?, hooks, abort))
+    Ok(Some(unsafe { v.cast::<String>()? }))
 }
 
-/// Resolves a core future as parsed JSON, removing the abort listener on settle.
-fn settle<'env, T, F>(
-    env: &'env Env,
-    fut: F,
-    abort: Option<AbortHook>,
-) -> Result<PromiseRaw<'env, Unknown<'env>>>
-where
-    T: serde::Serialize + Send + 'static,
-    F: std::future::Future<Output = CoreResult<T>> + Send + 'static,
-{
-    env.spawn_future_with_callback(
-        async move {
-            let r = fut.await.and_then(|v| {
-                serde_json::to_string(&v).map_err(|e| {
-                    crate::error::LcmError::internal(format!("cannot serialize result: {e}"))
-                })
-            });
-            Ok(r)
-        },
-        move |env, r: CoreResult<String>| {
-            if let Some(a) = abort {
-                a.remove(env);
-            }
-            match r {
-                Ok(text) => parse(env, &text),
-                Err(e) => Err(to_napi_error(env, e)),
-            }
-        },
-    )
+/// `array.slice(start)`.
+fn slice<'env>(array: &Object<'env>, start: f64) -> Result<Unknown<'env>> {
+    let f: Function<FnArgs<(f64,)>, Unknown> = array.get_named_property("slice")?;
+    f.apply(*array, FnArgs::from((start,)))
+}
+
+/// Keeps only `messages[prePromptMessageCount..]` (and `entryIds` when parallel to
+/// `messages`), with the count set to 0. Leaves malformed members as they are for
+/// the core to report.
+fn slice_turn(copy: &mut Object) -> Result<()> {
+    let messages: Unknown = copy.get_named_property("messages")?;
+    let pre: Unknown = copy.get_named_property("prePromptMessageCount")?;
+    if !messages.is_array()? || pre.get_type()? != ValueType::Number {
+        return Ok(());
+    }
+    let pre: f64 = unsafe { pre.cast::<f64>()? };
+    if !(pre >= 0.0 && pre.fract() == 0.0 && pre <= 9_007_199_254_740_991.0) {
+        return Ok(());
+    }
+    let array: Object = unsafe { messages.cast()? };
+    let len = array.get_array_length()?;
+    copy.set_named_property("messages", slice(&array, pre)?)?;
+    copy.set_named_property("prePromptMessageCount", 0)?;
+    let ids: Unknown = copy.get_named_property("entryIds")?;
+    if ids.is_array()? {
+        let ids: Object = unsafe { ids.cast()? };
+        if ids.get_array_length()? == len {
+            copy.set_named_property("entryIds", slice(&ids, pre)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `compact` / `afterTurn` params object on the JS thread.
+fn read_call(env: &Env, params: Unknown, turn: bool) -> Result<Call> {
+    let mut hooks = Hooks::default();
+    let (mut abort, mut session, mut bad_hook) = (None, SessionIds::default(), None);
+    if params.get_type()? != ValueType::Object {
+        let json = stringify(env, params)?;
+        return Ok(Call {
+            json,
+            hooks,
+            abort,
+            session,
+            bad_hook,
+        });
+    }
+    match progress_hook(env, &params) {
+        Ok(f) => hooks.on_progress = f,
+        Err(e) => bad_hook = Some(e),
+    }
+    let obj: Object = unsafe { params.cast()? };
+    abort = hooks::hook_signal(env, &obj, &hooks.cancel)?;
+    session.session_id = string_member(&obj, "sessionId")?.unwrap_or_default();
+    session.session_key = string_member(&obj, "sessionKey")?;
+    let mut copy = copy_without(env, &obj, &["signal", "onProgress"])?;
+    if turn {
+        slice_turn(&mut copy)?;
+    }
+    let json = stringify(env, copy.to_unknown())?;
+    Ok(Call {
+        json,
+        hooks,
+        abort,
+        session,
+        bad_hook,
+    })
 }
 
 #[napi]
@@ -155,15 +163,12 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        settle(
+        call_engine(
             env,
-            async move {
-                let p: EvaluateParams = parse_params("evaluate", &json)?;
-                engine.evaluate(p).await
-            },
-            None,
+            &self.engine,
+            "evaluate",
+            params,
+            |engine, p: EvaluateParams| async move { engine.evaluate(p).await },
         )
     }
 
@@ -181,10 +186,11 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let (json, hooks, abort) = read_params(env, params)?;
-        let started =
-            parse_params::<CompactParams>("compact", &json).map(|p| self.engine.compact(p, hooks));
-        settle(env, async move { started?.await }, abort)
+        let mut call = read_call(env, params, false)?;
+        let parse = call.parser::<CompactParams>("compact");
+        let hooks = std::mem::take(&mut call.hooks);
+        let fut = self.engine.compact_deferred(&call.session, hooks, parse);
+        promise(env, fut, call.on_settle())
     }
 
     /// The plugin's lifecycle hook: ingests `messages.slice(prePromptMessageCount)`
@@ -199,10 +205,11 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let (json, hooks, abort) = read_params(env, params)?;
-        let started = parse_params::<AfterTurnParams>("afterTurn", &json)
-            .map(|p| self.engine.after_turn(p, hooks));
-        settle(env, async move { started?.await }, abort)
+        let mut call = read_call(env, params, true)?;
+        let parse = call.parser::<AfterTurnParams>("afterTurn");
+        let hooks = std::mem::take(&mut call.hooks);
+        let fut = self.engine.after_turn_deferred(&call.session, hooks, parse);
+        promise(env, fut, call.on_settle())
     }
 
     /// Stops every running compaction of the session (matched by session id or
@@ -217,6 +224,6 @@ impl LcmEngine {
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn integrity_check<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let engine = self.engine.clone();
-        settle(env, async move { engine.integrity_check().await }, None)
+        resolve_json(env, async move { engine.integrity_check().await })
     }
 }

@@ -342,7 +342,7 @@ export interface CompactParams {
   targetTokens?: number
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
-  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). */
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (pass: CompactionPass) => void
 }
 
@@ -387,7 +387,9 @@ export interface AfterTurnParams {
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
   customInstructions?: string
+  /** As in `CompactParams`. */
   signal?: AbortSignal
+  /** As in `CompactParams`. */
   onProgress?: (pass: CompactionPass) => void
 }
 
@@ -535,7 +537,7 @@ export interface RewriteParams extends RewriteSelector {
   baseUrl?: string
   /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
   concurrency?: number
-  /** Called after each summary, in plan order. */
+  /** Called after each summary, in plan order. Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (event: RewriteProgress) => void
 }
 

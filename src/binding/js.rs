@@ -43,13 +43,52 @@ pub fn to_napi_error(env: &Env, e: LcmError) -> Error {
     built.unwrap_or_else(|_| Error::new(Status::GenericFailure, e.to_string()))
 }
 
-/// Runs a core future to a Promise: the value is serialized to JSON off the JS
-/// thread and parsed on resolve; a core error rejects with its code.
-pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<PromiseRaw<'env, Unknown<'env>>>
+/// JSON text of an optional argument (`null` when absent).
+pub fn arg_json<'env>(env: &'env Env, value: Option<Unknown<'env>>) -> Result<String> {
+    match value {
+        Some(v) => stringify(env, v),
+        None => Ok("null".to_owned()),
+    }
+}
+
+/// A shallow copy of `obj` (`Object.assign({}, obj)`) without the `drop` keys.
+pub fn copy_without<'env>(
+    env: &'env Env,
+    obj: &Object<'env>,
+    drop: &[&str],
+) -> Result<Object<'env>> {
+    // `Object` is a function; read it untyped to reach `Object.assign`.
+    let object_ctor: Unknown = env.get_global()?.get_named_property("Object")?;
+    let object_ctor: Object = unsafe { object_ctor.cast()? };
+    let assign: Function<FnArgs<(Object, Object)>, Object> =
+        object_ctor.get_named_property("assign")?;
+    let mut copy = assign.call((Object::new(env)?, *obj).into())?;
+    for key in drop {
+        copy.delete_named_property(key)?;
+    }
+    Ok(copy)
+}
+
+/// What runs on the JS thread when a call settles, before its result is parsed
+/// (e.g. removing an abort listener).
+pub type OnSettle = Box<dyn FnOnce(&Env)>;
+
+/// The one call path of every async method: `fut` runs off the JS thread and its
+/// value is serialized to JSON text there; on settle, `on_settle` runs, then the
+/// text is `JSON.parse`d into the resolved value. A core error rejects with an
+/// `Error` carrying its `LCM_…` code.
+pub fn promise<'env, T, F>(
+    env: &'env Env,
+    fut: F,
+    on_settle: Option<OnSettle>,
+) -> Result<PromiseRaw<'env, Unknown<'env>>>
 where
     T: Serialize + Send + 'static,
     F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
 {
+    // A panic anywhere in the call resolves it with `LCM_INTERNAL` (never an
+    // unwinding tokio task, never a report on stderr).
+    let fut = crate::store::guard::contain_detached("an engine call", fut);
     env.spawn_future_with_callback(
         async move {
             let r = fut.await;
@@ -58,11 +97,25 @@ where
                     .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
             }))
         },
-        |env, r: crate::error::Result<String>| match r {
-            Ok(text) => parse(env, &text),
-            Err(e) => Err(to_napi_error(env, e)),
+        move |env, r: crate::error::Result<String>| {
+            if let Some(f) = on_settle {
+                f(env);
+            }
+            match r {
+                Ok(text) => parse(env, &text),
+                Err(e) => Err(to_napi_error(env, e)),
+            }
         },
     )
+}
+
+/// [`promise`] for a core future with nothing to do on settle.
+pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<PromiseRaw<'env, Unknown<'env>>>
+where
+    T: Serialize + Send + 'static,
+    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+{
+    promise(env, fut, None)
 }
 
 /// The shape of most engine methods: `JSON.stringify` the params on the JS thread,
@@ -82,9 +135,46 @@ where
     Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
 {
     let json = stringify(env, params)?;
+    call_engine_json(env, engine, what, json, f)
+}
+
+/// [`call_engine`] with the JSON text already made (an optional argument, or a
+/// params object with its JavaScript-only members taken off).
+pub fn call_engine_json<'env, P, T, F, Fut>(
+    env: &'env Env,
+    engine: &std::sync::Arc<crate::engine::Engine>,
+    what: &'static str,
+    json: String,
+    f: F,
+) -> Result<PromiseRaw<'env, Unknown<'env>>>
+where
+    P: serde::de::DeserializeOwned + Send + 'static,
+    T: Serialize + Send + 'static,
+    F: FnOnce(std::sync::Arc<crate::engine::Engine>, P) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+{
     let engine = engine.clone();
-    resolve_json(env, async move {
-        let p: P = crate::engine::parse_params(what, &json)?;
-        f(engine, p).await
-    })
+    let store = engine.store().clone();
+    resolve_json(
+        env,
+        store.contain(what, async move {
+            let p: P = crate::params::parse_params(what, &json)?;
+            f(engine, p).await
+        }),
+    )
+}
+
+/// A synchronous function's result as a JavaScript value (JSON text through
+/// `JSON.parse`), or a thrown coded error.
+pub fn to_js<'env, T: Serialize>(
+    env: &'env Env,
+    r: crate::error::Result<T>,
+) -> Result<Unknown<'env>> {
+    let text = r
+        .and_then(|v| {
+            serde_json::to_string(&v)
+                .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
+        })
+        .map_err(|e| to_napi_error(env, e))?;
+    parse(env, &text)
 }

@@ -7,7 +7,7 @@
 use napi::bindgen_prelude::*;
 use napi::UnknownRef;
 
-use super::js::{parse, stringify, to_napi_error};
+use super::js::{copy_without, parse, stringify, to_napi_error};
 use crate::assembler::{self, AssembleResult};
 use crate::error::LcmError;
 
@@ -40,13 +40,7 @@ pub fn split_messages<'env>(
     }
     let array: Array = unsafe { messages.cast()? };
     let len = array.len() as usize;
-    // `Object` is a function; read it untyped to reach `Object.assign`.
-    let object_ctor: Unknown = env.get_global()?.get_named_property("Object")?;
-    let object_ctor: Object = unsafe { object_ctor.cast()? };
-    let assign: Function<FnArgs<(Object, Object)>, Object> =
-        object_ctor.get_named_property("assign")?;
-    let mut copy = assign.call((Object::new(env)?, obj).into())?;
-    copy.delete_named_property("messages")?;
+    let copy = copy_without(env, &obj, &["messages"])?;
     let json = stringify(env, copy.to_unknown())?;
     let array = messages.create_ref()?;
     Ok((json, Some(LiveArray { array, len })))

@@ -7,6 +7,7 @@
 mod cli_fns;
 mod compaction;
 mod dagops_fns;
+mod hooks;
 mod js;
 mod live;
 mod log;
@@ -21,9 +22,11 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::config::EngineOptions;
-use crate::engine::{parse_params, Engine};
+use crate::engine::Engine;
+use crate::params::parse_params;
+use crate::retrieval::types::GetMessagesOptions;
 use crate::store::conversations::SessionRef;
-use js::{call_engine, resolve_json, stringify, to_napi_error};
+use js::{arg_json, call_engine, call_engine_json, resolve_json, stringify, to_napi_error};
 
 /// A Lossless Context Management engine over one SQLite database. Create it with
 /// `LcmEngine.open(options)`; every method is async and runs off the JS thread.
@@ -132,7 +135,11 @@ impl LcmEngine {
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let json = stringify(env, params)?;
-        resolve_json(env, self.engine.ingest_json(json))
+        resolve_json(
+            env,
+            self.engine
+                .ingest_with(move || parse_params("ingest", &json)),
+        )
     }
 
     /// Stores a turn's messages in one transaction (all or nothing). Replays of a
@@ -147,7 +154,11 @@ impl LcmEngine {
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let json = stringify(env, params)?;
-        resolve_json(env, self.engine.ingest_batch_json(json))
+        resolve_json(
+            env,
+            self.engine
+                .ingest_batch_with(move || parse_params("ingestBatch", &json)),
+        )
     }
 
     /// The conversation of a session (`{ sessionId?, sessionKey? }`), or null.
@@ -160,21 +171,24 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p: SessionParams = parse_params("getConversation", &json)?;
-            if p.session_id.is_none() && p.session_key.is_none() {
-                return Err(crate::error::LcmError::invalid(
-                    "getConversation needs sessionId or sessionKey",
-                ));
-            }
-            let s = SessionRef {
-                session_id: p.session_id.unwrap_or_default(),
-                session_key: p.session_key,
-            };
-            engine.get_conversation(s).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "getConversation",
+            params,
+            |engine, p: SessionParams| async move {
+                if p.session_id.is_none() && p.session_key.is_none() {
+                    return Err(crate::error::LcmError::invalid(
+                        "getConversation needs sessionId or sessionKey",
+                    ));
+                }
+                let s = SessionRef {
+                    session_id: p.session_id.unwrap_or_default(),
+                    session_key: p.session_key,
+                };
+                engine.get_conversation(s).await
+            },
+        )
     }
 
     /// Every conversation, newest first.
@@ -200,18 +214,18 @@ impl LcmEngine {
         conversation_id: i64,
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = match options {
-            Some(o) => stringify(env, o)?,
-            None => "null".to_owned(),
-        };
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let o: Option<crate::retrieval::api::GetMessagesOptions> =
-                parse_params("getMessages", &json)?;
-            engine
-                .get_messages_with(conversation_id, o.unwrap_or_default())
-                .await
-        })
+        let json = arg_json(env, options)?;
+        call_engine_json(
+            env,
+            &self.engine,
+            "getMessages",
+            json,
+            move |engine, o: Option<GetMessagesOptions>| async move {
+                engine
+                    .get_messages_with(conversation_id, o.unwrap_or_default())
+                    .await
+            },
+        )
     }
 
     /// The context list (what the model sees) with each item's token count.
@@ -317,12 +331,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p = parse_params("summarizeText", &json)?;
-            engine.summarize_text(p).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "summarizeText",
+            params,
+            |engine, p| async move { engine.summarize_text(p).await },
+        )
     }
 
     /// Finishes queued writes, checkpoints and closes the database. Later calls

@@ -6,9 +6,9 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{parse, stringify, to_napi_error};
-use crate::engine::parse_params;
+use super::js::{stringify, to_js, to_napi_error};
 use crate::error::LcmError;
+use crate::params::parse_params;
 use crate::prompts::source::parse_time_value;
 use crate::timefmt::Zone;
 
@@ -33,9 +33,8 @@ fn time_arg(env: &Env, v: Unknown<'_>) -> Result<chrono::DateTime<chrono::Utc>> 
 )]
 pub fn render_prompt<'env>(env: &'env Env, params: Unknown<'env>) -> Result<Unknown<'env>> {
     let json = stringify(env, params)?;
-    let rendered = parse_params("renderPrompt", &json).and_then(crate::prompts::render_params);
-    let text = coded(env, rendered.and_then(|r| Ok(serde_json::to_string(&r)?)))?;
-    parse(env, &text)
+    let rendered = parse_params("renderPrompt", &json).and_then(crate::summarize::render_params);
+    to_js(env, rendered)
 }
 
 /// `2026-02-17 15:37 PST`: a time (epoch ms, ISO string or Date) in `timezone`

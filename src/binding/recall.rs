@@ -5,10 +5,9 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{call_engine, parse, resolve_json, stringify};
+use super::js::{arg_json, call_engine, call_engine_json, parse, resolve_json};
 use super::LcmEngine;
-use crate::engine::parse_params;
-use crate::retrieval::api::DescribeOptions;
+use crate::retrieval::types::DescribeOptions;
 
 #[napi]
 impl LcmEngine {
@@ -43,15 +42,16 @@ impl LcmEngine {
         id: String,
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = match options {
-            Some(o) => stringify(env, o)?,
-            None => "null".to_owned(),
-        };
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let o: Option<DescribeOptions> = parse_params("describe", &json)?;
-            engine.describe(id, o.unwrap_or_default()).await
-        })
+        let json = arg_json(env, options)?;
+        call_engine_json(
+            env,
+            &self.engine,
+            "describe",
+            json,
+            move |engine, o: Option<DescribeOptions>| async move {
+                engine.describe(id, o.unwrap_or_default()).await
+            },
+        )
     }
 
     /// Walks from summaries to their sources (and leaf messages with

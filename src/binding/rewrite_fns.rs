@@ -7,51 +7,16 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::js::{resolve_json, stringify};
+use super::hooks;
+use super::js::{call_engine, copy_without, resolve_json, stringify};
 use super::summarizer::AnyJson;
 use super::LcmEngine;
-use crate::error::LcmError;
+use crate::params::parse_params;
 use crate::rewrite::run::{report_error, ProgressFn};
 use crate::rewrite::{PlanParams, RewriteParams, RewriteProgress};
-
-type ProgressTsfn = ThreadsafeFunction<Value, AnyJson, Value, Status, false, true>;
-
-/// `params.onProgress` when it is a function; `null`/absent is none; anything else
-/// is `LCM_INVALID_INPUT`.
-fn extract_progress(
-    env: &Env,
-    params: &Unknown<'_>,
-) -> std::result::Result<Option<ProgressTsfn>, LcmError> {
-    let napi_err = |e: Error| LcmError::invalid(format!("onProgress: {e}"));
-    if params.get_type().map_err(napi_err)? != ValueType::Object {
-        return Ok(None);
-    }
-    // SAFETY: `params` is a live object value of this env.
-    let obj = unsafe { Object::from_napi_value(env.raw(), params.raw()) }.map_err(napi_err)?;
-    let prop: Unknown = obj.get_named_property("onProgress").map_err(napi_err)?;
-    match prop.get_type().map_err(napi_err)? {
-        ValueType::Undefined | ValueType::Null => Ok(None),
-        ValueType::Function => {
-            // SAFETY: checked to be a function of this env.
-            let f: Function<Value, AnyJson> =
-                unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
-            let tsfn = f
-                .build_threadsafe_function::<Value>()
-                .callee_handled::<false>()
-                .weak::<true>()
-                .build()
-                .map_err(napi_err)?;
-            Ok(Some(tsfn))
-        }
-        other => Err(LcmError::invalid(format!(
-            "onProgress must be a function ({{ completed, total, entry }}) => void, got {other}"
-        ))),
-    }
-}
 
 #[napi]
 impl LcmEngine {
@@ -68,12 +33,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        let engine = self.engine.clone();
-        resolve_json(env, async move {
-            let p: PlanParams = crate::engine::parse_params("planRewrite", &json)?;
-            engine.plan_rewrite(p).await
-        })
+        call_engine(
+            env,
+            &self.engine,
+            "planRewrite",
+            params,
+            |engine, p: PlanParams| async move { engine.plan_rewrite(p).await },
+        )
     }
 
     /// Rewrites summaries in place with the current prompts. A dry run (the default)
@@ -91,12 +57,22 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let progress = extract_progress(env, &params);
-        let json = stringify(env, params)?;
+        let progress = hooks::callback::<AnyJson>(
+            env,
+            Some(&params),
+            "onProgress",
+            "({ completed, total, entry }) => void",
+        );
+        let json = if params.get_type()? == ValueType::Object {
+            let obj: Object = unsafe { params.cast()? };
+            stringify(env, copy_without(env, &obj, &["onProgress"])?.to_unknown())?
+        } else {
+            stringify(env, params)?
+        };
         let engine = self.engine.clone();
         resolve_json(env, async move {
             let tsfn = progress?;
-            let p: RewriteParams = crate::engine::parse_params("rewrite", &json)?;
+            let p: RewriteParams = parse_params("rewrite", &json)?;
             let (cb, delivery) = match tsfn {
                 None => (None, None),
                 Some(f) => {

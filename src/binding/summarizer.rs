@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use serde_json::Value;
 
 use crate::error::{ErrorCode, LcmError};
@@ -58,40 +57,20 @@ impl FromNapiValue for AnyJson {
 type CallbackReturn = Either<Promise<AnyJson>, AnyJson>;
 
 /// The ThreadsafeFunction over the host's summarizer.
-pub type CallbackFn = ThreadsafeFunction<Value, CallbackReturn, Value, Status, false, true>;
+pub type CallbackFn = super::hooks::JsFn<CallbackReturn>;
 
-/// Takes `options.summarizer` when it is a function. `Ok(None)` when absent; an
-/// `LCM_INVALID_INPUT` error when present but not a function.
+/// Takes `options.summarizer` when it is a function (the rule of
+/// [`super::hooks::callback`]).
 pub fn extract(
     env: &Env,
     options: Option<&Unknown<'_>>,
 ) -> std::result::Result<Option<CallbackFn>, LcmError> {
-    let napi_err = |e: Error| LcmError::invalid(format!("summarizer: {e}"));
-    let Some(o) = options else { return Ok(None) };
-    if o.get_type().map_err(napi_err)? != ValueType::Object {
-        return Ok(None);
-    }
-    // SAFETY: `o` is a live object value of this env.
-    let obj = unsafe { Object::from_napi_value(env.raw(), o.raw()) }.map_err(napi_err)?;
-    let prop: Unknown = obj.get_named_property("summarizer").map_err(napi_err)?;
-    match prop.get_type().map_err(napi_err)? {
-        ValueType::Undefined | ValueType::Null => Ok(None),
-        ValueType::Function => {
-            // SAFETY: checked to be a function of this env.
-            let f: Function<Value, CallbackReturn> =
-                unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
-            let tsfn = f
-                .build_threadsafe_function::<Value>()
-                .callee_handled::<false>()
-                .weak::<true>()
-                .build()
-                .map_err(napi_err)?;
-            Ok(Some(tsfn))
-        }
-        other => Err(LcmError::invalid(format!(
-            "summarizer must be a function (request) => string | {{ content, model? }} | Promise of one, got {other}"
-        ))),
-    }
+    super::hooks::callback::<CallbackReturn>(
+        env,
+        options,
+        "summarizer",
+        "(request) => string | { content, model? } | Promise of one",
+    )
 }
 
 /// The callback as a core [`Summarizer`].

@@ -15,6 +15,7 @@ use super::progress::Progress;
 use super::{db, Ctx};
 use crate::config::EngineOptions;
 use crate::engine::Engine;
+use crate::summarize::SummarizerChoice;
 
 /// Opens the database for a dry run: read-only, with temporary tables allowed (the
 /// doctor tokenizes message text into one to compare it with the index), and only
@@ -86,63 +87,22 @@ pub struct SummarizerArgs {
     pub timezone: Option<String>,
 }
 
-fn env_first(names: &[&str]) -> Option<String> {
-    names
-        .iter()
-        .filter_map(|n| std::env::var(n).ok())
-        .map(|v| v.trim().to_owned())
-        .find(|v| !v.is_empty())
-}
-
-fn nonempty(v: &Option<String>) -> Option<String> {
-    v.clone().filter(|s| !s.trim().is_empty())
-}
-
-/// The provider: the flag, the environment, the model's family, a base URL (openai),
-/// an API key; `None` leaves the engine's default (offline).
-fn provider(a: &SummarizerArgs, model: Option<&str>, base_url: Option<&str>) -> Option<String> {
-    let by_model = model.map(|m| m.to_ascii_lowercase()).and_then(|m| {
-        if m.starts_with("claude") {
-            Some("anthropic")
-        } else if ["gpt-", "o1", "o3", "o4", "chatgpt"]
-            .iter()
-            .any(|p| m.starts_with(p))
-        {
-            Some("openai")
-        } else {
-            None
-        }
-    });
-    let key = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
-    a.provider
-        .clone()
-        .or_else(|| env_first(&["LCM_TUI_SUMMARY_PROVIDER", "LCM_SUMMARY_PROVIDER"]))
-        .or_else(|| by_model.map(str::to_owned))
-        .or_else(|| base_url.map(|_| "openai".to_owned()))
-        .or_else(|| key("ANTHROPIC_API_KEY").then(|| "anthropic".to_owned()))
-        .or_else(|| key("OPENAI_API_KEY").then(|| "openai".to_owned()))
-}
-
-/// Engine options with the summarizer flags applied, and the summarizer's label.
+/// Engine options with the summarizer flags applied (see
+/// [`SummarizerChoice::with_environment`]; offline when nothing names a provider),
+/// and the summarizer's label.
 pub fn summarizer_options(path: &Path, a: &SummarizerArgs) -> (EngineOptions, String) {
-    let model =
-        nonempty(&a.model).or_else(|| env_first(&["LCM_TUI_SUMMARY_MODEL", "LCM_SUMMARY_MODEL"]));
-    let base_url = nonempty(&a.base_url)
-        .or_else(|| env_first(&["LCM_TUI_SUMMARY_BASE_URL", "LCM_SUMMARY_BASE_URL"]));
-    let provider = provider(a, model.as_deref(), base_url.as_deref());
-    let label = match (&provider, &model) {
-        (Some(p), Some(m)) => format!("{p} ({m})"),
-        (Some(p), None) => p.clone(),
-        (None, _) => "offline (no summarizer configured)".to_owned(),
-    };
-    let opts = EngineOptions {
-        summary_provider: provider.or_else(|| Some("offline".to_owned())),
-        summary_model: model,
-        summary_base_url: base_url,
+    let choice = SummarizerChoice::new(a.provider.clone(), a.model.clone(), a.base_url.clone())
+        .with_environment();
+    let label = choice
+        .label()
+        .unwrap_or_else(|| "offline (no summarizer configured)".to_owned());
+    let mut opts = EngineOptions {
+        summary_provider: Some("offline".to_owned()),
         prompt_dir: a.prompt_dir.clone(),
         timezone: a.timezone.clone(),
         ..options(path)
     };
+    choice.apply(&mut opts);
     (opts, label)
 }
 

@@ -36,11 +36,6 @@ impl Progress {
         Progress { bar: None }
     }
 
-    /// Whether the bar draws.
-    pub fn is_visible(&self) -> bool {
-        self.bar.is_some()
-    }
-
     /// Replaces the message beside the bar.
     pub fn set_message(&self, message: &str) {
         if let Some(b) = &self.bar {

@@ -13,7 +13,8 @@ use super::error::{CliError, CliResult, EXIT_FAILURE, EXIT_OK};
 use super::output::{colorize_diff, Style};
 use super::Ctx;
 use crate::prompts::catalog;
-use crate::prompts::{render_params, PromptKind, RenderParams};
+use crate::prompts::PromptKind;
+use crate::summarize::{render_params, RenderParams};
 
 /// Flags of `lcm-tui prompts`.
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use crate::rewrite::run::{self as rw, ProgressFn, RewriteDb, RewriteEntry, Rewri
 use crate::rewrite::{
     PlannedSummary, RewriteOptions, RewriteProgress, Selector, DEFAULT_CONCURRENCY, MAX_CONCURRENCY,
 };
-use crate::summarize::{build_pipeline, SummaryPipeline};
+use crate::summarize::{build_pipeline, SummarizerChoice, SummaryPipeline};
 use crate::timefmt::Zone;
 
 const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];
@@ -103,58 +103,17 @@ Examples:
   lcm-tui rewrite 642 --depth 1 --provider openai --model gpt-4.1-mini
   lcm-tui rewrite 642 --all --apply --prompt-dir ~/my-prompts/";
 
-fn env_first(names: &[&str]) -> Option<String> {
-    names
-        .iter()
-        .filter_map(|n| std::env::var(n).ok())
-        .map(|v| v.trim().to_owned())
-        .find(|v| !v.is_empty())
-}
-
-fn set(v: &Option<String>) -> bool {
-    v.as_deref().is_some_and(|s| !s.trim().is_empty())
-}
-
-/// The summarizer settings: (provider, model, base URL).
-fn summarizer(a: &RewriteArgs) -> Result<(String, Option<String>, Option<String>), CliError> {
-    let model = a
-        .model
-        .clone()
-        .filter(|m| !m.trim().is_empty())
-        .or_else(|| env_first(&["LCM_TUI_SUMMARY_MODEL", "LCM_SUMMARY_MODEL"]));
-    let base_url = a
-        .base_url
-        .clone()
-        .filter(|u| !u.trim().is_empty())
-        .or_else(|| env_first(&["LCM_TUI_SUMMARY_BASE_URL", "LCM_SUMMARY_BASE_URL"]));
-    let from_env = env_first(&["LCM_TUI_SUMMARY_PROVIDER", "LCM_SUMMARY_PROVIDER"]);
-    let from_model = model.as_deref().and_then(|m| {
-        let m = m.to_ascii_lowercase();
-        if m.starts_with("claude") {
-            Some("anthropic")
-        } else if ["gpt-", "o1", "o3", "o4", "chatgpt"]
-            .iter()
-            .any(|p| m.starts_with(p))
-        {
-            Some("openai")
-        } else {
-            None
-        }
-    });
-    let provider = a
-        .provider
-        .clone()
-        .or(from_env)
-        .or_else(|| from_model.map(str::to_owned))
-        .or_else(|| set(&base_url).then(|| "openai".to_owned()))
-        .or_else(|| set(&std::env::var("ANTHROPIC_API_KEY").ok()).then(|| "anthropic".into()))
-        .or_else(|| set(&std::env::var("OPENAI_API_KEY").ok()).then(|| "openai".into()))
-        .ok_or_else(|| {
-            CliError::usage(
-                "no summarizer configured: pass --provider anthropic|openai|offline (keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY)",
-            )
-        })?;
-    Ok((provider, model, base_url))
+/// The summarizer (see [`SummarizerChoice::with_environment`]); a usage error when
+/// nothing names a provider.
+fn summarizer(a: &RewriteArgs) -> Result<SummarizerChoice, CliError> {
+    let choice = SummarizerChoice::new(a.provider.clone(), a.model.clone(), a.base_url.clone())
+        .with_environment();
+    if choice.provider.is_none() {
+        return Err(CliError::usage(
+            "no summarizer configured: pass --provider anthropic|openai|offline (keys come from ANTHROPIC_API_KEY / OPENAI_API_KEY)",
+        ));
+    }
+    Ok(choice)
 }
 
 fn config_error(e: crate::error::LcmError) -> CliError {
@@ -213,15 +172,13 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
     let path = ctx.db_path()?;
     let zone = Zone::resolve(a.timezone.as_deref())
         .map_err(|e| CliError::usage(format!("--timezone: {}", e.message)))?;
-    let (provider, model, base_url) = summarizer(&a)?;
-    let opts = EngineOptions {
+    let choice = summarizer(&a)?;
+    let mut opts = EngineOptions {
         prompt_dir: a.prompt_dir.clone(),
-        summary_provider: Some(provider.clone()),
-        summary_model: model.clone(),
-        summary_base_url: base_url,
         timezone: a.timezone.clone(),
         ..db::engine_options(&path)
     };
+    choice.apply(&mut opts);
     let apply = a.apply;
     let (db, pipeline, engine): (RewriteDb, Arc<dyn SummaryPipeline>, _) = if apply {
         let engine = ctx
@@ -237,7 +194,8 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
         let conn = ctx.open_read_only(&path)?;
         (RewriteDb::read_only(conn), pipeline, None)
     };
-    let result = rewrite(ctx, &a, &db, pipeline, zone, &provider, model.as_deref());
+    let label = choice.label().unwrap_or_default();
+    let result = rewrite(ctx, &a, &db, pipeline, zone, &label);
     if let Some(engine) = engine {
         let closed = ctx.block_on(engine.close())?;
         if let Err(e) = closed {
@@ -248,26 +206,13 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
     result
 }
 
-fn summarizer_label(provider: &str, model: Option<&str>) -> String {
-    let default = match provider {
-        "anthropic" => Some(crate::summarize::anthropic::DEFAULT_MODEL),
-        "openai" | "openai-responses" => Some(crate::summarize::openai::DEFAULT_MODEL),
-        _ => None,
-    };
-    match model.or(default) {
-        Some(m) => format!("{provider} ({m})"),
-        None => provider.to_owned(),
-    }
-}
-
 fn rewrite(
     ctx: &mut Ctx,
     a: &RewriteArgs,
     db: &RewriteDb,
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
-    provider: &str,
-    model: Option<&str>,
+    label: &str,
 ) -> CliResult {
     let conv = a.conversation_id;
     let sel = selector(a);
@@ -303,7 +248,7 @@ fn rewrite(
             "Rewriting {} of conversation {conv} ({}) with {} — {mode}.",
             plural(plan.len(), "summary", "summaries"),
             depth_breakdown(&plan),
-            summarizer_label(provider, model),
+            label,
         ));
         ctx.out.line("");
     }

@@ -8,12 +8,12 @@
 //! - [`run`]: the modes (`incremental`, `sweep`, `untilUnder`), bounds and results.
 //! - [`control`]: per-conversation lock and cancel tokens.
 
-pub mod api;
 pub mod control;
 pub mod pass;
 pub mod run;
 pub mod select;
 pub mod source;
+pub mod turn;
 
 use std::sync::Arc;
 
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use control::{CancelToken, Coordinator};
 pub use pass::{PassKind, PassRecord};
+pub use turn::{AfterTurnParams, AfterTurnResult};
 
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
@@ -109,9 +110,6 @@ pub struct CompactParams {
     /// `untilUnder` target (default: tokenBudget).
     #[serde(default)]
     pub target_tokens: Option<i64>,
-    /// The AbortSignal; read by the binding, ignored here.
-    #[serde(default, rename = "signal")]
-    pub _signal: Option<serde::de::IgnoredAny>,
 }
 
 /// The result of `compact` (never an error for "nothing to do").

@@ -123,7 +123,6 @@ fn params(mode: Mode, budget: i64) -> CompactParams {
         current_token_count: None,
         custom_instructions: None,
         target_tokens: None,
-        _signal: None,
     }
 }
 
@@ -727,7 +726,7 @@ async fn after_turn_ingests_the_new_messages_then_sweeps_over_the_threshold() {
     let all: Vec<serde_json::Value> = (0..40)
         .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("turn text {i} ") + &"x ".repeat(150)}))
         .collect();
-    let turn = |pre: usize, budget: i64| api::AfterTurnParams {
+    let turn = |pre: usize, budget: i64| AfterTurnParams {
         session_id: "s1".into(),
         session_key: None,
         messages: all[..pre + 10].to_vec(),
@@ -737,7 +736,6 @@ async fn after_turn_ingests_the_new_messages_then_sweeps_over_the_threshold() {
         entry_ids: None,
         is_heartbeat: false,
         custom_instructions: None,
-        _signal: None,
     };
     let r = engine
         .after_turn_with(fake.clone(), turn(0, 1_000_000), Hooks::default())
@@ -840,7 +838,7 @@ async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
     let msgs: Vec<serde_json::Value> = (0..4)
         .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("m{i}")}))
         .collect();
-    let turn = |n: usize, pre: usize, ids: Vec<Option<String>>| api::AfterTurnParams {
+    let turn = |n: usize, pre: usize, ids: Vec<Option<String>>| AfterTurnParams {
         session_id: "s1".into(),
         session_key: None,
         messages: msgs[..n].to_vec(),
@@ -850,7 +848,6 @@ async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
         entry_ids: Some(ids),
         is_heartbeat: false,
         custom_instructions: None,
-        _signal: None,
     };
     let id = |i: usize| Some(format!("e{i}"));
     let r = engine

@@ -7,8 +7,8 @@
 //! - [`transplant`]: another conversation's context summaries, with the DAG and the
 //!   messages beneath them, are copied under new ids to the front of a context list.
 
-mod api;
 pub mod dissolve;
+pub mod run;
 pub mod transplant;
 
 #[cfg(test)]

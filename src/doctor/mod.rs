@@ -11,7 +11,6 @@
 //! - Apply: one transaction repairs links, coverage, columns, ordinals and FTS rows;
 //!   then each broken summary is summarized again in its own transaction.
 
-mod api;
 pub mod check;
 pub mod files;
 pub mod fts;
@@ -22,6 +21,7 @@ pub mod meta;
 pub mod relink;
 pub mod repair;
 pub mod resummarize;
+pub mod run;
 pub mod violation;
 
 use std::sync::Arc;
@@ -34,6 +34,7 @@ use crate::store::Features;
 use crate::summarize::Level;
 pub use repair::{Repair, RepairKind};
 pub use resummarize::BrokenSummary;
+pub use run::{integrity_check, Doctor};
 pub use violation::{Kind, Violation};
 
 /// Progress of a long job: `(phase, done, total)`.

@@ -1,19 +1,22 @@
 //! Recall: `grep` (regex / full text over messages and summaries), `describe`
 //! (summaries with lineage and manifest, large files), `expand` (summary → sources
 //! → messages under a token cap), delegation grants, and the agent tool
-//! definitions. The engine methods are in [`api`]; the rest is plain logic over a
-//! connection, tested on its own.
+//! definitions. [`recall`] runs each call over a store (the engine wraps it);
+//! [`types`] holds their parameters and results, [`state`] the per-engine state.
 
-pub mod api;
 pub mod catalog;
 pub mod describe;
 pub mod expand;
 pub mod grants;
 pub mod grep;
 pub mod literals;
+pub mod recall;
 pub mod render;
+pub mod state;
 pub mod sumcat;
 pub mod text;
 pub mod tools;
+pub mod types;
 
-pub use api::RecallState;
+pub use recall::Recall;
+pub use state::RecallState;

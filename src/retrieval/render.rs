@@ -4,8 +4,8 @@
 //! `- [conv=C sum_…] (kind, time): snippet`, capped at 40,000 characters (and at
 //! a grant's remaining tokens).
 
-use super::api::GrepResult;
 use super::text::{cut_chars, one_line};
+use super::types::GrepResult;
 use crate::timefmt::Zone;
 use crate::tokens;
 

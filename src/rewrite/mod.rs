@@ -12,9 +12,10 @@
 //!   `token_count` (and its full-text rows) are updated in its own transaction.
 //!   Ids, links and context items never change. A summarizer error stops the run:
 //!   rewrites already applied stay, nothing partial is written.
-//! - `api`: the engine methods.
+//! - [`call`]: the calls over a store (plan, per-call pipeline, run) the engine
+//!   wraps.
 
-mod api;
+pub mod call;
 pub mod plan;
 pub mod run;
 pub mod source;
@@ -164,10 +165,6 @@ pub struct RewriteParams {
     /// Condensed summaries of one depth summarized at once (default 4).
     #[serde(default)]
     pub concurrency: Option<usize>,
-    /// The binding's progress callback (`null` survives `JSON.stringify`; a function
-    /// does not); ignored here.
-    #[serde(default, rename = "onProgress")]
-    pub on_progress: Option<serde::de::IgnoredAny>,
 }
 
 fn yes() -> bool {

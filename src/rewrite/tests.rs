@@ -523,9 +523,8 @@ fn rewrite_params_validate() {
         json!({"conversationId": 1, "all": true, "dryRun": true})
     )
     .is_err());
-    let p: RewriteParams = serde_json::from_value(
-        json!({"conversationId": 1, "all": true, "onProgress": null, "concurrency": 65}),
-    )
-    .unwrap();
+    let p: RewriteParams =
+        serde_json::from_value(json!({"conversationId": 1, "all": true, "concurrency": 65}))
+            .unwrap();
     assert!(p.concurrency().is_err());
 }

@@ -213,6 +213,16 @@ impl<T, F: std::future::Future<Output = Result<T>>> std::future::Future for Cont
     }
 }
 
+/// [`contain`] with a process-wide guard that has no log sink, for async work
+/// that belongs to no store (opening an engine, CLI-style functions).
+pub fn contain_detached<T, F>(operation: &'static str, fut: F) -> Contained<F>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    static DETACHED: std::sync::OnceLock<Arc<Guard>> = std::sync::OnceLock::new();
+    contain(DETACHED.get_or_init(Arc::default).clone(), operation, fut)
+}
+
 /// Wraps `fut` so that a panic while polling it becomes `LCM_INTERNAL`.
 pub fn contain<T, F>(guard: Arc<Guard>, operation: &'static str, fut: F) -> Contained<F>
 where

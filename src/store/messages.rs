@@ -243,21 +243,11 @@ fn message_from_row(r: &Row) -> rusqlite::Result<MessageRecord> {
     })
 }
 
-/// Message rows of a conversation in seq order, optionally from a seq on.
-pub fn list_records(
-    conn: &Connection,
-    conversation_id: i64,
-    after_seq: i64,
-    limit: i64,
-) -> Result<Vec<MessageRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, conversation_id, seq, role, content, token_count, created_at
-         FROM messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-    )?;
-    let rows = stmt
-        .query_map(params![conversation_id, after_seq, limit], message_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+/// The highest message id in the database (0 when empty).
+pub fn max_message_id(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// Message rows by id, in the order given (unknown ids are skipped).

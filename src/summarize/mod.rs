@@ -3,12 +3,14 @@
 //! compaction engine calls (prompt rendering + escalation + level bookkeeping).
 
 pub mod anthropic;
+pub mod choice;
 pub mod fallback;
 pub mod http;
 pub mod normalize;
 pub mod offline;
 pub mod openai;
 pub mod pipeline;
+pub mod render;
 mod select;
 pub mod targets;
 
@@ -17,7 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 
+pub use choice::SummarizerChoice;
 pub use pipeline::{EscalatingPipeline, PipelineSettings};
+pub use render::{render_params, RenderParams};
 pub use select::{build_pipeline, build_summarizer, max_output_tokens, Provider, ProviderConfig};
 
 /// One request to a summarizer.

@@ -75,11 +75,6 @@ impl EscalatingPipeline {
         }
     }
 
-    /// The summarizer's short name (`offline`, `anthropic`, `callback`, …).
-    pub fn summarizer_name(&self) -> &str {
-        self.summarizer.name()
-    }
-
     /// The prompt templates in use.
     pub fn prompts(&self) -> &PromptSet {
         &self.prompts

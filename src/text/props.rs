@@ -102,7 +102,7 @@ proptest! {
             body.push_str(esc);
         }
         let doc = format!("{{\"content\":\"{body}\"}}");
-        let repaired = crate::engine::repair_lone_surrogates(&doc);
+        let repaired = crate::params::repair_lone_surrogates(&doc);
         let v: serde_json::Value = serde_json::from_str(&repaired).expect("repaired JSON parses");
         prop_assert!(v["content"].is_string());
     }

@@ -1,4 +1,4 @@
-//! `Engine::doctor`: the check → repair → re-summarize → check sequence over the
+//! The doctor run: the check → repair → re-summarize → check sequence over the
 //! store's jobs (reads on read connections, writes and FTS5 commands on the writer).
 
 use super::{
@@ -6,8 +6,12 @@ use super::{
     require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Kind, Progress,
     Repair, RepairKind, Resummarized, ResummaryStatus, StopError,
 };
-use crate::engine::Engine;
+use std::sync::Arc;
+
 use crate::error::{LcmError, Result};
+use crate::store::Store;
+use crate::summarize::SummaryPipeline;
+use crate::timefmt::Zone;
 
 fn tick(progress: Option<&Progress>, phase: &str, done: usize, total: usize) {
     if let Some(p) = progress {
@@ -15,14 +19,35 @@ fn tick(progress: Option<&Progress>, phase: &str, done: usize, total: usize) {
     }
 }
 
-impl Engine {
+/// What a doctor run works with: the store, the pipeline that summarizes broken
+/// summaries again, and the timezone of their source texts.
+pub struct Doctor {
+    /// The store.
+    pub store: Store,
+    /// The summarization pipeline.
+    pub pipeline: Arc<dyn SummaryPipeline>,
+    /// Timezone of source-text timestamps.
+    pub zone: Zone,
+    /// `largeFilesDir`, where moved large files are looked up by id.
+    pub large_files_dir: std::path::PathBuf,
+}
+
+impl Doctor {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn pipeline(&self) -> Arc<dyn SummaryPipeline> {
+        self.pipeline.clone()
+    }
+
+    fn zone(&self) -> Zone {
+        self.zone
+    }
+
     /// Checks the invariants (and, with `apply`, repairs what can be repaired
     /// without loss, then summarizes broken summaries again). See [`crate::doctor`].
-    pub async fn doctor(
-        &self,
-        p: DoctorParams,
-        progress: Option<Progress>,
-    ) -> Result<DoctorReport> {
+    pub async fn run(&self, p: DoctorParams, progress: Option<Progress>) -> Result<DoctorReport> {
         let (ids, scope) = self.doctor_scope(&p).await?;
         let found = self.doctor_check(&ids, scope, progress.as_ref()).await?;
         if !p.apply {
@@ -137,7 +162,7 @@ impl Engine {
     }
 
     fn large_files_dir(&self) -> std::path::PathBuf {
-        crate::largefiles::intercept::Settings::from_options(self.options()).dir
+        self.large_files_dir.clone()
     }
 
     /// Points the rows of moved large files at their current paths (one write).
@@ -243,4 +268,11 @@ impl Engine {
         }
         Ok(r)
     }
+}
+
+/// `PRAGMA integrity_check` rows (`["ok"]` for a sound database), with the
+/// full-text indexes' cached structure reloaded first (see
+/// [`super::global::integrity_lines`]).
+pub async fn integrity_check(store: &Store) -> Result<Vec<String>> {
+    store.read(super::global::integrity_lines).await
 }

@@ -1,278 +1,39 @@
-//! The recall API of the engine: `grep`, `describe`, `expand`, grants, the tool
-//! definitions, and `getMessages` with large files re-inlined.
+//! The recall calls over one store: `grep`, `describe`, `expand`, grants,
+//! `warmRecallIndex` and `getMessages` with large files re-inlined. The engine
+//! wraps each in a thin method; this module does the work.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::catalog::Catalog;
-use super::describe::{self, FileDescription, FileRead, SummaryDescription};
+use super::describe::{self, FileRead};
 use super::expand::{Limits, Walk};
-use super::grants::{self, Access, CreateGrantParams, GrantInfo, Registry};
-use super::grep::{self, Filter, MessageHit, Mode, Scope, ScopeStats, Sort, SummaryHit};
-use super::sumcat::SummaryCatalog;
-use crate::engine::Engine;
+use super::grants::{self, Access, CreateGrantParams, GrantInfo};
+use super::grep::{self, Filter, Mode, Scope, Sort};
+use super::state::{poisoned, RecallState};
+use super::types::{
+    DescribeOptions, DescribeResult, ExpandParams, ExpandResult, GetMessagesOptions, GrepParams,
+    GrepResult, IndexInfo,
+};
+use crate::config::EngineOptions;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::largefiles::restore::{message_has_reference, Restorer};
 use crate::message::rebuild;
-use crate::store::{messages, summaries};
+use crate::store::{messages, summaries, Store};
+use crate::timefmt::Zone;
 use crate::tokens;
 
-/// Per-engine recall state: the grants (in memory only) and the message catalog.
-#[derive(Debug, Default)]
-pub struct RecallState {
-    grants: Mutex<Registry>,
-    catalog: RwLock<Catalog>,
-    catalog_sync: Mutex<()>,
-    summaries: Mutex<SummaryCatalog>,
-}
-
-fn poisoned() -> LcmError {
-    LcmError::internal("recall state lock poisoned")
-}
-
-impl RecallState {
-    fn grants(&self) -> Result<std::sync::MutexGuard<'_, Registry>> {
-        self.grants.lock().map_err(|_| poisoned())
-    }
-
-    /// Searches summaries with the summary catalog brought up to date first.
-    fn search_summaries(
-        &self,
-        conn: &rusqlite::Connection,
-        q: &grep::Query,
-        features: crate::store::Features,
-    ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
-        let mut sc = self.summaries.lock().map_err(|_| poisoned())?;
-        sc.sync(conn)?;
-        grep::search_summaries(conn, &sc, q, features)
-    }
-
-    /// Brings the catalog up to date with `conn`'s snapshot.
-    fn sync_catalog(&self, conn: &rusqlite::Connection) -> Result<()> {
-        let _one = self.catalog_sync.lock().map_err(|_| poisoned())?;
-        let (loaded, last) = {
-            let c = self.catalog.read().map_err(|_| poisoned())?;
-            (c.is_loaded(), c.last_id())
-        };
-        let max: i64 = conn
-            .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
-            .query_row([], |r| r.get(0))?;
-        if loaded && max <= last {
-            return Ok(());
-        }
-        self.catalog
-            .write()
-            .map_err(|_| poisoned())?
-            .catch_up(conn)?;
-        Ok(())
-    }
-}
-
-/// Parameters of `grep`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GrepParams {
-    /// Regex or full-text query.
-    pub pattern: String,
-    /// Default `regex`.
-    #[serde(default)]
-    pub mode: Mode,
-    /// Default `both`.
-    #[serde(default)]
-    pub scope: Scope,
-    /// Search one conversation.
-    #[serde(default)]
-    pub conversation_id: Option<i64>,
-    /// Search every conversation.
-    #[serde(default)]
-    pub all_conversations: Option<bool>,
-    /// Inclusive lower time bound (ISO).
-    #[serde(default)]
-    pub since: Option<String>,
-    /// Exclusive upper time bound (ISO).
-    #[serde(default)]
-    pub before: Option<String>,
-    /// Results per scope, 1–200 (default 50).
-    #[serde(default)]
-    pub limit: Option<i64>,
-    /// full_text order (regex is always by recency).
-    #[serde(default)]
-    pub sort: Sort,
-    /// Delegation grant to run under.
-    #[serde(default)]
-    pub grant_id: Option<String>,
-}
-
-/// Result of `grep`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GrepResult {
-    /// The pattern as given.
-    pub pattern: String,
-    /// Mode used.
-    pub mode: Mode,
-    /// Scope used.
-    pub scope: Scope,
-    /// Order used.
-    pub sort: Sort,
-    /// Conversations searched (`null` = all).
-    pub conversation_ids: Option<Vec<i64>>,
-    /// Matching messages, in result order.
-    pub messages: Vec<MessageHit>,
-    /// Matching summaries, in result order.
-    pub summaries: Vec<SummaryHit>,
-    /// messages + summaries returned.
-    pub total_matches: usize,
-    /// True when a scan budget stopped a search before its scope was covered.
-    pub truncated: bool,
-    /// How the message search ran.
-    pub message_stats: Option<ScopeStats>,
-    /// How the summary search ran.
-    pub summary_stats: Option<ScopeStats>,
-    /// Wall time in ms.
-    pub elapsed_ms: f64,
-    /// The grant's state after this call, when run under one.
-    pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
-    pub text: String,
-}
-
-/// Options of `describe`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DescribeOptions {
-    /// The item must belong to this conversation (else null).
-    #[serde(default)]
-    pub conversation_id: Option<i64>,
-    /// Explicitly allow any conversation.
-    #[serde(default)]
-    pub all_conversations: Option<bool>,
-    /// Budget cap for the manifest.
-    #[serde(default)]
-    pub token_cap: Option<i64>,
-    /// Delegation grant to run under.
-    #[serde(default)]
-    pub grant_id: Option<String>,
-    /// Files: bounded content for an agent.
-    #[serde(default)]
-    pub expand_file: Option<bool>,
-    /// Files: bound of `expandFile` (default 32768, 1024–512000).
-    #[serde(default)]
-    pub expand_file_max_bytes: Option<i64>,
-    /// Files: first line (1-based).
-    #[serde(default)]
-    pub start_line: Option<i64>,
-    /// Files: last line (1-based, inclusive).
-    #[serde(default)]
-    pub end_line: Option<i64>,
-    /// Files: the whole content, byte-exact (no bound).
-    #[serde(default)]
-    pub include_content: Option<bool>,
-}
-
-/// Result of `describe`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DescribeResult {
-    /// The id described.
-    pub id: String,
-    /// `summary` or `file`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Summary details.
-    pub summary: Option<SummaryDescription>,
-    /// File details.
-    pub file: Option<FileDescription>,
-    /// The grant's state after this call.
-    pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
-    pub text: String,
-}
-
-/// Parameters of `expand`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExpandParams {
-    /// One root.
-    #[serde(default)]
-    pub summary_id: Option<String>,
-    /// Several roots, in priority order (after `summaryId`).
-    #[serde(default)]
-    pub summary_ids: Option<Vec<String>>,
-    /// Full-text query choosing the roots (when no ids are given).
-    #[serde(default)]
-    pub query: Option<String>,
-    /// Levels of sources (default 3).
-    #[serde(default, alias = "maxDepth")]
-    pub depth: Option<i64>,
-    /// Include leaf messages.
-    #[serde(default)]
-    pub include_messages: Option<bool>,
-    /// Token cap (default `maxExpandTokens`; a grant's remaining budget caps it).
-    #[serde(default)]
-    pub token_cap: Option<i64>,
-    /// Delegation grant to run under.
-    #[serde(default)]
-    pub grant_id: Option<String>,
-    /// Roots must belong to this conversation.
-    #[serde(default)]
-    pub conversation_id: Option<i64>,
-    /// Explicitly allow any conversation.
-    #[serde(default)]
-    pub all_conversations: Option<bool>,
-}
-
-/// Result of `expand`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExpandResult {
-    /// The walk.
-    #[serde(flatten)]
-    pub walk: Walk,
-    /// Roots and reached summaries.
-    pub cited_ids: Vec<String>,
-    /// Token cap applied.
-    pub token_cap: i64,
-    /// Depth applied.
-    pub depth: i64,
-    /// The grant's state after this call.
-    pub grant: Option<GrantInfo>,
-    /// The reference's compact text.
-    pub text: String,
-}
-
-/// State of the in-memory message catalog.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IndexInfo {
-    /// Messages indexed.
-    pub indexed_messages: usize,
-    /// Approximate bytes held.
-    pub index_bytes: usize,
-    /// Time the call took.
-    pub elapsed_ms: f64,
-}
-
-/// Options of `getMessages`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetMessagesOptions {
-    /// Re-inline externalized large files (default true: messages exactly as
-    /// ingested). False gives the stored form with `[LCM File: …]` references.
-    #[serde(default = "yes")]
-    pub expand_files: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for GetMessagesOptions {
-    fn default() -> Self {
-        GetMessagesOptions { expand_files: true }
-    }
+/// What a recall call reads: the store, the options, the timezone for rendered
+/// times, and the engine's recall state.
+pub struct Recall<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The options in force.
+    pub opts: &'a EngineOptions,
+    /// Timezone of rendered times.
+    pub zone: Zone,
+    /// Grants and catalogs.
+    pub state: &'a Arc<RecallState>,
 }
 
 /// The conversations a call may read, after grant checks.
@@ -315,9 +76,21 @@ pub fn extract_id(raw: &str) -> Option<String> {
     re.find(t).map(|m| m.as_str().to_owned())
 }
 
-impl Engine {
+impl Recall<'_> {
+    fn store(&self) -> &Store {
+        self.store
+    }
+
+    fn options(&self) -> &EngineOptions {
+        self.opts
+    }
+
+    fn zone(&self) -> Zone {
+        self.zone
+    }
+
     fn recall(&self) -> &Arc<RecallState> {
-        &self.recall
+        self.state
     }
 
     fn resolve(
@@ -695,11 +468,6 @@ impl Engine {
         })
     }
 
-    /// The agent tool definitions.
-    pub fn recall_tool_definitions(&self) -> Value {
-        super::tools::definitions()
-    }
-
     /// Every message of a conversation in seq order: as ingested (large files
     /// re-inlined from disk) by default, or in stored form with `expandFiles: false`.
     pub async fn get_messages_with(
@@ -756,158 +524,4 @@ fn check_grant_item(conn: &rusqlite::Connection, g: &GrantInfo, id: &str, conv: 
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::EngineOptions;
-    use crate::engine::IngestBatchParams;
-    use serde_json::json;
-
-    /// Regex grep returns exactly what a naive scan returns (newest `limit` by time,
-    /// then id), also when timestamps are out of order with ids.
-    #[tokio::test]
-    async fn regex_grep_equals_a_naive_scan() {
-        let opts = EngineOptions {
-            db_path: Some(":memory:".into()),
-            ..Default::default()
-        };
-        let e = Engine::open(opts).await.unwrap();
-        let words = [
-            "Alpha1", "alpha2", "beta-77", "gamma", "DELTA", "Ωmega", "epsilon", "zeta",
-        ];
-        let mut all = Vec::new();
-        for conv in ["a", "b"] {
-            let msgs: Vec<Value> = (0..300u64)
-                .map(|i| {
-                    let w1 = words[(i * 7 % 8) as usize];
-                    let w2 = words[(i * 3 % 8) as usize];
-                    // Times go backwards every 50 messages (imports, clock skew).
-                    let t = 1_771_313_820_000i64 + ((i % 50) as i64 * 60_000) - (i / 50) as i64 * 600_000;
-                    json!({"role": "user", "content": format!("m{i} {w1} {} {w2}", i * 37 % 1000), "timestamp": t})
-                })
-                .collect();
-            let r = e
-                .ingest_batch(IngestBatchParams {
-                    session_id: conv.into(),
-                    session_key: None,
-                    messages: msgs.clone(),
-                    entry_ids: None,
-                    is_heartbeat: false,
-                })
-                .await
-                .unwrap();
-            for (m, out) in msgs.iter().zip(r.results) {
-                all.push((
-                    r.conversation_id.unwrap(),
-                    out.message_id.unwrap(),
-                    m["timestamp"].as_i64().unwrap() / 1000 * 1000,
-                    m["content"].as_str().unwrap().to_owned(),
-                ));
-            }
-        }
-        for pat in [
-            r"(?i)alpha\d",
-            r"beta-\d+",
-            "gamma|delta",
-            r"\b\d{3}\b",
-            r"Ωmega",
-            "m1\\d ",
-        ] {
-            let re = regex::Regex::new(pat).unwrap();
-            let mut want: Vec<&(i64, i64, i64, String)> = all
-                .iter()
-                .filter(|m| m.0 == 1 && re.is_match(&m.3))
-                .collect();
-            want.sort_by_key(|m| std::cmp::Reverse((m.2, m.1)));
-            let want: Vec<i64> = want.iter().take(10).map(|m| m.1).collect();
-            let got = e
-                .grep(GrepParams {
-                    pattern: pat.into(),
-                    mode: Mode::Regex,
-                    scope: Scope::Messages,
-                    conversation_id: Some(1),
-                    all_conversations: None,
-                    since: None,
-                    before: None,
-                    limit: Some(10),
-                    sort: Sort::Recency,
-                    grant_id: None,
-                })
-                .await
-                .unwrap();
-            let got: Vec<i64> = got.messages.iter().map(|m| m.message_id).collect();
-            assert_eq!(got, want, "pattern {pat}");
-        }
-        for word in ["gamma", "delta", "zeta"] {
-            let has = |c: &str| {
-                c.split(|ch: char| !ch.is_alphanumeric())
-                    .any(|t| t.eq_ignore_ascii_case(word))
-            };
-            let mut want: Vec<&(i64, i64, i64, String)> =
-                all.iter().filter(|m| m.0 == 2 && has(&m.3)).collect();
-            want.sort_by_key(|m| std::cmp::Reverse((m.2, m.1)));
-            let want: Vec<i64> = want.iter().take(7).map(|m| m.1).collect();
-            let p = GrepParams {
-                pattern: word.into(),
-                mode: Mode::FullText,
-                scope: Scope::Both,
-                conversation_id: Some(2),
-                all_conversations: None,
-                since: None,
-                before: None,
-                limit: Some(7),
-                sort: Sort::Recency,
-                grant_id: None,
-            };
-            let got = e.grep(p).await.unwrap();
-            let got: Vec<i64> = got.messages.iter().map(|m| m.message_id).collect();
-            assert_eq!(got, want, "full text {word}");
-        }
-        e.close().await.unwrap();
-    }
-
-    /// Without usable FTS tables, full text still answers (substring / LIKE).
-    #[tokio::test]
-    async fn full_text_survives_a_missing_fts_index() {
-        let opts = EngineOptions {
-            db_path: Some(":memory:".into()),
-            ..Default::default()
-        };
-        let e = Engine::open(opts).await.unwrap();
-        let msgs = vec![
-            json!({"role":"user","content":"the Quokka ate"}),
-            json!({"role":"user","content":"nothing here"}),
-        ];
-        let p = IngestBatchParams {
-            session_id: "s".into(),
-            session_key: None,
-            messages: msgs,
-            entry_ids: None,
-            is_heartbeat: false,
-        };
-        e.ingest_batch(p).await.unwrap();
-        e.store()
-            .write(|c| Ok(c.execute_batch("DROP TABLE messages_fts; DROP TABLE summaries_fts;")?))
-            .await
-            .unwrap();
-        let g = GrepParams {
-            pattern: "quokka".into(),
-            mode: Mode::FullText,
-            scope: Scope::Both,
-            conversation_id: Some(1),
-            all_conversations: None,
-            since: None,
-            before: None,
-            limit: None,
-            sort: Sort::Recency,
-            grant_id: None,
-        };
-        let r = e.grep(g).await.unwrap();
-        assert_eq!(r.messages.len(), 1);
-        assert_eq!(r.message_stats.unwrap().strategy, "trigram-filter");
-        assert_eq!(r.summary_stats.unwrap().strategy, "like");
-        e.close().await.unwrap();
-    }
 }

@@ -1,0 +1,105 @@
+// The binding's one call path: JS callbacks follow one rule, and compact/afterTurn do
+// no more than JSON.stringify of the data they need on the JS thread.
+import { describe, it, expect, afterEach } from 'vitest'
+import { join } from 'node:path'
+import { LcmEngine, tempDir, rejectsWithCode } from './helpers.mjs'
+
+let engine
+afterEach(async () => {
+  await engine?.close()
+  engine = undefined
+})
+
+async function open(extra = {}) {
+  engine = await LcmEngine.open({ dbPath: join(tempDir(), 'lcm.db'), ...extra })
+  return engine
+}
+
+const msg = (i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} about the quarterly report`, timestamp: 1771313820000 + i * 1000 })
+
+describe('JS callbacks: one rule everywhere', () => {
+  it('a non-function onProgress / summarizer is LCM_INVALID_INPUT for compact, afterTurn, rewrite and open', async () => {
+    await open()
+    await engine.ingestBatch({ sessionId: 's', messages: [msg(0), msg(1)] })
+    for (const bad of [5, 'x', {}, true]) {
+      await rejectsWithCode(engine.compact({ sessionId: 's', tokenBudget: 1000, onProgress: bad }), 'LCM_INVALID_INPUT')
+      await rejectsWithCode(engine.afterTurn({ sessionId: 's', messages: [], prePromptMessageCount: 0, tokenBudget: 1000, onProgress: bad }), 'LCM_INVALID_INPUT')
+      await rejectsWithCode(engine.rewrite({ conversationId: 1, all: true, onProgress: bad }), 'LCM_INVALID_INPUT')
+      await rejectsWithCode(LcmEngine.open({ dbPath: ':memory:', summarizer: bad }), 'LCM_INVALID_INPUT')
+    }
+    const err = await engine.compact({ sessionId: 's', tokenBudget: 1000, onProgress: 5 }).catch((e) => e)
+    expect(err.message).toMatch(/onProgress must be a function/)
+  })
+
+  it('null or undefined callbacks are absent, and a rejected call writes nothing', async () => {
+    await open()
+    for (const [i, none] of [null, undefined].entries()) {
+      const r = await engine.compact({ sessionId: 's', tokenBudget: 1000, onProgress: none })
+      expect(r.compacted).toBe(false)
+      const t = await engine.afterTurn({ sessionId: 's', messages: [msg(i)], prePromptMessageCount: 0, tokenBudget: 100000, onProgress: none, signal: none })
+      expect(t.ingest.ingestedCount).toBe(1)
+      const plan = await engine.rewrite({ conversationId: t.ingest.conversationId, all: true, onProgress: none })
+      expect(plan.dryRun).toBe(true)
+    }
+    await rejectsWithCode(engine.afterTurn({ sessionId: 's', messages: [msg(9)], prePromptMessageCount: 0, tokenBudget: 1000, onProgress: 1 }), 'LCM_INVALID_INPUT')
+    const conv = await engine.getConversation({ sessionId: 's' })
+    expect((await engine.getStats(conv.conversationId)).messageCount).toBe(2)
+  })
+})
+
+describe('afterTurn on the JS thread', () => {
+  it('stores exactly messages[prePromptMessageCount..] with parallel entryIds sliced the same way', async () => {
+    await open()
+    const all = Array.from({ length: 10 }, (_, i) => msg(i))
+    const entryIds = all.map((_, i) => `e${i}`)
+    const r = await engine.afterTurn({ sessionId: 's', messages: all, entryIds, prePromptMessageCount: 6, tokenBudget: 100000 })
+    expect(r.ingest.ingestedCount).toBe(4)
+    const back = await engine.getMessages(r.ingest.conversationId)
+    expect(back).toEqual(all.slice(6))
+    // Replays of the same entries are recognized by their (sliced) entry ids.
+    const again = await engine.afterTurn({ sessionId: 's', messages: all, entryIds, prePromptMessageCount: 6, tokenBudget: 100000 })
+    expect(again.ingest.ingestedCount).toBe(0)
+    // A count past the end stores nothing; a malformed count is still reported.
+    const past = await engine.afterTurn({ sessionId: 's', messages: all, prePromptMessageCount: 50, tokenBudget: 100000 })
+    expect(past.ingest.ingestedCount).toBe(0)
+    await rejectsWithCode(engine.afterTurn({ sessionId: 's', messages: all, prePromptMessageCount: -1, tokenBudget: 100000 }), 'LCM_INVALID_INPUT')
+    await rejectsWithCode(engine.afterTurn({ sessionId: 's', messages: all, prePromptMessageCount: 1.5, tokenBudget: 100000 }), 'LCM_INVALID_INPUT')
+  })
+
+  it('the synchronous part does not grow with the transcript (20,000 + 4 messages vs 4, within 2x)', async () => {
+    await open()
+    // The arrays are reused (their last 4 entries replaced each call) so that
+    // allocating a 20,000-entry copy per call does not put GC pauses into the
+    // measurement.
+    const large = Array.from({ length: 20004 }, (_, i) => msg(i))
+    const small = Array.from({ length: 4 }, (_, i) => msg(i))
+    let n = 0
+    const syncTime = async (messages) => {
+      for (let k = 1; k <= 4; k++) messages[messages.length - k] = msg(1_000_000 + n++)
+      const t0 = process.hrtime.bigint()
+      const p = engine.afterTurn({ sessionId: 's', messages, prePromptMessageCount: messages.length - 4, tokenBudget: 10_000_000 })
+      const t1 = process.hrtime.bigint()
+      const r = await p
+      expect(r.ingest.ingestedCount).toBe(4)
+      return Number(t1 - t0)
+    }
+    for (let i = 0; i < 40; i++) {
+      await syncTime(small)
+      await syncTime(large)
+    }
+    const a = []
+    const b = []
+    for (let i = 0; i < 41; i++) {
+      a.push(await syncTime(small))
+      b.push(await syncTime(large))
+    }
+    // Scheduling noise on a loaded machine moves single calls by hundreds of µs
+    // either way; the median of the ratios of interleaved pairs cancels it (both
+    // calls of a pair see the same conditions), as the old code, which serialized
+    // the whole transcript, would not (≈ 50× here).
+    const median = (x) => x.slice().sort((p, q) => p - q)[x.length >> 1]
+    const ratio = median(b.map((t, i) => t / a[i]))
+    console.log(`afterTurn sync part: 4 msgs ${(median(a) / 1000).toFixed(1)} µs, 20,004 msgs ${(median(b) / 1000).toFixed(1)} µs, ratio ${ratio.toFixed(2)}`)
+    expect(ratio).toBeLessThan(2)
+  })
+})

@@ -1,0 +1,56 @@
+//! `ingest` / `ingestBatch`: thin methods over [`crate::ingest`]. Each write
+//! is queued on the writer thread when the method is called.
+
+use std::future::Future;
+
+use super::Engine;
+use crate::error::Result;
+use crate::ingest::{self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
+
+impl Engine {
+    /// Ingests one message. The job is queued when this is called.
+    pub fn ingest(
+        &self,
+        p: IngestParams,
+    ) -> impl Future<Output = Result<IngestResult>> + Send + 'static {
+        let fut = self.ingest_batch(p.into());
+        async move { Ok(IngestResult::from_batch(fut.await?)) }
+    }
+
+    /// Like [`Engine::ingest`], with the parameters made by `make` on the writer
+    /// thread (the binding parses the JSON text there, keeping call order and the
+    /// JS thread free).
+    pub fn ingest_with<F>(
+        &self,
+        make: F,
+    ) -> impl Future<Output = Result<IngestResult>> + Send + 'static
+    where
+        F: FnOnce() -> Result<IngestParams> + Send + 'static,
+    {
+        let fut = self.ingest_batch_with(move || make().map(Into::into));
+        async move { Ok(IngestResult::from_batch(fut.await?)) }
+    }
+
+    /// Ingests a batch in one transaction; a bad message rejects the whole batch
+    /// (naming its index) and writes nothing. The job is queued when this is called.
+    pub fn ingest_batch(
+        &self,
+        p: IngestBatchParams,
+    ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
+        self.ingest_batch_with(move || Ok(p))
+    }
+
+    /// Like [`Engine::ingest_batch`], with the parameters made by `make` on the
+    /// writer thread.
+    pub fn ingest_batch_with<F>(
+        &self,
+        make: F,
+    ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static
+    where
+        F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
+    {
+        let opts = self.opts.clone();
+        self.store
+            .write(move |conn| ingest::write_batch(conn, make()?, &opts))
+    }
+}

@@ -1,0 +1,185 @@
+//! A batch of AgentMessages into the store: the `ingest` / `ingestBatch` parameter
+//! and result types, validation (sizes, entry ids, session) and the one-transaction
+//! write, large files externalized first. Runs on the writer connection.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::EngineOptions;
+use crate::error::{LcmError, Result};
+use crate::message::ingest;
+use crate::store::conversations::SessionRef;
+use crate::store::messages::{self, IngestOutcome};
+
+/// Parameters of `ingest`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IngestParams {
+    /// Runtime session id.
+    pub session_id: String,
+    /// Stable session key.
+    #[serde(default)]
+    pub session_key: Option<String>,
+    /// The AgentMessage.
+    pub message: Value,
+    /// Transcript entry id (makes replays idempotent).
+    #[serde(default)]
+    pub entry_id: Option<String>,
+    /// Heartbeat turns are not stored.
+    #[serde(default)]
+    pub is_heartbeat: bool,
+}
+
+/// Parameters of `ingestBatch`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IngestBatchParams {
+    /// Runtime session id.
+    pub session_id: String,
+    /// Stable session key.
+    #[serde(default)]
+    pub session_key: Option<String>,
+    /// The AgentMessages, oldest first.
+    pub messages: Vec<Value>,
+    /// Transcript entry ids, parallel to `messages` (null where unknown).
+    #[serde(default)]
+    pub entry_ids: Option<Vec<Option<String>>>,
+    /// Heartbeat turns are not stored.
+    #[serde(default)]
+    pub is_heartbeat: bool,
+}
+
+/// Result of `ingest`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestResult {
+    /// False for heartbeats and replays.
+    pub ingested: bool,
+    /// The conversation, when the message reached the store.
+    pub conversation_id: Option<i64>,
+    /// The stored message's id.
+    pub message_id: Option<i64>,
+    /// The stored message's seq.
+    pub seq: Option<i64>,
+}
+
+/// Result of `ingestBatch`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestBatchResult {
+    /// How many messages were stored (replays and heartbeats excluded).
+    pub ingested_count: usize,
+    /// The conversation, when the batch reached the store.
+    pub conversation_id: Option<i64>,
+    /// One entry per input message.
+    pub results: Vec<crate::store::messages::IngestedMessage>,
+}
+
+impl From<IngestParams> for IngestBatchParams {
+    fn from(p: IngestParams) -> Self {
+        IngestBatchParams {
+            session_id: p.session_id,
+            session_key: p.session_key,
+            messages: vec![p.message],
+            entry_ids: Some(vec![p.entry_id]),
+            is_heartbeat: p.is_heartbeat,
+        }
+    }
+}
+
+impl IngestResult {
+    /// The result of a one-message batch.
+    pub fn from_batch(r: IngestBatchResult) -> Self {
+        let first = r.results.into_iter().next();
+        IngestResult {
+            ingested: first.as_ref().is_some_and(|m| m.ingested),
+            conversation_id: r.conversation_id,
+            message_id: first.as_ref().and_then(|m| m.message_id),
+            seq: first.and_then(|m| m.seq),
+        }
+    }
+}
+
+/// Validates, maps and writes one batch (runs on the writer thread).
+pub fn write_batch(
+    conn: &mut rusqlite::Connection,
+    mut p: IngestBatchParams,
+    opts: &EngineOptions,
+) -> Result<IngestBatchResult> {
+    if p.is_heartbeat || p.messages.is_empty() {
+        return Ok(IngestBatchResult {
+            ingested_count: 0,
+            conversation_id: None,
+            results: (0..p.messages.len())
+                .map(|_| messages::IngestedMessage {
+                    ingested: false,
+                    message_id: None,
+                    seq: None,
+                })
+                .collect(),
+        });
+    }
+    let session = SessionRef {
+        session_id: p.session_id.clone(),
+        session_key: p.session_key.clone(),
+    };
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if crate::largefiles::intercept::may_need(&p.messages, &large) {
+        // Validate the whole batch before any file is written.
+        map_batch(&p, opts.max_message_bytes)?;
+        crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
+    }
+    let mapped = map_batch(&p, opts.max_message_bytes)?;
+    let IngestOutcome {
+        conversation_id,
+        messages,
+    } = messages::insert_batch(conn, &session, mapped)?;
+    Ok(IngestBatchResult {
+        ingested_count: messages.iter().filter(|m| m.ingested).count(),
+        conversation_id: Some(conversation_id),
+        results: messages,
+    })
+}
+
+fn map_batch(p: &IngestBatchParams, max_bytes: usize) -> Result<Vec<ingest::NewMessage>> {
+    if let Some(ids) = &p.entry_ids {
+        if ids.len() != p.messages.len() {
+            return Err(LcmError::invalid(format!(
+                "entryIds has {} entries but messages has {}",
+                ids.len(),
+                p.messages.len()
+            )));
+        }
+    }
+    if p.session_id.trim().is_empty() {
+        return Err(LcmError::invalid("sessionId must be a non-empty string"));
+    }
+    p.messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let size = approx_size(m);
+            if size > max_bytes {
+                return Err(LcmError::invalid(format!(
+                    "messages[{i}] is about {size} bytes, over maxMessageBytes ({max_bytes}); raise maxMessageBytes or split the content"
+                )));
+            }
+            let entry = p.entry_ids.as_ref().and_then(|ids| ids[i].clone());
+            ingest::map_message(m, entry).map_err(|e| e.context(format!("messages[{i}]")))
+        })
+        .collect()
+}
+
+fn approx_size(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => a.iter().map(approx_size).sum::<usize>() + 2,
+        Value::Object(o) => {
+            o.iter()
+                .map(|(k, v)| k.len() + 3 + approx_size(v))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
+    }
+}
