@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { LcmEngine, tempDir } from './helpers.mjs'
 
 const SEED = 0x15c0ffee
-const MESSAGES = 2400
+const MESSAGES = 2000
 const SESSIONS = 4
 
 function rng(seed) {
