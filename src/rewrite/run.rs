@@ -241,7 +241,7 @@ async fn rewrite_one(
     let ov = overlay.clone();
     let prepared: Result<Prepared> = ctx
         .db
-        .read(move |c| source::prepare(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
+        .read(move |c| source::rebuild(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
         .await;
     let p = match prepared {
         Ok(p) => p,

@@ -11,13 +11,24 @@
 //!   its caller gets `LCM_INTERNAL`, and the writer thread keeps serving.
 
 pub mod conversations;
+pub mod copy;
 pub mod dag;
+pub mod derived;
+pub mod fts_check;
 pub mod fts_lag;
+pub mod graph;
 pub mod guard;
+pub mod inspect;
+pub mod integrity;
+pub mod links;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
+#[cfg(test)]
+mod seam;
+pub mod sources;
 pub mod summaries;
+pub mod tx;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
