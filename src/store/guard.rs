@@ -99,6 +99,10 @@ fn payload_text(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// How a job's operation is named when it panics: computed only then (a type
+/// name, cleaned), so queuing a job costs nothing for it.
+pub type OpName = fn() -> String;
+
 /// A readable operation name from a job's closure type: crate prefix, generic
 /// arguments and `{{closure}}` segments removed (`engine::Engine::grep_json`).
 pub fn operation_name<F>() -> String {
@@ -151,7 +155,7 @@ impl Guard {
     /// job's connection when this returns an error from a panic.
     pub fn run<T>(
         &self,
-        operation: &str,
+        operation: OpName,
         kind: JobKind,
         job: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
@@ -164,7 +168,7 @@ impl Guard {
             job()
         }));
         GUARDED.set(was);
-        out.unwrap_or_else(|payload| Err(self.contained(operation, payload.as_ref())))
+        out.unwrap_or_else(|payload| Err(self.contained(&operation(), payload.as_ref())))
     }
 
     fn contained(&self, operation: &str, payload: &(dyn Any + Send)) -> LcmError {
@@ -282,7 +286,11 @@ mod tests {
         let s2 = seen.clone();
         guard.set_sink(Some(Arc::new(move |r| s2.write().unwrap().push(r.clone()))));
         let e = guard
-            .run::<()>("test::op", JobKind::Write, || panic!("boom {}", 42))
+            .run::<()>(
+                || "test::op".into(),
+                JobKind::Write,
+                || panic!("boom {}", 42),
+            )
             .unwrap_err();
         assert_eq!(e.code, crate::error::ErrorCode::Internal);
         assert!(
@@ -296,10 +304,21 @@ mod tests {
             ("test::op", "LCM_INTERNAL")
         );
         assert!(rec.message.contains("guard.rs"), "{}", rec.message);
-        assert_eq!(guard.run("test::op", JobKind::Write, || Ok(7)).unwrap(), 7);
+        assert_eq!(
+            guard
+                .run(|| "test::op".into(), JobKind::Write, || Ok(7))
+                .unwrap(),
+            7
+        );
         guard.inject_panic(JobKind::Read);
-        assert_eq!(guard.run("w", JobKind::Write, || Ok(1)).unwrap(), 1);
-        assert!(guard.run("r", JobKind::Read, || Ok(1)).is_err());
-        assert_eq!(guard.run("r", JobKind::Read, || Ok(2)).unwrap(), 2);
+        assert_eq!(
+            guard.run(|| "w".into(), JobKind::Write, || Ok(1)).unwrap(),
+            1
+        );
+        assert!(guard.run(|| "r".into(), JobKind::Read, || Ok(1)).is_err());
+        assert_eq!(
+            guard.run(|| "r".into(), JobKind::Read, || Ok(2)).unwrap(),
+            2
+        );
     }
 }

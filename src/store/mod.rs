@@ -266,12 +266,13 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     {
-        self.queue(guard::operation_name::<F>(), JobKind::Write, job)
+        self.queue(guard::operation_name::<F>, JobKind::Write, job)
     }
 
+    /// Sends a job to the writer thread, guarded (see [`guard`]).
     fn queue<T, F>(
         &self,
-        op: String,
+        op: guard::OpName,
         kind: JobKind,
         job: F,
     ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
@@ -282,7 +283,7 @@ impl Store {
         let (tx, rx) = oneshot::channel();
         let guard = self.inner.guard.clone();
         let sent = self.send(Box::new(move |conn: &mut Connection| {
-            let out = guard.run(&op, kind, || job(conn));
+            let out = guard.run(op, kind, || job(conn));
             if out.is_err() {
                 guard::rollback_open_transaction(conn);
             }
@@ -335,7 +336,7 @@ impl Store {
         if self.is_closed() {
             return Err(LcmError::closed());
         }
-        let op = guard::operation_name::<F>();
+        let op: guard::OpName = guard::operation_name::<F>;
         if self.inner.in_memory {
             return self.queue(op, JobKind::Read, move |c| job(c)).await;
         }
@@ -350,7 +351,7 @@ impl Store {
                 Some(c) => c,
                 None => open_connection(&inner.path, Duration::from_secs(30), true)?,
             };
-            let out = inner.guard.run(&op, JobKind::Read, || job(&conn));
+            let out = inner.guard.run(op, JobKind::Read, || job(&conn));
             if out.is_err() {
                 guard::rollback_open_transaction(&conn);
             }
@@ -417,9 +418,11 @@ fn writer_loop(
     guard: &guard::Guard,
 ) {
     let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
-        let r = guard.run("store::fts_lag::catch_up", JobKind::Write, || {
-            lag.catch_up(conn)
-        });
+        let r = guard.run(
+            || "store::fts_lag::catch_up".into(),
+            JobKind::Write,
+            || lag.catch_up(conn),
+        );
         if r.is_err() {
             guard::rollback_open_transaction(conn);
             lag.reset();

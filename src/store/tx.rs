@@ -20,8 +20,11 @@ impl Store {
         F: FnOnce(&Transaction) -> Result<T> + Send + 'static,
     {
         // Named after the caller's job, not this wrapper, for contained panics.
-        let op = super::guard::operation_name::<F>();
-        self.queue(op, super::JobKind::Write, move |conn| write_tx(conn, job))
+        self.queue(
+            super::guard::operation_name::<F>,
+            super::JobKind::Write,
+            move |conn| write_tx(conn, job),
+        )
     }
 }
 
