@@ -14,11 +14,12 @@ use super::repair::{Repair, RepairKind};
 use super::violation::{Kind, Violation};
 use crate::error::{ErrorCode, Result};
 use crate::largefiles::storage::{self, Location};
+use crate::store::largefiles as file_rows;
 
 /// Violations of one conversation's large files.
 pub fn check(conn: &Connection, conversation_id: i64, root: &Path) -> Result<Vec<Violation>> {
     let mut out = Vec::new();
-    for rec in storage::all_in(conn, conversation_id)? {
+    for rec in file_rows::all_in(conn, conversation_id)? {
         let c = Some(conversation_id);
         match storage::locate(&rec, root) {
             Ok(Location::Stored(_)) => {}
@@ -51,12 +52,12 @@ pub fn check(conn: &Connection, conversation_id: i64, root: &Path) -> Result<Vec
 pub fn relocate(conn: &Connection, conversation_ids: &[i64], root: &Path) -> Result<Vec<Repair>> {
     let mut done = Vec::new();
     for &id in conversation_ids {
-        for rec in storage::all_in(conn, id)? {
+        for rec in file_rows::all_in(conn, id)? {
             let Ok(Location::Moved(now)) = storage::locate(&rec, root) else {
                 continue;
             };
             let now = now.to_string_lossy();
-            if storage::set_storage_uri(conn, &rec.file_id, &now)? {
+            if file_rows::set_storage_uri(conn, &rec.file_id, &now)? {
                 done.push(Repair::new(
                     RepairKind::RelocatedLargeFile,
                     Some(id),

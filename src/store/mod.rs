@@ -10,6 +10,7 @@
 //! - A job that panics is contained ([`guard`]): its transaction is rolled back,
 //!   its caller gets `LCM_INTERNAL`, and the writer thread keeps serving.
 
+pub mod context;
 pub mod conversations;
 pub mod copy;
 pub mod dag;
@@ -20,6 +21,7 @@ pub mod graph;
 pub mod guard;
 pub mod inspect;
 pub mod integrity;
+pub mod largefiles;
 pub mod links;
 pub mod messages;
 pub mod migrate;
