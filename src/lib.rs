@@ -17,6 +17,7 @@ pub mod dagops;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod ingest;
 pub mod largefiles;
 pub mod message;
@@ -30,5 +31,7 @@ pub mod text;
 pub mod timefmt;
 pub mod timestamp;
 pub mod tokens;
+pub mod transcript;
+pub mod turn;
 
 mod binding;

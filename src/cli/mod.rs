@@ -14,6 +14,7 @@
 //! `fn run(args, &mut Ctx) -> CliResult`, one variant in [`Command`] and one arm in
 //! [`dispatch`].
 
+pub mod backfill;
 pub mod db;
 pub mod dissolve;
 pub mod doctor;
@@ -86,6 +87,8 @@ pub enum Command {
     Dissolve(dissolve::DissolveArgs),
     /// Copy a conversation's context summaries into another conversation (dry run unless --apply)
     Transplant(transplant::TransplantArgs),
+    /// Import a session transcript (JSONL) into a conversation, optionally compacting it (dry run unless --apply)
+    Backfill(backfill::BackfillArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -154,6 +157,7 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Doctor(a) => doctor::run(a, ctx),
         Command::Dissolve(a) => dissolve::run(a, ctx),
         Command::Transplant(a) => transplant::run(a, ctx),
+        Command::Backfill(a) => backfill::run(a, ctx),
     }
 }
 

@@ -126,6 +126,28 @@ pub fn intercept_batch(
     })
 }
 
+/// [`intercept_batch`] inside the caller's transaction, for a known conversation
+/// (a streaming import, one message at a time).
+pub fn intercept_in(
+    conn: &Connection,
+    conversation_id: i64,
+    messages: &mut [Value],
+    settings: &Settings,
+) -> Result<usize> {
+    let ctx = Ctx {
+        conn,
+        conversation_id,
+        settings,
+    };
+    let mut replaced = 0;
+    for m in messages.iter_mut() {
+        if may_qualify(m, settings.threshold) {
+            replaced += ctx.message(m)?;
+        }
+    }
+    Ok(replaced)
+}
+
 struct Ctx<'a> {
     conn: &'a Connection,
     conversation_id: i64,

@@ -30,6 +30,7 @@ pub mod schema;
 mod seam;
 pub mod sources;
 pub mod summaries;
+pub mod turns;
 pub mod tx;
 
 use std::path::{Path, PathBuf};
