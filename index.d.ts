@@ -601,6 +601,8 @@ export interface RewriteSelector {
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
+  /** Aborting rejects the call with `LCM_ABORTED`. */
+  signal?: AbortSignal
 }
 
 /** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
@@ -671,6 +673,8 @@ export interface RewriteParams extends RewriteSelector {
   concurrency?: number
   /** Called after each summary, in plan order. Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (event: RewriteProgress) => void
+  /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
+  signal?: AbortSignal
 }
 
 /** Result of `rewrite`. */
@@ -1272,7 +1276,9 @@ export declare class LcmEngine {
    * (and its full-text rows) in its own transaction. Resolves with the report; a
    * summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
    * stopping the run — rewrites applied before it stay, and were reported through
-   * `onProgress`.
+   * `onProgress`. `signal` (an AbortSignal) cancels the in-flight summarizer call
+   * (its HTTP request is closed) and rejects with `LCM_ABORTED`; nothing partial is
+   * written.
    */
   rewrite(params: RewriteParams): Promise<RewriteReport>
   /**
@@ -1386,6 +1392,13 @@ export declare function formatTimeRange(earliest: number | string | Date, latest
  * (IANA; default `TZ`, else UTC). Throws `LCM_CONFIG` for an unknown zone.
  */
 export declare function formatTimestamp(value: number | string | Date, timezone?: string): string
+
+/**
+ * Forwards Ctrl-C to the running `lcm-tui` command (`rewrite` drops its in-flight
+ * summarizer request and stops; nothing partial is written). Returns false when no
+ * running command listens, so the caller can exit at once.
+ */
+export declare function interruptCli(): boolean
 
 /**
  * Each template and where it comes from: embedded, or the override file in

@@ -601,6 +601,8 @@ export interface RewriteSelector {
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
+  /** Aborting rejects the call with `LCM_ABORTED`. */
+  signal?: AbortSignal
 }
 
 /** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
@@ -671,6 +673,8 @@ export interface RewriteParams extends RewriteSelector {
   concurrency?: number
   /** Called after each summary, in plan order. Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
   onProgress?: (event: RewriteProgress) => void
+  /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
+  signal?: AbortSignal
 }
 
 /** Result of `rewrite`. */

@@ -10,6 +10,7 @@
 //! - A job that panics is contained ([`guard`]): its transaction is rolled back,
 //!   its caller gets `LCM_INTERNAL`, and the writer thread keeps serving.
 
+pub mod browse;
 pub mod context;
 pub mod conversations;
 pub mod copy;
