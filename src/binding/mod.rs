@@ -77,6 +77,7 @@ impl LcmEngine {
                     let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
                     let engine = Engine::open_with(opts, cb).await?;
                     engine.store().set_log_sink(on_log.map(log::sink));
+                    engine.build_recall_index_in_background();
                     Ok(engine)
                 }
                 .await;
