@@ -276,6 +276,18 @@ export interface InsertSummaryParams {
   model?: string
 }
 
+/** One event reported to `onLog`. */
+export interface LcmLogRecord {
+  /** 'error' for a contained panic. */
+  level: 'error'
+  /** The code the failed call received: 'LCM_INTERNAL'. */
+  code: string
+  /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
+  operation: string
+  /** The panic message and where it was raised. */
+  message: string
+}
+
 /* ── Prompts and summarizers ─────────────────────────────────────────────── */
 
 /** What the summarizer is asked: the exact prompt pair plus its inputs. */
@@ -309,6 +321,13 @@ export type SummarizerCallback = (
 export interface LcmOptions {
   /** Host summarizer; wins over `summaryProvider`. */
   summarizer?: SummarizerCallback
+  /**
+   * Receives what the engine reports instead of printing it: today, a contained
+   * panic (a bug; the call got `LCM_INTERNAL`, its transaction was rolled back and
+   * the engine keeps serving). Called asynchronously; its return value and any
+   * throw are ignored. Nothing goes to stderr unless `RUST_BACKTRACE` is set.
+   */
+  onLog?: (record: LcmLogRecord) => void
   /** First retry backoff in ms; doubles per retry (default 500). */
   summaryRetryBaseMs?: number
   /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
@@ -1013,6 +1032,7 @@ export type ViolationKind =
   | 'sqliteIntegrity' | 'ordinalGap' | 'contextDangling' | 'contextForeign' | 'linkDangling' | 'linkForeign'
   | 'cycle' | 'reachedTwice' | 'summarySources' | 'uncoveredMessages' | 'coveredTwice' | 'metadata'
   | 'ftsMissing' | 'ftsExtra' | 'ftsOutdated' | 'ftsDuplicate' | 'ftsIndex'
+  | 'largeFileMoved' | 'largeFileMissing'
 
 /** One broken invariant, naming the rows involved. */
 export interface Violation {
@@ -1046,7 +1066,7 @@ export interface BrokenSummary {
 
 /** One repair `doctor({ apply: true })` made. */
 export interface DoctorRepair {
-  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized'
+  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized' | 'relocatedLargeFile'
   conversationId: number | null
   summaryIds: string[]
   messageIds: number[]
@@ -1277,6 +1297,13 @@ export declare class LcmEngine {
    * `LCM_INVALID_INPUT` for unknown or out-of-range options.
    */
   static open(options?: LcmOptions): Promise<LcmEngine>
+  /**
+   * Test hook, never called by accident: the next store job of `kind`
+   * (`'write'` or `'read'`) panics as a bug would, to show that a panic is
+   * contained (`LCM_INTERNAL` naming the operation, reported to `onLog`) and the
+   * engine keeps serving.
+   */
+  _debugPanicNextJob(kind: 'write' | 'read'): void
   /** The database path this engine uses. */
   get dbPath(): string
   /**

@@ -153,13 +153,16 @@ describe('large files', () => {
     expect(all.map((m) => m.content)).toEqual([text, text])
 
     unlinkSync(files[0])
-    await rejectsWithCode(e.getMessages(first.conversationId), 'LCM_IO')
+    // The messages whose file is gone come back in stored form, flagged; never a silent gap.
+    const flagged = await e.getMessages(first.conversationId)
+    expect(flagged.map((m) => m.lcmMissingFiles?.length)).toEqual([1, 1])
+    expect(flagged[0].content).toMatch(/^\[LCM File: file_/)
     const stored = await e.getMessages(first.conversationId, { expandFiles: false })
     expect(stored[0].content).toMatch(/^\[LCM File: file_/)
     const fileId = stored[0].content.match(/file_[0-9a-f]{16}/)[0]
     const d = await e.describe(fileId, { expandFile: true })
     expect(d.file.content).toBeUndefined()
-    expect(d.file.contentError).toMatch(/cannot open large file/)
+    expect(d.file.contentError).toMatch(/is missing/)
     expect(d.text).toContain('*Content unavailable:')
     // Ingesting the same payload again rewrites the missing file.
     await e.ingest({ sessionId: 'rp', message: { role: 'user', content: text, timestamp: 6 } })

@@ -6,6 +6,9 @@
 //!
 //! Only [`binding`] knows about JavaScript; everything else is plain Rust.
 
+// Library code slices strings only through `text`'s char-boundary-safe helpers.
+#![cfg_attr(not(test), warn(clippy::string_slice))]
+
 pub mod assembler;
 pub mod cli;
 pub mod compaction;
@@ -24,6 +27,7 @@ pub mod retrieval;
 pub mod rewrite;
 pub mod store;
 pub mod summarize;
+pub mod text;
 pub mod timefmt;
 pub mod timestamp;
 pub mod tokens;

@@ -50,7 +50,7 @@ pub fn repair_lone_surrogates(json: &str) -> std::borrow::Cow<'_, str> {
                     continue;
                 }
                 if high || low {
-                    out.push_str(&json[last..i]);
+                    out.push_str(crate::text::slice(json, last, i));
                     out.push_str("\\ufffd");
                     i += 6;
                     last = i;
@@ -62,7 +62,7 @@ pub fn repair_lone_surrogates(json: &str) -> std::borrow::Cow<'_, str> {
         }
         i += 1;
     }
-    out.push_str(&json[last..]);
+    out.push_str(crate::text::tail(json, last));
     std::borrow::Cow::Owned(out)
 }
 

@@ -42,7 +42,7 @@ fn quarters(text: &str) -> u64 {
             continue;
         }
         // Decode whole code points from a boundary until past this block.
-        for c in text[i..].chars() {
+        for c in crate::text::tail(text, i).chars() {
             total += quarter_tokens(c);
             i += c.len_utf8();
             if i >= end {
@@ -61,7 +61,7 @@ pub fn truncate_to_tokens(text: &str, max_tokens: i64) -> &str {
     for (i, c) in text.char_indices() {
         used += quarter_tokens(c);
         if used > budget {
-            return &text[..i];
+            return crate::text::head(text, i);
         }
     }
     text

@@ -9,6 +9,7 @@ use std::ops::Range;
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use crate::config::SummaryFormat;
+use crate::text;
 use crate::timefmt::Zone;
 use crate::timestamp;
 
@@ -150,7 +151,7 @@ fn escape(s: &str, special: fn(u8) -> bool) -> Cow<'_, str> {
         if !special(b) {
             continue;
         }
-        out.push_str(&s[last..i]);
+        out.push_str(text::slice(s, last, i));
         out.push_str(match b {
             b'&' => "&amp;",
             b'<' => "&lt;",
@@ -159,7 +160,7 @@ fn escape(s: &str, special: fn(u8) -> bool) -> Cow<'_, str> {
         });
         last = i + 1;
     }
-    out.push_str(&s[last..]);
+    out.push_str(text::tail(s, last));
     Cow::Owned(out)
 }
 

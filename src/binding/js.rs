@@ -86,6 +86,9 @@ where
     T: Serialize + Send + 'static,
     F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
 {
+    // A panic anywhere in the call resolves it with `LCM_INTERNAL` (never an
+    // unwinding tokio task, never a report on stderr).
+    let fut = crate::store::guard::contain_detached("an engine call", fut);
     env.spawn_future_with_callback(
         async move {
             let r = fut.await;
@@ -151,10 +154,14 @@ where
     Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
 {
     let engine = engine.clone();
-    resolve_json(env, async move {
-        let p: P = crate::params::parse_params(what, &json)?;
-        f(engine, p).await
-    })
+    let store = engine.store().clone();
+    resolve_json(
+        env,
+        store.contain(what, async move {
+            let p: P = crate::params::parse_params(what, &json)?;
+            f(engine, p).await
+        }),
+    )
 }
 
 /// A synchronous function's result as a JavaScript value (JSON text through

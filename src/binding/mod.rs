@@ -10,6 +10,7 @@ mod dagops_fns;
 mod hooks;
 mod js;
 mod live;
+mod log;
 mod prompt_fns;
 mod recall;
 mod rewrite_fns;
@@ -55,6 +56,7 @@ impl LcmEngine {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, LcmEngine>> {
         let callback = summarizer::extract(env, options.as_ref());
+        let on_log = log::extract(env, options.as_ref());
         let json = match options {
             Some(o) => stringify(env, o)?,
             None => "{}".to_owned(),
@@ -63,6 +65,7 @@ impl LcmEngine {
             async move {
                 let opened = async {
                     let callback = callback?;
+                    let on_log = on_log?;
                     let v: serde_json::Value = parse_params("options", &json)?;
                     let v = if v.is_null() {
                         serde_json::json!({})
@@ -73,6 +76,7 @@ impl LcmEngine {
                     let timeout = std::time::Duration::from_millis(opts.summary_timeout_ms);
                     let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
                     let engine = Engine::open_with(opts, cb).await?;
+                    engine.store().set_log_sink(on_log.map(log::sink));
                     engine.build_recall_index_in_background();
                     Ok(engine)
                 }
@@ -86,6 +90,31 @@ impl LcmEngine {
                 Err(e) => Err(to_napi_error(env, e)),
             },
         )
+    }
+
+    /// Test hook, never called by accident: the next store job of `kind`
+    /// (`'write'` or `'read'`) panics as a bug would, to show that a panic is
+    /// contained (`LCM_INTERNAL` naming the operation, reported to `onLog`) and the
+    /// engine keeps serving.
+    #[napi(
+        js_name = "_debugPanicNextJob",
+        ts_args_type = "kind: 'write' | 'read'"
+    )]
+    pub fn debug_panic_next_job(&self, env: &Env, kind: String) -> Result<()> {
+        let kind = match kind.as_str() {
+            "write" => crate::store::JobKind::Write,
+            "read" => crate::store::JobKind::Read,
+            other => {
+                return Err(to_napi_error(
+                    env,
+                    crate::error::LcmError::invalid(format!(
+                        "kind must be 'write' or 'read', got {other:?}"
+                    )),
+                ))
+            }
+        };
+        self.engine.store().debug_panic_next_job(kind);
+        Ok(())
     }
 
     /// The database path this engine uses.

@@ -339,8 +339,8 @@ fn finish(ctx: &mut Ctx, r: &RewriteReport) -> CliResult {
 }
 
 fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
+    match s.chars().nth(max) {
+        Some(_) => format!("{}…", crate::text::prefix_chars(s, max)),
         None => s.to_owned(),
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod analysis;
 pub mod check;
+pub mod files;
 pub mod fts;
 pub mod global;
 pub mod markers;

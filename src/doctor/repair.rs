@@ -41,6 +41,8 @@ pub enum RepairKind {
     FtsRebuilt,
     /// A broken summary was summarized again.
     Resummarized,
+    /// A moved large file's row was pointed at its current path.
+    RelocatedLargeFile,
 }
 
 /// One repair.

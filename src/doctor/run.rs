@@ -2,8 +2,8 @@
 //! store's jobs (reads on read connections, writes and FTS5 commands on the writer).
 
 use super::{
-    check_conversation, check_fts, check_global, conversation_ids, repair_all,
-    require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Progress,
+    check_conversation, check_fts, check_global, conversation_ids, files, repair_all,
+    require_conversation, resummarize, sort, DoctorParams, DoctorReport, Findings, Kind, Progress,
     Repair, RepairKind, Resummarized, ResummaryStatus, StopError,
 };
 use std::sync::Arc;
@@ -28,6 +28,8 @@ pub struct Doctor {
     pub pipeline: Arc<dyn SummaryPipeline>,
     /// Timezone of source-text timestamps.
     pub zone: Zone,
+    /// `largeFilesDir`, where moved large files are looked up by id.
+    pub large_files_dir: std::path::PathBuf,
 }
 
 impl Doctor {
@@ -51,13 +53,14 @@ impl Doctor {
         if !p.apply {
             return Ok(DoctorReport::dry_run(ids, found));
         }
-        let mut repairs = Vec::new();
+        let mut repairs = self.doctor_relocate_files(&found, &ids).await?;
         if found.violations.iter().any(|v| v.repairable) {
             let (features, list, pr) = (self.store().features(), ids.clone(), progress.clone());
-            repairs = self
-                .store()
-                .write(move |c| repair_all(c, features, &list, scope, pr.as_ref()))
-                .await?;
+            repairs.extend(
+                self.store()
+                    .write(move |c| repair_all(c, features, &list, scope, pr.as_ref()))
+                    .await?,
+            );
         }
         let (resummarized, error) = self.doctor_resummarize(&ids, progress.as_ref()).await?;
         repairs.extend(
@@ -132,11 +135,13 @@ impl Doctor {
         );
         let mut broken = Vec::new();
         for (i, id) in ids.iter().copied().enumerate() {
-            let f = self
+            let root = self.large_files_dir();
+            let (f, files) = self
                 .store()
-                .read(move |c| check_conversation(c, id))
+                .read(move |c| Ok((check_conversation(c, id)?, files::check(c, id, &root)?)))
                 .await?;
             violations.extend(f.violations);
+            violations.extend(files);
             broken.extend(f.broken_summaries);
             tick(progress, "check", i + 1, ids.len());
         }
@@ -145,6 +150,25 @@ impl Doctor {
             violations,
             broken_summaries: broken,
         })
+    }
+
+    fn large_files_dir(&self) -> std::path::PathBuf {
+        self.large_files_dir.clone()
+    }
+
+    /// Points the rows of moved large files at their current paths (one write).
+    async fn doctor_relocate_files(&self, found: &Findings, ids: &[i64]) -> Result<Vec<Repair>> {
+        if !found
+            .violations
+            .iter()
+            .any(|v| v.kind == Kind::LargeFileMoved)
+        {
+            return Ok(Vec::new());
+        }
+        let (root, list) = (self.large_files_dir(), ids.to_vec());
+        self.store()
+            .write_tx(move |tx| files::relocate(tx, &list, &root))
+            .await
     }
 
     /// Summarizes each broken summary again, bottom-up, each in its own transaction;

@@ -41,6 +41,10 @@ pub enum Kind {
     FtsDuplicate,
     /// A full-text index that does not match its stored text.
     FtsIndex,
+    /// A large file is not at its recorded path but under `largeFilesDir` by its id.
+    LargeFileMoved,
+    /// A large file is neither at its recorded path nor under `largeFilesDir`.
+    LargeFileMissing,
 }
 
 /// One broken invariant.

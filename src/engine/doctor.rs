@@ -16,6 +16,7 @@ impl Engine {
             store: self.store.clone(),
             pipeline: self.pipeline(),
             zone: self.zone,
+            large_files_dir: crate::largefiles::intercept::Settings::from_options(&self.opts).dir,
         };
         d.run(p, progress).await
     }

@@ -6,6 +6,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::text;
+
 /// One `<file …>…</file>` block found in a text (byte offsets into that text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileBlock<'a> {
@@ -95,7 +97,7 @@ pub fn name_extension(name: &str) -> Option<String> {
     if dot == 0 {
         return None;
     }
-    let ext = &base[dot + 1..];
+    let ext = text::tail(base, dot + 1);
     let ok = (1..=10).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric());
     ok.then(|| ext.to_ascii_lowercase())
 }
@@ -215,7 +217,7 @@ pub fn tool_output_reference(
 pub fn is_file_id(s: &str) -> bool {
     s.len() == 21
         && s.starts_with("file_")
-        && s[5..]
+        && text::tail(s, 5)
             .bytes()
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }

@@ -309,21 +309,11 @@ fn text_headers(content: &str) -> Vec<String> {
 }
 
 fn head_chars(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+    crate::text::prefix_chars(s, n)
 }
 
 fn tail_chars(s: &str, n: usize) -> &str {
-    let count = s.chars().count();
-    if count <= n {
-        return s;
-    }
-    match s.char_indices().nth(count - n) {
-        Some((i, _)) => &s[i..],
-        None => s,
-    }
+    crate::text::suffix_chars(s, n)
 }
 
 fn explore_text(content: &str, name: Option<&str>) -> String {

@@ -205,7 +205,7 @@ impl Ctx<'_> {
         let mut out = String::with_capacity(text.len() / 8);
         let mut at = 0;
         for b in &big {
-            out.push_str(&text[at..b.start]);
+            out.push_str(crate::text::slice(text, at, b.start));
             let p = Payload {
                 open: b.open,
                 body: b.body,
@@ -217,7 +217,7 @@ impl Ctx<'_> {
             out.push_str(&self.externalize(&p)?);
             at = b.end;
         }
-        out.push_str(&text[at..]);
+        out.push_str(crate::text::tail(text, at));
         Ok(Some((out, big.len())))
     }
 
@@ -278,7 +278,7 @@ fn payload_id(conversation_id: i64, p: &Payload) -> String {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
-    format!("file_{}", &hex::encode(h.finalize())[..16])
+    format!("file_{}", crate::text::head(&hex::encode(h.finalize()), 16))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::blocks::is_file_id;
 use super::storage;
 use crate::error::Result;
 use crate::store::largefiles::{self as file_rows, LargeFileRecord};
+use crate::text;
 
 const MARKERS: [&str; 2] = ["[LCM File: ", "[LCM Tool Output: "];
 
@@ -32,11 +33,17 @@ pub fn message_has_reference(m: &Value) -> bool {
     }
 }
 
+/// The member a message returned by `getMessages` carries when some of its large
+/// files could not be read (moved away, deleted): the ids of those files. The
+/// message is then in its stored form, with `[LCM File: …]` references.
+pub const MISSING_FILES_KEY: &str = "lcmMissingFiles";
+
 /// Restores the references of one conversation's messages.
 pub struct Restorer {
     files: HashMap<String, LargeFileRecord>,
     root: PathBuf,
-    contents: HashMap<String, String>,
+    /// File contents read so far; `None` for a file that could not be read.
+    contents: HashMap<String, Option<String>>,
 }
 
 impl Restorer {
@@ -53,25 +60,35 @@ impl Restorer {
         })
     }
 
-    /// Re-inlines every reference of a message in place.
-    pub fn restore(&mut self, m: &mut Value) -> Result<()> {
-        match m.get_mut("content") {
-            Some(Value::String(s)) => self.restore_text(s),
+    /// Re-inlines every reference of a message in place. When one of its files
+    /// cannot be read, the message stays in its stored form and gets
+    /// [`MISSING_FILES_KEY`] listing the unreadable file ids; the other messages
+    /// of the conversation are unaffected.
+    pub fn restore(&mut self, m: &mut Value) {
+        let mut restored = m.clone();
+        let mut missing = Vec::new();
+        match restored.get_mut("content") {
+            Some(Value::String(s)) => self.restore_text(s, &mut missing),
             Some(Value::Array(blocks)) => {
                 for b in blocks.iter_mut() {
                     if let Some(Value::String(s)) = b.get_mut("text") {
-                        self.restore_text(s)?;
+                        self.restore_text(s, &mut missing);
                     }
                 }
-                Ok(())
             }
-            _ => Ok(()),
+            _ => {}
+        }
+        if missing.is_empty() {
+            *m = restored;
+        } else if let Some(o) = m.as_object_mut() {
+            missing.dedup();
+            o.insert(MISSING_FILES_KEY.to_owned(), Value::from(missing));
         }
     }
 
-    fn restore_text(&mut self, text: &mut String) -> Result<()> {
+    fn restore_text(&mut self, text: &mut String, missing: &mut Vec<String>) {
         if !has_reference(text) {
-            return Ok(());
+            return;
         }
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
@@ -83,43 +100,40 @@ impl Restorer {
                 .then(|| self.files.get(id))
                 .flatten()
                 .and_then(|rec| rec.source.as_ref().map(|s| (rec, s)))
-                .filter(|(_, s)| text[pos..].starts_with(&s.reference));
+                .filter(|(_, s)| text::tail(text, pos).starts_with(&s.reference));
             let Some((rec, src)) = hit else {
                 i = id_start;
                 continue;
             };
             let (open, close, len) = (src.open.clone(), src.close.clone(), src.reference.len());
-            let content = self.content(&rec.clone())?;
-            out.push_str(&text[at..pos]);
+            let Some(content) = self.content(&rec.clone()) else {
+                missing.push(id.to_owned());
+                i = id_start;
+                continue;
+            };
+            out.push_str(text::slice(text, at, pos));
             out.push_str(&open);
             out.push_str(content);
             out.push_str(&close);
             at = pos + len;
             i = at;
         }
-        out.push_str(&text[at..]);
+        out.push_str(text::tail(text, at));
         *text = out;
-        Ok(())
     }
 
-    fn content(&mut self, rec: &LargeFileRecord) -> Result<&str> {
-        if !self.contents.contains_key(&rec.file_id) {
-            let c = storage::read_all(rec, &self.root).map_err(|e| {
-                e.context(format!(
-                    "cannot re-inline large file {} (pass expandFiles: false for the stored form)",
-                    rec.file_id
-                ))
-            })?;
-            self.contents.insert(rec.file_id.clone(), c);
-        }
-        Ok(self.contents[&rec.file_id].as_str())
+    fn content(&mut self, rec: &LargeFileRecord) -> Option<&str> {
+        self.contents
+            .entry(rec.file_id.clone())
+            .or_insert_with(|| storage::read_all(rec, &self.root).ok())
+            .as_deref()
     }
 }
 
 fn next_marker(text: &str, from: usize) -> Option<(usize, &'static str)> {
     MARKERS
         .iter()
-        .filter_map(|m| text[from..].find(m).map(|p| (from + p, *m)))
+        .filter_map(|m| text::tail(text, from).find(m).map(|p| (from + p, *m)))
         .min_by_key(|(p, _)| *p)
 }
 
@@ -153,7 +167,7 @@ mod tests {
         assert_ne!(msgs[0], original);
         assert!(message_has_reference(&msgs[0]));
         let mut r = Restorer::load(&conn, 1, dir.path().to_path_buf()).unwrap();
-        r.restore(&mut msgs[0]).unwrap();
+        r.restore(&mut msgs[0]);
         assert_eq!(msgs[0].to_string(), original.to_string());
     }
 }

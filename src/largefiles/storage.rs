@@ -57,26 +57,87 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The stored path of a row, checked to resolve (symlinks included) inside `root`.
-pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
-    let outside = || {
-        LcmError::new(
-            ErrorCode::Io,
-            format!(
-                "large file {} is stored at {} which is not inside largeFilesDir {}",
-                rec.file_id,
-                rec.storage_uri,
-                root.display()
-            ),
-        )
-    };
-    let root = fs::canonicalize(root).map_err(|e| io_error("open largeFilesDir", root, e))?;
-    let target = Path::new(&rec.storage_uri);
-    let target = fs::canonicalize(target).map_err(|e| io_error("open large file", target, e))?;
-    if !target.starts_with(&root) {
-        return Err(outside());
+/// Where a row's file was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// At its stored path, inside `largeFilesDir`.
+    Stored(PathBuf),
+    /// Not at its stored path (which points elsewhere: a moved or copied database)
+    /// but under `largeFilesDir` by its id.
+    Moved(PathBuf),
+}
+
+impl Location {
+    /// The canonical path of the file.
+    pub fn path(&self) -> &Path {
+        match self {
+            Location::Stored(p) | Location::Moved(p) => p,
+        }
     }
-    Ok(target)
+}
+
+/// Where a row's file is now, checked to resolve (symlinks included) inside
+/// `root`: the stored path when it lies inside `root`; otherwise the same file
+/// found by its id under `root` (`<root>/<conversation_id>/<file_id>.<ext>`), which
+/// is where it is after the database and its `lcm-files` were copied or moved
+/// together. Nothing outside `root` is ever read. `LCM_NOT_FOUND` when the file is
+/// in neither place.
+pub fn locate(rec: &LargeFileRecord, root: &Path) -> Result<Location> {
+    let root = match fs::canonicalize(root) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => root.to_path_buf(),
+        Err(e) => return Err(io_error("open largeFilesDir", root, e)),
+    };
+    if let Some(t) = fs::canonicalize(&rec.storage_uri)
+        .ok()
+        .filter(|t| t.starts_with(&root))
+    {
+        return Ok(Location::Stored(t));
+    }
+    if let Some(t) = relocated(rec, &root) {
+        return Ok(Location::Moved(t));
+    }
+    let inside = Path::new(&rec.storage_uri).starts_with(&root);
+    Err(LcmError::not_found(format!(
+        "large file {} is missing: it was stored at {}{}, and no {}.* is under {} (copy the database's lcm-files directory into largeFilesDir, or pass expandFiles: false for the stored form)",
+        rec.file_id,
+        rec.storage_uri,
+        if inside { "" } else { " (outside largeFilesDir)" },
+        rec.file_id,
+        root.join(rec.conversation_id.to_string()).display(),
+    )))
+}
+
+/// The path to read a row's file from (see [`locate`]).
+pub fn checked_path(rec: &LargeFileRecord, root: &Path) -> Result<PathBuf> {
+    locate(rec, root).map(|l| l.path().to_path_buf())
+}
+
+/// The row's file looked up by id under `root` (already canonical): the stored
+/// extension first, else any `<file_id>.<ext>` in the conversation's directory.
+fn relocated(rec: &LargeFileRecord, root: &Path) -> Option<PathBuf> {
+    let inside = |p: PathBuf| fs::canonicalize(p).ok().filter(|t| t.starts_with(root));
+    let stored_ext = Path::new(&rec.storage_uri)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    if let Some(t) = file_path(root, rec.conversation_id, &rec.file_id, stored_ext)
+        .ok()
+        .and_then(inside)
+    {
+        return Some(t);
+    }
+    let dir = root.join(rec.conversation_id.max(0).to_string());
+    let prefix = format!("{}.", rec.file_id);
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let ext = name.strip_prefix(&prefix)?;
+            file_path(root, rec.conversation_id, &rec.file_id, ext).ok()
+        })
+        .find_map(inside)
 }
 
 /// The whole content of a stored file.
@@ -232,10 +293,21 @@ mod tests {
         assert_eq!((s.content.as_str(), s.truncated), ("l1\nl", true));
         let s = read_slice(&rec, dir.path(), Some(4), Some(9), 1000).unwrap();
         assert_eq!((s.content.as_str(), s.truncated), ("l4", true));
+        // Another largeFilesDir: the stored path is outside it, so it is not read.
         let other = tempfile::tempdir().unwrap();
+        let e = read_all(&rec, other.path()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotFound);
+        assert!(e.message.contains("outside largeFilesDir"), "{}", e.message);
+        // The same file copied there (a moved database) is found by its id.
+        let moved = file_path(other.path(), 1, "file_0123456789abcdef", "txt").unwrap();
+        write_atomic(&moved, b"moved\n").unwrap();
+        assert_eq!(read_all(&rec, other.path()).unwrap(), "moved\n");
         assert_eq!(
-            read_all(&rec, other.path()).unwrap_err().code,
-            ErrorCode::Io
+            checked_path(&rec, other.path()).unwrap(),
+            fs::canonicalize(&moved).unwrap()
         );
+        // Found under another extension too (a row whose stored name differs).
+        fs::rename(&moved, moved.with_extension("sql")).unwrap();
+        assert_eq!(read_all(&rec, other.path()).unwrap(), "moved\n");
     }
 }

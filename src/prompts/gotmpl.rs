@@ -6,6 +6,8 @@
 //! `with`, `define`, pipelines) is reported with its line. Newlines are preserved, so
 //! line numbers of later render errors still point into the original file.
 
+use crate::text;
+
 /// The Go field names of `PromptVars` and their template variable names.
 const FIELDS: [(&str, &str); 8] = [
     ("TargetTokens", "target_tokens"),
@@ -22,7 +24,7 @@ const FIELDS: [(&str, &str); 8] = [
 pub type TranslateError = (usize, String);
 
 fn line_of(src: &str, byte: usize) -> usize {
-    src[..byte].matches('\n').count() + 1
+    text::head(src, byte).matches('\n').count() + 1
 }
 
 /// Translates a Go template to minijinja source.
@@ -30,15 +32,15 @@ pub fn translate(src: &str) -> Result<String, TranslateError> {
     let mut out = String::with_capacity(src.len() + 64);
     let mut stack: Vec<&'static str> = Vec::new();
     let mut pos = 0;
-    while let Some(rel) = src[pos..].find("{{") {
+    while let Some(rel) = text::tail(src, pos).find("{{") {
         let start = pos + rel;
-        push_text(&mut out, &src[pos..start]);
+        push_text(&mut out, text::slice(src, pos, start));
         let line = line_of(src, start);
         let (action, end) = read_action(src, start).map_err(|m| (line, m))?;
         emit_action(&mut out, &action, &mut stack).map_err(|m| (line, m))?;
         pos = end;
     }
-    push_text(&mut out, &src[pos..]);
+    push_text(&mut out, text::tail(src, pos));
     if let Some(open) = stack.last() {
         return Err((
             line_of(src, src.len()),
@@ -52,15 +54,15 @@ pub fn translate(src: &str) -> Result<String, TranslateError> {
 fn push_text(out: &mut String, text: &str) {
     let mut rest = text;
     while let Some(i) = rest.find(['{', '#', '%']) {
-        out.push_str(&rest[..i]);
-        let tail = &rest[i..];
+        out.push_str(text::head(rest, i));
+        let tail = text::tail(rest, i);
         if tail.starts_with("{%") || tail.starts_with("{#") {
-            out.push_str(&format!("{{{{ \"{}\" }}}}", &tail[..2]));
-            rest = &tail[2..];
+            out.push_str(&format!("{{{{ \"{}\" }}}}", text::head(tail, 2)));
+            rest = text::tail(tail, 2);
         } else {
             let c = tail.chars().next().expect("non-empty");
             out.push(c);
-            rest = &tail[c.len_utf8()..];
+            rest = text::tail(tail, c.len_utf8());
         }
     }
     out.push_str(rest);
@@ -76,17 +78,17 @@ struct Action {
 
 fn read_action(src: &str, start: usize) -> Result<(Action, usize), String> {
     let mut i = start + 2;
-    let trim_left = src[i..].starts_with("- ") || src[i..].starts_with("-\n");
+    let trim_left = text::tail(src, i).starts_with("- ") || text::tail(src, i).starts_with("-\n");
     if trim_left {
         i += 2;
     }
-    let inner = src[i..].trim_start();
+    let inner = text::tail(src, i).trim_start();
     if inner.starts_with("/*") {
-        let close = src[i..]
+        let close = text::tail(src, i)
             .find("*/")
             .ok_or_else(|| "unclosed comment".to_owned())?;
         let after = i + close + 2;
-        let rest = &src[after..];
+        let rest = text::tail(src, after);
         let (trim_right, skip) = if let Some(r) = rest.strip_prefix(" -}}") {
             (true, rest.len() - r.len())
         } else if rest.starts_with("}}") {
@@ -94,7 +96,10 @@ fn read_action(src: &str, start: usize) -> Result<(Action, usize), String> {
         } else {
             return Err("comment must end with */}}".into());
         };
-        let body: String = src[i..after].chars().filter(|c| *c == '\n').collect();
+        let body: String = text::slice(src, i, after)
+            .chars()
+            .filter(|c| *c == '\n')
+            .collect();
         let a = Action {
             trim_left,
             trim_right,
@@ -103,13 +108,13 @@ fn read_action(src: &str, start: usize) -> Result<(Action, usize), String> {
         };
         return Ok((a, after + skip));
     }
-    let close = src[i..]
+    let close = text::tail(src, i)
         .find("}}")
         .ok_or_else(|| "unclosed action: missing }}".to_owned())?;
-    let mut body = &src[i..i + close];
+    let mut body = text::slice(src, i, i + close);
     let trim_right = body.ends_with(" -") || body.ends_with("\n-");
     if trim_right {
-        body = &body[..body.len() - 2];
+        body = text::head(body, body.len() - 2);
     }
     let a = Action {
         trim_left,
@@ -139,7 +144,7 @@ fn emit_action(out: &mut String, a: &Action, stack: &mut Vec<&'static str>) -> R
         }
         "else" if rest.starts_with("if ") => {
             expect_open(stack, "else if")?;
-            format!("elif {}", expr(rest[3..].trim())?)
+            format!("elif {}", expr(text::tail(rest, 3).trim())?)
         }
         "else" if rest.is_empty() => {
             expect_open(stack, "else")?;
@@ -173,7 +178,7 @@ fn expect_open(stack: &[&str], what: &str) -> Result<(), String> {
 
 fn split_keyword(body: &str) -> (&str, &str) {
     match body.find(char::is_whitespace) {
-        Some(i) => (&body[..i], body[i..].trim()),
+        Some(i) => (text::head(body, i), text::tail(body, i).trim()),
         None => (body, ""),
     }
 }

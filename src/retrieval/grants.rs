@@ -139,7 +139,10 @@ impl Registry {
         }
         let ttl = p.ttl_ms.unwrap_or(DEFAULT_TTL_MS);
         let expires_ms = now.saturating_add(ttl);
-        let id = format!("grant_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let id = format!(
+            "grant_{}",
+            crate::text::head(&uuid::Uuid::new_v4().simple().to_string(), 12)
+        );
         let mut conversation_ids = p.conversation_ids;
         conversation_ids.sort_unstable();
         conversation_ids.dedup();

@@ -489,7 +489,7 @@ impl Recall<'_> {
                 if o.expand_files && out.iter().any(message_has_reference) {
                     let mut r = Restorer::load(c, conversation_id, root)?;
                     for m in out.iter_mut().filter(|m| message_has_reference(m)) {
-                        r.restore(m)?;
+                        r.restore(m);
                     }
                 }
                 Ok(out)

@@ -1,6 +1,9 @@
 //! Query-text helpers: FTS5 sanitization (every token quoted, user-quoted phrases
 //! kept whole), regex syntax detection in full-text queries, CJK detection,
-//! case normalization shared with the in-memory index, and snippets.
+//! case normalization shared with the in-memory index, and snippets. Slicing goes
+//! through the crate's char-boundary-safe [`crate::text`] helpers.
+
+use crate::text;
 
 /// The terms of a full-text query: user-quoted phrases (quotes removed) and the
 /// whitespace-separated tokens around them (stray `"` removed). Empty terms dropped.
@@ -8,14 +11,14 @@ pub fn query_terms(raw: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = raw;
     while let Some(open) = rest.find('"') {
-        let after = &rest[open + 1..];
+        let after = text::tail(rest, open + 1);
         let Some(close) = after.find('"') else { break };
-        push_tokens(&rest[..open], &mut out);
-        let phrase = after[..close].trim();
+        push_tokens(text::head(rest, open), &mut out);
+        let phrase = text::head(after, close).trim();
         if !phrase.is_empty() {
             out.push(phrase.to_owned());
         }
-        rest = &after[close + 1..];
+        rest = text::tail(after, close + 1);
     }
     push_tokens(rest, &mut out);
     out
@@ -129,52 +132,39 @@ pub fn one_line(s: &str) -> String {
 
 /// At most `max` characters of a one-line text, `...` marking a cut.
 pub fn cut_chars(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let head: String = s.chars().take(max.saturating_sub(3)).collect();
-    format!("{head}...")
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
+    text::cut_chars(s, max, "...")
 }
 
 /// A one-line snippet of about `max` characters around bytes `start..end` of a
-/// text, starting up to `before` characters earlier; `...` marks each cut side.
+/// text, starting up to `before` characters earlier (on a word start when the
+/// lead-in has whitespace, whatever its width); `...` marks each cut side. Byte
+/// indices inside a character are rounded down; the snippet always contains the
+/// matched text (flattened by [`one_line`]).
 pub fn window(content: &str, start: usize, end: usize, before: usize, max: usize) -> String {
-    let start = floor_char(content, start);
-    let lead = content[..start]
+    let start = text::floor_boundary(content, start);
+    let end = text::floor_boundary(content, end).max(start);
+    let lead = text::head(content, start)
         .char_indices()
         .rev()
         .nth(before.saturating_sub(1))
-        .map(|(i, _)| i)
-        .unwrap_or(0);
+        .map_or(0, |(i, _)| i);
     let lead = if lead > 0 {
-        content[lead..start]
-            .find(char::is_whitespace)
-            .map(|w| lead + w + 1)
-            .filter(|&w| w <= start)
-            .unwrap_or(lead)
+        text::slice(content, lead, start)
+            .char_indices()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(lead, |(w, c)| lead + w + c.len_utf8())
     } else {
         0
     };
-    let end = floor_char(content, end.max(start));
-    let body: String = content[lead..].chars().take(max).collect();
-    let body = if body.len() < end - lead {
-        content[lead..end].to_owned()
-    } else {
-        body
-    };
+    let mut body = text::prefix_chars(text::tail(content, lead), max);
+    if body.len() < end - lead {
+        body = text::slice(content, lead, end);
+    }
     let cut_tail = lead + body.len() < content.len();
     format!(
         "{}{}{}",
         if lead > 0 { "..." } else { "" },
-        one_line(&body),
+        one_line(body),
         if cut_tail { "..." } else { "" }
     )
 }
@@ -189,7 +179,7 @@ pub fn term_snippet(content: &str, terms: &[String], max: usize) -> String {
         let t = t.to_ascii_lowercase();
         let mut n = t.len();
         while n > 0 {
-            let needle = &t[..floor_char(&t, n)];
+            let needle = text::head(&t, n);
             if needle.is_empty() {
                 break;
             }
@@ -272,5 +262,59 @@ mod tests {
         assert_eq!(normalize("ÄbC"), "äbc");
         assert_eq!(cut_chars("abcdef", 5), "ab...");
         assert!(has_cjk("数据库 ok") && !has_cjk("plain"));
+    }
+
+    #[test]
+    fn window_opens_after_multibyte_whitespace() {
+        for ws in crate::text::strategies::WHITESPACE {
+            let text = format!("{}{ws}{} needle here", "x".repeat(60), "y".repeat(10));
+            let p = text.find("needle").unwrap();
+            let s = window(&text, p, p + 6, 60, 200);
+            assert!(s.contains("needle here"), "{ws:?}: {s}");
+            let s = term_snippet(&text, &["needle".into()], 200);
+            assert!(s.contains("needle"), "{ws:?}: {s}");
+        }
+    }
+
+    use crate::text::strategies::text;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn a_window_contains_its_match(
+            pre in text(30), hit in text(4), post in text(30),
+            before in 0usize..80, max in 0usize..120, jitter in 0usize..4,
+        ) {
+            let content = format!("{pre}{hit}{post}");
+            let (a, b) = (pre.len(), pre.len() + hit.len());
+            let s = window(&content, a, b, before, max);
+            prop_assert!(s.contains(&one_line(&hit)), "{s:?} lacks {hit:?}");
+            // Indices inside a character never panic either.
+            let _ = window(&content, a + jitter, b.saturating_sub(jitter), before, max);
+            let _ = window(&content, b + jitter, a, before, max);
+        }
+
+        #[test]
+        fn term_snippets_contain_a_found_term(pre in text(30), post in text(30), max in 0usize..120) {
+            // Terms as `query_terms` makes them: never empty, never whitespace-bounded.
+            let content = format!("{pre}needle{post}");
+            let other = pre.split_whitespace().next().unwrap_or("needle").to_owned();
+            let s = term_snippet(&content, &["NEEDLE".into(), other.clone()], max);
+            prop_assert!(s.contains("needle") || s.contains(one_line(&other).as_str()), "{s:?}");
+        }
+
+        #[test]
+        fn fts_expressions_are_only_quoted_terms(q in text(20)) {
+            if let Some(e) = fts_match_expression(&q) {
+                // Alternating quote / term / quote, separated by single spaces.
+                for (n, part) in e.split('"').enumerate() {
+                    prop_assert!(n % 2 == 1 || part.is_empty() || part == " ", "{e:?}");
+                }
+            }
+            let _ = regex_syntax_in_full_text(&q);
+            let _ = (has_cjk(&q), normalize(&q), cut_chars(&q, 10));
+        }
     }
 }

@@ -44,7 +44,7 @@ pub fn new_summary_id(content: &str) -> String {
     let mut h = Sha256::new();
     h.update(content.as_bytes());
     h.update(uuid::Uuid::new_v4().as_bytes());
-    format!("sum_{}", &hex::encode(h.finalize())[..16])
+    format!("sum_{}", crate::text::head(&hex::encode(h.finalize()), 16))
 }
 
 fn marks(n: usize) -> String {

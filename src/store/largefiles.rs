@@ -104,6 +104,25 @@ pub fn replace(conn: &Connection, rec: &LargeFileRecord) -> Result<()> {
     insert(conn, rec)
 }
 
+/// Every row of a conversation.
+pub fn all_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM large_files WHERE conversation_id = ?1 ORDER BY file_id"
+    ))?;
+    let rows = stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// Points a row at its file's current path (doctor's relocation repair).
+pub fn set_storage_uri(conn: &Connection, file_id: &str, storage_uri: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("UPDATE large_files SET storage_uri = ?2 WHERE file_id = ?1")?
+        .execute(params![file_id, storage_uri])?
+        > 0)
+}
+
 /// Inserts a row unless one with the same id exists (replays reuse their file).
 pub fn insert(conn: &Connection, rec: &LargeFileRecord) -> Result<()> {
     let source = rec.source.as_ref().map(serde_json::to_string).transpose()?;

@@ -7,6 +7,8 @@
 //! - [`Store::read`] runs on a pooled read connection (WAL lets readers proceed
 //!   while the writer writes). In-memory databases route reads to the writer.
 //! - Nothing here ever runs on the JavaScript thread.
+//! - A job that panics is contained ([`guard`]): its transaction is rolled back,
+//!   its caller gets `LCM_INTERNAL`, and the writer thread keeps serving.
 
 pub mod browse;
 pub mod context;
@@ -17,6 +19,7 @@ pub mod derived;
 pub mod fts_check;
 pub mod fts_lag;
 pub mod graph;
+pub mod guard;
 pub mod inspect;
 pub mod integrity;
 pub mod largefiles;
@@ -44,6 +47,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
 use crate::error::{ErrorCode, LcmError, Result};
+pub use guard::{JobKind, LogRecord, LogSink};
 pub use migrate::Features;
 
 /// How to open a store.
@@ -86,6 +90,7 @@ struct Inner {
     writer_tx: Mutex<Option<mpsc::Sender<Msg>>>,
     readers: Mutex<Vec<Connection>>,
     stop_checkpointer: Arc<AtomicBool>,
+    guard: Arc<guard::Guard>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -189,9 +194,11 @@ impl Store {
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
         let lag = fts_lag::FtsLag::new(features.fts5);
+        let guard = Arc::new(guard::Guard::default());
+        let writer_guard = guard.clone();
         let mut threads = vec![std::thread::Builder::new()
             .name("lcm-writer".into())
-            .spawn(move || writer_loop(writer, rx, lag))
+            .spawn(move || writer_loop(writer, rx, lag, &writer_guard))
             .map_err(LcmError::from)?];
         if !in_memory {
             let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
@@ -213,6 +220,7 @@ impl Store {
                 writer_tx: Mutex::new(Some(tx)),
                 readers: Mutex::new(readers),
                 stop_checkpointer: stop,
+                guard,
                 threads: Mutex::new(threads),
             }),
         })
@@ -233,8 +241,29 @@ impl Store {
         self.inner.closed.load(Ordering::Acquire)
     }
 
+    /// Sends log records (a contained panic) to `sink` from now on.
+    pub fn set_log_sink(&self, sink: Option<LogSink>) {
+        self.inner.guard.set_sink(sink);
+    }
+
+    /// Wraps an async operation so that a panic while it runs resolves it with
+    /// `LCM_INTERNAL` naming `operation`, reported to this store's log sink.
+    pub fn contain<T, F>(&self, operation: &'static str, fut: F) -> guard::Contained<F>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        guard::contain(self.inner.guard.clone(), operation, fut)
+    }
+
+    /// Test hook: the next job of `kind` panics inside its guard as a bug would
+    /// (exposed to JavaScript only as the clearly named `_debugPanicNextJob`).
+    pub fn debug_panic_next_job(&self, kind: JobKind) {
+        self.inner.guard.inject_panic(kind);
+    }
+
     /// Enqueues a write job now; the future yields its result once it has run
-    /// (and, for jobs that commit, after COMMIT).
+    /// (and, for jobs that commit, after COMMIT). A panic inside the job is
+    /// contained: `LCM_INTERNAL` naming the operation, transaction rolled back.
     pub fn write<T, F>(
         &self,
         job: F,
@@ -243,9 +272,28 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     {
+        self.queue(guard::operation_name::<F>, JobKind::Write, job)
+    }
+
+    /// Sends a job to the writer thread, guarded (see [`guard`]).
+    fn queue<T, F>(
+        &self,
+        op: guard::OpName,
+        kind: JobKind,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
+        let guard = self.inner.guard.clone();
         let sent = self.send(Box::new(move |conn: &mut Connection| {
-            let _ = tx.send(job(conn));
+            let out = guard.run(op, kind, || job(conn));
+            if out.is_err() {
+                guard::rollback_open_transaction(conn);
+            }
+            let _ = tx.send(out);
         }));
         async move {
             sent?;
@@ -294,8 +342,9 @@ impl Store {
         if self.is_closed() {
             return Err(LcmError::closed());
         }
+        let op: guard::OpName = guard::operation_name::<F>;
         if self.inner.in_memory {
-            return self.write(move |c| job(c)).await;
+            return self.queue(op, JobKind::Read, move |c| job(c)).await;
         }
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
@@ -308,7 +357,10 @@ impl Store {
                 Some(c) => c,
                 None => open_connection(&inner.path, Duration::from_secs(30), true)?,
             };
-            let out = job(&conn);
+            let out = inner.guard.run(op, JobKind::Read, || job(&conn));
+            if out.is_err() {
+                guard::rollback_open_transaction(&conn);
+            }
             if let Ok(mut pool) = inner.readers.lock() {
                 if pool.len() < 8 {
                     pool.push(conn);
@@ -362,12 +414,32 @@ impl Store {
 /// How long the writer waits for work before catching up on deferred indexing.
 const IDLE: Duration = Duration::from_millis(100);
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::FtsLag) {
+/// The writer thread. Jobs contain their own panics (see [`Store::write`]); the
+/// deferred indexing it runs itself is guarded the same way, so nothing a job or
+/// a message's text does can end this loop before `close`.
+fn writer_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Msg>,
+    mut lag: fts_lag::FtsLag,
+    guard: &guard::Guard,
+) {
+    let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
+        let r = guard.run(
+            || "store::fts_lag::catch_up".into(),
+            JobKind::Write,
+            || lag.catch_up(conn),
+        );
+        if r.is_err() {
+            guard::rollback_open_transaction(conn);
+            lag.reset();
+        }
+        r
+    };
     loop {
         let msg = match rx.recv_timeout(IDLE) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                catch_up(&mut conn, &mut lag);
+                let _ = catch_up(&mut conn, &mut lag);
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
@@ -376,41 +448,31 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::
             Msg::Job(job) => {
                 job(&mut conn);
                 if lag.pending(&conn).unwrap_or(0) >= fts_lag::BATCH {
-                    catch_up(&mut conn, &mut lag);
+                    let _ = catch_up(&mut conn, &mut lag);
                 }
             }
             Msg::FlushFts(reply) => {
-                let r = lag.catch_up(&mut conn);
-                if r.is_err() {
-                    lag.reset();
-                }
-                let _ = reply.send(r);
+                let _ = reply.send(catch_up(&mut conn, &mut lag));
             }
             Msg::Close(done) => {
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Msg::Job(job) => job(&mut conn),
                         Msg::FlushFts(reply) => {
-                            let _ = reply.send(lag.catch_up(&mut conn));
+                            let _ = reply.send(catch_up(&mut conn, &mut lag));
                         }
                         Msg::Close(other) => {
                             let _ = other.send(());
                         }
                     }
                 }
-                catch_up(&mut conn, &mut lag);
+                let _ = catch_up(&mut conn, &mut lag);
                 let _ = conn.execute_batch("PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);");
                 drop(conn);
                 let _ = done.send(());
                 return;
             }
         }
-    }
-}
-
-fn catch_up(conn: &mut Connection, lag: &mut fts_lag::FtsLag) {
-    if lag.catch_up(conn).is_err() {
-        lag.reset();
     }
 }
 
@@ -489,5 +551,81 @@ mod tests {
         reopened.flush_fts().await.unwrap();
         assert_eq!(count(reopened.clone()).await, 1);
         reopened.close().await.unwrap();
+    }
+
+    async fn panics_are_contained_on(path: String) {
+        let store = Store::open(StoreOptions {
+            path,
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        let logged = Arc::new(Mutex::new(Vec::<LogRecord>::new()));
+        let sink = logged.clone();
+        store.set_log_sink(Some(Arc::new(move |r| {
+            sink.lock().unwrap().push(r.clone())
+        })));
+        let count = || {
+            store.read(|c| {
+                Ok(c.query_row("SELECT COUNT(*) FROM conversations", [], |r| {
+                    r.get::<_, i64>(0)
+                })?)
+            })
+        };
+        // A write job that panics halfway through its own transaction.
+        let e = store
+            .write(|c| -> Result<()> {
+                c.execute_batch(
+                    "BEGIN; INSERT INTO conversations (session_id) VALUES ('doomed');",
+                )?;
+                panic!("write job bug");
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Internal);
+        assert!(
+            e.message.contains("panics_are_contained_on"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            count().await.unwrap(),
+            0,
+            "the panicking job's insert was rolled back"
+        );
+        // A read job that panics (on ':memory:' it runs on the writer thread).
+        let e = store
+            .read(|_| -> Result<()> { panic!("read job bug") })
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("read job bug"), "{}", e.message);
+        // The same through the injection hook, for both kinds.
+        store.debug_panic_next_job(JobKind::Write);
+        assert!(store.write(|_| Ok(())).await.is_err());
+        store.debug_panic_next_job(JobKind::Read);
+        assert!(count().await.is_err());
+        // The engine keeps serving: writes, reads and searches.
+        store
+            .write(|c| Ok(c.execute("INSERT INTO conversations (session_id) VALUES ('ok')", [])?))
+            .await
+            .unwrap();
+        store.flush_fts().await.unwrap();
+        assert_eq!(count().await.unwrap(), 1);
+        let records = logged.lock().unwrap().clone();
+        assert_eq!(records.len(), 4);
+        assert!(records
+            .iter()
+            .all(|r| r.code == "LCM_INTERNAL" && r.message.contains("panic")));
+        store.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_never_takes_a_memory_store_down() {
+        panics_are_contained_on(":memory:".into()).await;
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_never_takes_a_file_store_down() {
+        let dir = tempfile::tempdir().unwrap();
+        panics_are_contained_on(dir.path().join("lcm.db").to_string_lossy().into_owned()).await;
     }
 }

@@ -19,7 +19,12 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Transaction) -> Result<T> + Send + 'static,
     {
-        self.write(move |conn| write_tx(conn, job))
+        // Named after the caller's job, not this wrapper, for contained panics.
+        self.queue(
+            super::guard::operation_name::<F>,
+            super::JobKind::Write,
+            move |conn| write_tx(conn, job),
+        )
     }
 }
 

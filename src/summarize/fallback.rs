@@ -38,12 +38,12 @@ fn units(text: &str) -> Vec<&str> {
         let end_of_sentence =
             matches!(c, '.' | '!' | '?') && b.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
         if c == '\n' || end_of_sentence {
-            out.push(&text[start..=i]);
-            start = i + 1;
+            out.push(crate::text::slice(text, start, i + c.len_utf8()));
+            start = i + c.len_utf8();
         }
     }
     if start < text.len() {
-        out.push(&text[start..]);
+        out.push(crate::text::tail(text, start));
     }
     out
 }

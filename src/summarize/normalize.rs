@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::text;
+
 /// Keys whose string values are answer text.
 const TEXT_KEYS: [&str; 2] = ["text", "output_text"];
 /// Keys to descend into.
@@ -129,13 +131,13 @@ pub fn strip_reasoning(text: &str) -> String {
     while let Some((tag, open_end)) = leading_open_tag(rest) {
         let lower = rest.to_ascii_lowercase();
         let close = format!("</{tag}");
-        match lower[open_end..].find(&close) {
+        match text::tail(&lower, open_end).find(&close) {
             Some(i) => {
                 let after = open_end + i;
-                let gt = rest[after..]
+                let gt = text::tail(rest, after)
                     .find('>')
                     .map_or(rest.len(), |j| after + j + 1);
-                rest = rest[gt..].trim_start();
+                rest = text::tail(rest, gt).trim_start();
             }
             None => return String::new(),
         }

@@ -16,6 +16,7 @@ use regex::Regex;
 
 use super::{Summarizer, SummaryRequest, SummaryResponse};
 use crate::error::Result;
+use crate::text;
 use crate::tokens::{estimate, truncate_to_tokens};
 
 /// The model name recorded on offline summaries.
@@ -172,11 +173,11 @@ fn sentences(line: &str) -> Vec<&str> {
             && b == ' '
             && (c.is_uppercase() || c.is_ascii_digit() || matches!(c, '"' | '\'' | '(' | '['));
         if boundary {
-            out.push(line[start..k].trim());
+            out.push(text::slice(line, start, k).trim());
             start = k;
         }
     }
-    out.push(line[start..].trim());
+    out.push(text::tail(line, start).trim());
     out.retain(|s| !s.is_empty());
     out
 }

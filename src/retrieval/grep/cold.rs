@@ -247,7 +247,7 @@ fn inner_words(s: &str) -> Vec<&str> {
             i += 1;
         }
         if start > 0 && i < b.len() {
-            out.push(&s[start..i]);
+            out.push(crate::text::slice(s, start, i));
         }
     }
     out

@@ -102,7 +102,7 @@ fn substring_match(content: &str, needles: &[String]) -> Option<(usize, usize)> 
     if hay.len() == content.len() {
         return Some((p, p + needles[0].len().min(content.len() - p)));
     }
-    let chars = hay[..p].chars().count();
+    let chars = crate::text::head(&hay, p).chars().count();
     let start = content
         .char_indices()
         .nth(chars)
