@@ -100,9 +100,10 @@ impl IngestResult {
     }
 }
 
-/// Validates, maps and writes one batch (runs on the writer thread).
+/// Validates, maps and writes one batch inside the writer's open transaction (a
+/// group commit job: it commits with its group, or its savepoint rolls back alone).
 pub fn write_batch(
-    conn: &mut rusqlite::Connection,
+    conn: &rusqlite::Connection,
     mut p: IngestBatchParams,
     opts: &EngineOptions,
 ) -> Result<IngestBatchResult> {
@@ -127,13 +128,13 @@ pub fn write_batch(
     if crate::largefiles::intercept::may_need(&p.messages, &large) {
         // Validate the whole batch before any file is written.
         map_batch(&p, opts.max_message_bytes)?;
-        crate::largefiles::intercept::intercept_batch(conn, &session, &mut p.messages, &large)?;
+        crate::largefiles::intercept::intercept_batch_in(conn, &session, &mut p.messages, &large)?;
     }
     let mapped = map_batch(&p, opts.max_message_bytes)?;
     let IngestOutcome {
         conversation_id,
         messages,
-    } = messages::insert_batch(conn, &session, mapped)?;
+    } = messages::insert_batch_in(conn, &session, mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),

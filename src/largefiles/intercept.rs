@@ -5,7 +5,8 @@
 //! message by a compact reference.
 //!
 //! Order of effects: the file is written atomically, then its `large_files` row is
-//! committed, then (by the caller) the messages that reference it. A failure after
+//! written in the ingest's transaction, which commits it together with the messages
+//! that reference it. A failure after
 //! the file write can leave an orphan file or row, never a reference without its
 //! row and file. File ids are derived from the conversation and the exact payload,
 //! so a replayed message reuses its file instead of writing another.
@@ -108,9 +109,25 @@ pub fn intercept_batch(
         return Ok(0);
     }
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let conversation_id = conversations::find_or_create(&tx, session)?;
+    let replaced = intercept_batch_in(&tx, session, messages, settings)?;
+    tx.commit()?;
+    Ok(replaced)
+}
+
+/// [`intercept_batch`] inside the caller's open transaction (the writer's group
+/// commit): the `large_files` rows commit with the messages that reference them.
+pub fn intercept_batch_in(
+    tx: &Connection,
+    session: &SessionRef,
+    messages: &mut [Value],
+    settings: &Settings,
+) -> Result<usize> {
+    if !messages.iter().any(|m| may_qualify(m, settings.threshold)) {
+        return Ok(0);
+    }
+    let conversation_id = conversations::find_or_create(tx, session)?;
     let ctx = Ctx {
-        conn: &tx,
+        conn: tx,
         conversation_id,
         settings,
     };
@@ -120,7 +137,6 @@ pub fn intercept_batch(
             replaced += ctx.message(m)?;
         }
     }
-    tx.commit()?;
     Ok(replaced)
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, params_from_iter, Connection, Row, Transaction};
+use rusqlite::{params, params_from_iter, Connection, Row};
 use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
@@ -33,15 +33,28 @@ pub struct IngestOutcome {
     pub messages: Vec<IngestedMessage>,
 }
 
-/// Writes a batch of mapped messages in one transaction: conversation lookup or
-/// creation, replay filtering, message, part and context-item rows. Full-text
-/// indexing follows in batches on the writer thread (`store::fts_lag`).
+/// Writes a batch of mapped messages in one transaction of its own (see
+/// [`insert_batch_in`]).
 pub fn insert_batch(
     conn: &mut Connection,
     session: &SessionRef,
     batch: Vec<NewMessage>,
 ) -> Result<IngestOutcome> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let out = insert_batch_in(&tx, session, batch)?;
+    tx.commit()?;
+    Ok(out)
+}
+
+/// Writes a batch of mapped messages inside the caller's open transaction (the
+/// writer's group commit): conversation lookup or creation, replay filtering,
+/// message, part and context-item rows. Full-text indexing follows in batches on
+/// the writer thread (`store::fts_lag`).
+pub fn insert_batch_in(
+    tx: &Connection,
+    session: &SessionRef,
+    batch: Vec<NewMessage>,
+) -> Result<IngestOutcome> {
     let conversation_id = conversations::find_or_create(&tx, session)?;
     let existing = existing_entry_ids(&tx, conversation_id, &batch)?;
     let (mut seq, mut ordinal) = next_positions(&tx, conversation_id)?;
@@ -99,7 +112,6 @@ pub fn insert_batch(
     }
     tx.prepare_cached("UPDATE conversations SET updated_at = ?1 WHERE conversation_id = ?2")?
         .execute(params![now, conversation_id])?;
-    tx.commit()?;
     Ok(IngestOutcome {
         conversation_id,
         messages: out,
@@ -107,7 +119,7 @@ pub fn insert_batch(
 }
 
 fn existing_entry_ids(
-    tx: &Transaction,
+    tx: &Connection,
     conversation_id: i64,
     batch: &[NewMessage],
 ) -> Result<HashMap<String, (i64, i64)>> {
@@ -133,7 +145,7 @@ fn existing_entry_ids(
     Ok(found)
 }
 
-fn next_positions(tx: &Transaction, conversation_id: i64) -> Result<(i64, i64)> {
+fn next_positions(tx: &Connection, conversation_id: i64) -> Result<(i64, i64)> {
     let seq: i64 = tx
         .prepare_cached(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?1",
@@ -155,7 +167,7 @@ struct Position<'a> {
     now: &'a str,
 }
 
-fn insert_one(tx: &Transaction, at: &Position, m: &NewMessage) -> Result<i64> {
+fn insert_one(tx: &Connection, at: &Position, m: &NewMessage) -> Result<i64> {
     let Position {
         conversation_id,
         seq,

@@ -16,6 +16,9 @@ pub mod migrate;
 pub mod schema;
 pub mod summaries;
 
+mod busy;
+mod group;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -57,6 +60,7 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 enum Msg {
     Job(Job),
+    Grouped(Box<dyn group::GroupJob>),
     FlushFts(oneshot::Sender<Result<usize>>),
     Close(oneshot::Sender<()>),
 }
@@ -89,8 +93,12 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
-    conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
+    if read_only {
+        conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
+    } else {
+        busy::install(&mut conn, busy)?;
+    }
     conn.execute_batch(
         "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
     )
@@ -172,9 +180,13 @@ impl Store {
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
         let lag = fts_lag::FtsLag::new(features.fts5);
+        let busy_timeout = opts.busy_timeout;
         let mut threads = vec![std::thread::Builder::new()
             .name("lcm-writer".into())
-            .spawn(move || writer_loop(writer, rx, lag))
+            .spawn(move || {
+                busy::set_timeout(busy_timeout);
+                writer_loop(writer, rx, lag)
+            })
             .map_err(LcmError::from)?];
         if !in_memory {
             let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
@@ -230,6 +242,28 @@ impl Store {
         let sent = self.send(Box::new(move |conn: &mut Connection| {
             let _ = tx.send(job(conn));
         }));
+        async move {
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
+        }
+    }
+
+    /// Enqueues a job that runs inside the writer's *group transaction*: queued
+    /// grouped jobs (several sessions, unawaited calls) commit together in one
+    /// transaction, each under its own savepoint, so a failing (or panicking) job
+    /// rolls back alone while the others commit. The job must not begin or end a
+    /// transaction itself. The future resolves only after the group's COMMIT; if
+    /// that COMMIT fails, every job of the group fails with its error.
+    pub fn write_grouped<T, F>(
+        &self,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (job, rx) = group::grouped(job);
+        let sent = self.send_msg(Msg::Grouped(job));
         async move {
             sent?;
             rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
@@ -346,21 +380,29 @@ impl Store {
 const IDLE: Duration = Duration::from_millis(100);
 
 fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::FtsLag) {
+    let mut next: Option<Msg> = None;
     loop {
-        let msg = match rx.recv_timeout(IDLE) {
-            Ok(m) => m,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                catch_up(&mut conn, &mut lag);
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        let msg = match next.take() {
+            Some(m) => m,
+            None => match rx.recv_timeout(IDLE) {
+                Ok(m) => m,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    catch_up(&mut conn, &mut lag);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            },
         };
         match msg {
             Msg::Job(job) => {
                 job(&mut conn);
-                if lag.pending(&conn).unwrap_or(0) >= fts_lag::BATCH {
-                    catch_up(&mut conn, &mut lag);
-                }
+                index_if_due(&mut conn, &mut lag);
+            }
+            Msg::Grouped(first) => {
+                let (jobs, after) = group::collect(first, &rx);
+                next = after;
+                group::run(&mut conn, jobs);
+                index_if_due(&mut conn, &mut lag);
             }
             Msg::FlushFts(reply) => {
                 let r = lag.catch_up(&mut conn);
@@ -373,6 +415,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Msg::Job(job) => job(&mut conn),
+                        Msg::Grouped(job) => group::run(&mut conn, vec![job]),
                         Msg::FlushFts(reply) => {
                             let _ = reply.send(lag.catch_up(&mut conn));
                         }
@@ -388,6 +431,12 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>, mut lag: fts_lag::
                 return;
             }
         }
+    }
+}
+
+fn index_if_due(conn: &mut Connection, lag: &mut fts_lag::FtsLag) {
+    if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
+        catch_up(conn, lag);
     }
 }
 
