@@ -62,8 +62,9 @@ pub fn insert_batch_in(
     let session_id: String = tx
         .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
         .query_row([conversation_id], |r| r.get(0))?;
-    // An identical replay inside one batch: same envelope and same parts, every column.
-    let mut seen_messages: HashSet<(&str, &[crate::message::ingest::NewPart])> = HashSet::new();
+    // An identical replay inside one batch: same envelope, text and parts, every column.
+    let mut seen_messages: HashSet<(&str, &str, &[crate::message::ingest::NewPart])> =
+        HashSet::new();
     let mut seen_entries: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(batch.len());
     for m in &batch {
@@ -85,7 +86,8 @@ pub fn insert_batch_in(
                 continue;
             }
         } else {
-            if !seen_messages.insert((m.envelope.as_str(), m.parts.as_slice())) {
+            if !seen_messages.insert((m.envelope.as_str(), m.content.as_str(), m.parts.as_slice()))
+            {
                 out.push(IngestedMessage {
                     ingested: false,
                     message_id: None,
