@@ -183,3 +183,49 @@ describe('the event loop stays free', () => {
     await e.close()
   })
 })
+
+describe('group commit', () => {
+  it('unawaited ingests of several sessions commit together; a bad one fails alone', async () => {
+    const dir = tempDir()
+    const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const calls = []
+    for (let i = 0; i < 12; i++) {
+      const message = i === 5 ? { role: 'nobody', content: 'x' } : user(`message ${i}`)
+      calls.push(e.ingestBatch({ sessionId: `s${i % 4}`, messages: [message, user(`second ${i}`)] }))
+    }
+    const settled = await Promise.allSettled(calls)
+    expect(settled[5].status).toBe('rejected')
+    expect(settled[5].reason.code).toBe('LCM_INVALID_INPUT')
+    expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(11)
+    await e.close()
+    // Every acknowledged batch is durable (read back after close) and the failed
+    // one left nothing, not even its valid second message.
+    const again = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const texts = []
+    for (let s = 0; s < 4; s++) {
+      const conv = await again.getConversation({ sessionId: `s${s}` })
+      for (const m of await again.getMessages(conv.conversationId)) texts.push(m.content)
+    }
+    expect(texts).toHaveLength(22)
+    expect(texts).not.toContain('second 5')
+    expect(texts).toContain('second 11')
+    await again.close()
+  })
+
+  it('results arrive in call order within a session, each after its commit', async () => {
+    const dir = tempDir()
+    const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const order = []
+    const calls = Array.from({ length: 20 }, (_, i) => e.ingest({ sessionId: 'one', message: user(`m${i}`) }).then((r) => {
+      order.push(r.seq)
+      return r
+    }))
+    const results = await Promise.all(calls)
+    expect(results.map((r) => r.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+    expect(order).toEqual(results.map((r) => r.seq))
+    // A resolved ingest is visible to a reader immediately: it had committed.
+    const msgs = await e.getMessages(results[0].conversationId)
+    expect(msgs).toHaveLength(20)
+    await e.close()
+  })
+})
