@@ -7,12 +7,12 @@
 //! ```
 //!
 //! 1. Stream the context list newest first, each item with its message or summary
-//!    in the same row ([`load`]); apply the fresh-tail rule as the rows arrive
-//!    ([`tail`]), then keep evictable items while they fit and stop reading at the
+//!    in the same row ([`crate::store::context`], one snapshot per assembly); apply
+//!    the fresh-tail rule as the rows arrive ([`tail`]), then keep evictable items while they fit and stop reading at the
 //!    first that does not ([`select`]). Older items are never read.
 //! 2. Present summaries as user messages wrapped in XML ([`xml`]); rebuild messages
 //!    exactly as ingested ([`crate::message::rebuild`]), reading all their parts in
-//!    one query. What the previous turn prepared is reused when its row is
+//!    one query ([`crate::store::messages::parts_of`]). What the previous turn prepared is reused when its row is
 //!    unchanged ([`cache`]).
 //! 3. Strip unpaired tool calls, normalize assistant content, drop empty messages
 //!    (`clean`), then repair tool-call / tool-result pairing ([`pairing`]).
@@ -29,7 +29,6 @@
 
 pub mod cache;
 mod clean;
-pub mod load;
 pub mod pairing;
 pub mod select;
 pub mod tail;
@@ -48,6 +47,7 @@ use crate::message::rebuild::{StoredMessage, StoredPart};
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
 use crate::store::Store;
+use crate::store::{context, messages};
 use crate::timefmt::Zone;
 use crate::tokens;
 
@@ -353,7 +353,7 @@ pub enum Outcome {
     Fallback(FallbackReason, AssembleStats),
 }
 
-/// Assembles a session inside one read transaction (one consistent snapshot).
+/// Assembles a session on one consistent snapshot of the store.
 /// `live_len` is the number of live messages the host passed, if any.
 pub fn assemble_session(
     conn: &Connection,
@@ -363,28 +363,13 @@ pub fn assemble_session(
     settings: &Settings,
     cache: &Cache,
 ) -> Result<Outcome> {
-    let tx = conn.unchecked_transaction()?;
-    let mut stats = AssembleStats {
-        token_budget: budget,
-        ..AssembleStats::default()
+    let r = context::snapshot(conn, |c| {
+        assemble_stored(c, session, budget, live_len, settings, cache)
+    })?;
+    let r = match r {
+        Outcome::Assembled(r) => r,
+        fallback => return Ok(fallback),
     };
-    let Some(conv) = conversations::find(&tx, session)? else {
-        return Ok(Outcome::Fallback(FallbackReason::NoConversation, stats));
-    };
-    let conversation_id = conv.conversation_id;
-    stats.conversation_id = Some(conversation_id);
-    let total = load::item_count(&tx, conversation_id)?;
-    stats.context_items = usize::try_from(total).unwrap_or(0);
-    if total == 0 {
-        return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
-    }
-    if live_len.is_some_and(|n| stats.context_items < n)
-        && !load::has_summary_item(&tx, conversation_id)?
-    {
-        return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
-    }
-    let r = assemble_conversation(&tx, conversation_id, budget, settings, cache)?;
-    tx.finish()?;
     if r.messages.is_empty() {
         return Ok(Outcome::Fallback(FallbackReason::EmptyAssembly, r.stats));
     }
@@ -392,6 +377,39 @@ pub fn assemble_session(
     if live_len.is_some() && !has_user {
         return Ok(Outcome::Fallback(FallbackReason::NoUserTurn, r.stats));
     }
+    Ok(Outcome::Assembled(r))
+}
+
+/// The stored part of [`assemble_session`]: the fallbacks the store decides
+/// (no conversation, empty or incomplete context list), else the assembly.
+fn assemble_stored(
+    conn: &Connection,
+    session: &SessionRef,
+    budget: i64,
+    live_len: Option<usize>,
+    settings: &Settings,
+    cache: &Cache,
+) -> Result<Outcome> {
+    let mut stats = AssembleStats {
+        token_budget: budget,
+        ..AssembleStats::default()
+    };
+    let Some(conv) = conversations::find(conn, session)? else {
+        return Ok(Outcome::Fallback(FallbackReason::NoConversation, stats));
+    };
+    let conversation_id = conv.conversation_id;
+    stats.conversation_id = Some(conversation_id);
+    let total = context::item_count(conn, conversation_id)?;
+    stats.context_items = usize::try_from(total).unwrap_or(0);
+    if total == 0 {
+        return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
+    }
+    if live_len.is_some_and(|n| stats.context_items < n)
+        && !context::has_summary_item(conn, conversation_id)?
+    {
+        return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
+    }
+    let r = assemble_conversation(conn, conversation_id, budget, settings, cache)?;
     Ok(Outcome::Assembled(r))
 }
 
@@ -422,7 +440,7 @@ fn assemble_with(
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let total = load::item_count(conn, conversation_id)?;
+    let total = context::item_count(conn, conversation_id)?;
     let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
@@ -446,7 +464,7 @@ fn assemble_with(
         &mut selected,
         tail_start,
         &known,
-        |ids| load::tool_results_before(conn, conversation_id, from, ids),
+        |ids| context::tool_results_before(conn, conversation_id, from, ids),
         &mut repair,
     )?;
     clean::normalize_assistants(&mut selected);
@@ -480,7 +498,7 @@ fn entries(
             _ => None,
         })
         .collect();
-    let mut parts = load::parts_of(conn, &misses)?;
+    let mut parts = messages::parts_of(conn, &misses)?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let (message, source) = match item.body {
@@ -594,563 +612,4 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::message::ingest::map_message;
-    use crate::store::dag::{persist_summary, NewSummary, Sources};
-    use crate::store::messages::{self, insert_batch, ContextItem};
-    use crate::store::{migrate, summaries, Features};
-
-    struct Db {
-        conn: Connection,
-        features: Features,
-        conv: i64,
-        ids: Vec<i64>,
-    }
-
-    const T0: i64 = 1_771_313_820_000;
-
-    fn db(msgs: &[Value]) -> Db {
-        let mut conn = Connection::open_in_memory().unwrap();
-        let features = migrate::migrate(&mut conn).unwrap();
-        let batch = msgs
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let mut m = m.clone();
-                m["timestamp"] = json!(T0 + i as i64 * 60_000);
-                map_message(&m, None).unwrap()
-            })
-            .collect();
-        let session = SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
-        let out = insert_batch(&mut conn, &session, batch).unwrap();
-        let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
-        Db {
-            conn,
-            features,
-            conv: out.conversation_id,
-            ids,
-        }
-    }
-
-    impl Db {
-        fn leaf(&mut self, content: &str, range: std::ops::Range<usize>) -> String {
-            self.summary(content, Sources::Messages(self.ids[range].to_vec()))
-        }
-        fn summary(&mut self, content: &str, sources: Sources) -> String {
-            let s = NewSummary {
-                conversation_id: self.conv,
-                content: content.into(),
-                model: "m".into(),
-                sources,
-            };
-            persist_summary(&mut self.conn, &s, self.features).unwrap()
-        }
-        fn items(&self) -> Vec<ContextItem> {
-            messages::context_items(&self.conn, self.conv).unwrap()
-        }
-        fn assemble(&self, budget: i64, s: &Settings) -> AssembleResult {
-            self.assemble_with(budget, s, &Cache::new())
-        }
-        fn assemble_with(&self, budget: i64, s: &Settings, cache: &Cache) -> AssembleResult {
-            assemble_conversation(&self.conn, self.conv, budget, s, cache).unwrap()
-        }
-        fn session(&self, budget: i64, live: Option<usize>, s: &Settings) -> Outcome {
-            let session = SessionRef {
-                session_id: "s".into(),
-                session_key: None,
-            };
-            assemble_session(&self.conn, &session, budget, live, s, &Cache::new()).unwrap()
-        }
-    }
-
-    fn settings(tail: i64) -> Settings {
-        Settings {
-            fresh_tail_count: tail,
-            fresh_tail_max_tokens: None,
-            format: SummaryFormat::Xml,
-            zone: Zone::utc(),
-        }
-    }
-
-    fn user(t: &str) -> Value {
-        json!({"role": "user", "content": t})
-    }
-    fn say(t: &str) -> Value {
-        json!({"role": "assistant", "content": [{"type": "text", "text": t}]})
-    }
-    fn call(id: &str) -> Value {
-        json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "read", "arguments": {"p": 1}}]})
-    }
-    fn result(id: &str, t: &str) -> Value {
-        json!({"role": "toolResult", "toolCallId": id, "toolName": "read", "content": [{"type": "text", "text": t}], "isError": false})
-    }
-
-    /// The output with each message's timestamp removed (inputs get one at ingest).
-    fn plain(r: &AssembleResult) -> Vec<Value> {
-        r.messages
-            .iter()
-            .map(|m| {
-                let mut m = m.clone();
-                if let Some(o) = m.as_object_mut() {
-                    o.shift_remove("timestamp");
-                }
-                m
-            })
-            .collect()
-    }
-
-    fn is_summary(m: &Value) -> bool {
-        m["role"] == "user"
-            && m["content"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("<summary "))
-    }
-
-    fn honest(r: &AssembleResult) -> i64 {
-        r.messages
-            .iter()
-            .map(|m| {
-                if is_summary(m) {
-                    tokens::estimate(m["content"].as_str().unwrap())
-                } else {
-                    message_tokens(m)
-                }
-            })
-            .sum()
-    }
-
-    #[test]
-    fn summaries_and_messages_interleave_in_context_order() {
-        let msgs: Vec<Value> = (0..10)
-            .map(|i| {
-                if i % 2 == 0 {
-                    user(&format!("u{i}"))
-                } else {
-                    say(&format!("a{i}"))
-                }
-            })
-            .collect();
-        let mut d = db(&msgs);
-        let a = d.leaf("first part", 0..3);
-        let b = d.leaf("second part", 5..7);
-        let r = d.assemble(100_000, &settings(2));
-        let out = plain(&r);
-        assert_eq!(out.len(), 7);
-        assert!(out[0]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("<summary id=\"{a}\" kind=\"leaf\"")));
-        assert_eq!(out[1], say("a3"));
-        assert_eq!(out[2], user("u4"));
-        assert!(out[3]["content"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("id=\"{b}\"")));
-        assert_eq!(&out[4..], &[say("a7"), user("u8"), say("a9")]);
-        assert_eq!(
-            (r.stats.summaries_included, r.stats.messages_included),
-            (2, 5)
-        );
-        assert_eq!(r.stats.dropped_for_budget, 0);
-        assert_eq!(r.estimated_tokens, honest(&r));
-        assert_eq!(r.system_prompt_addition.as_deref(), Some(RECALL_GUIDANCE));
-        assert!(
-            r.messages[1].get("timestamp").is_some(),
-            "messages rebuild exactly"
-        );
-    }
-
-    #[test]
-    fn the_budget_keeps_the_newest_contiguous_run() {
-        // Costs: tiny 1, big 100, small 5; tail = the last user message (1 token).
-        let msgs = [
-            user("abcd"),
-            say(&"x".repeat(400)),
-            user(&"y".repeat(20)),
-            user("zzzz"),
-        ];
-        let d = db(&msgs);
-        let r = d.assemble(11, &settings(1));
-        let out = plain(&r);
-        // The small message fits; the big one does not, so the tiny older one goes too.
-        assert_eq!(out, [user(&"y".repeat(20)), user("zzzz")]);
-        assert_eq!(r.stats.dropped_for_budget, 2);
-        assert_eq!(r.estimated_tokens, 6);
-        let r = d.assemble(200, &settings(1));
-        assert_eq!(r.messages.len(), 4);
-        assert!(!r.stats.over_budget);
-    }
-
-    #[test]
-    fn the_tail_is_kept_over_budget() {
-        let msgs = [
-            user("old question"),
-            say("old answer"),
-            user(&"q".repeat(400)),
-            say(&"a".repeat(400)),
-        ];
-        let d = db(&msgs);
-        let r = d.assemble(10, &settings(2));
-        assert_eq!(plain(&r), [user(&"q".repeat(400)), say(&"a".repeat(400))]);
-        assert!(r.stats.over_budget);
-        assert_eq!((r.stats.tail_items, r.stats.tail_tokens), (2, 200));
-        assert_eq!(r.estimated_tokens, 200);
-        assert_eq!(r.stats.tail_start_ordinal, Some(2));
-    }
-
-    /// The selection computed the plain way: every item resolved, the tail from the
-    /// whole context list, then the newest contiguous run that fits.
-    fn oracle(d: &Db, budget: i64, s: &Settings) -> (i64, Vec<i64>, usize) {
-        let items = d.items();
-        let tail_start = fresh_tail_start(&items, s.fresh_tail_count, s.fresh_tail_max_tokens);
-        let cost = |i: &ContextItem| match &i.summary_id {
-            Some(id) => {
-                let r = summaries::get(&d.conn, id).unwrap().unwrap();
-                let view = xml::SummaryView {
-                    summary_id: r.summary_id,
-                    kind: r.kind,
-                    depth: r.depth,
-                    descendant_count: r.descendant_count,
-                    earliest_at: r.earliest_at,
-                    latest_at: r.latest_at,
-                    parents: summaries::source_summary_ids(&d.conn, id).unwrap(),
-                    content: r.content,
-                };
-                tokens::estimate(&xml::render(&view, s.format, s.zone))
-            }
-            None => i.token_count,
-        };
-        let tail: i64 = items
-            .iter()
-            .filter(|i| i.ordinal >= tail_start)
-            .map(cost)
-            .sum();
-        let room = (budget - tail).max(0);
-        let (mut used, mut picked) = (0, Vec::new());
-        for i in items.iter().rev().filter(|i| i.ordinal < tail_start) {
-            if used + cost(i) > room {
-                break;
-            }
-            used += cost(i);
-            picked.push(i.ordinal);
-        }
-        let evictable = items.iter().filter(|i| i.ordinal < tail_start).count();
-        let dropped = evictable - picked.len();
-        picked.extend(
-            items
-                .iter()
-                .filter(|i| i.ordinal >= tail_start)
-                .map(|i| i.ordinal),
-        );
-        picked.sort_unstable();
-        (tail_start, picked, dropped)
-    }
-
-    #[test]
-    fn streaming_selection_matches_the_plain_computation() {
-        let mut msgs = Vec::new();
-        for i in 0..60 {
-            msgs.push(user(&format!("question {i} {}", "w".repeat(i * 7 % 50))));
-            msgs.push(call(&format!("c{i}")));
-            msgs.push(result(&format!("c{i}"), &"r & <r> ".repeat(i % 9)));
-            msgs.push(say(&format!("answer {i}")));
-        }
-        // A long assistant-only stretch at the end: the tail must reach back to the
-        // newest user message through it.
-        msgs.extend((0..12).map(|i| say(&format!("follow-up {i}"))));
-        let mut d = db(&msgs);
-        let mut leaves = Vec::new();
-        for k in 0..8 {
-            let hostile = "<&>".repeat(k * 13);
-            leaves.push(d.leaf(&format!("leaf {k} {hostile}"), k * 20..k * 20 + 20));
-        }
-        d.summary(
-            "condensed & <stuff>",
-            Sources::Summaries(leaves[0..4].to_vec()),
-        );
-        let total = d.items().len() as i64;
-        // One cache across every case: hits and misses must not change anything.
-        let cache = Cache::new();
-        for (count, cap) in [
-            (0, None),
-            (4, None),
-            (16, None),
-            (20, Some(40)),
-            (200, None),
-        ] {
-            let s = Settings {
-                fresh_tail_count: count,
-                fresh_tail_max_tokens: cap,
-                ..settings(0)
-            };
-            for budget in [1, 30, 80, 150, 300, 600, 1_000, 2_000, 5_000, 100_000] {
-                let mut reuse = select::Reuse::default();
-                let sel = select::select(&d.conn, d.conv, total, budget, &s, &mut reuse).unwrap();
-                let got: Vec<i64> = sel.items.iter().map(|i| i.ordinal).collect();
-                let (tail_start, want, dropped) = oracle(&d, budget, &s);
-                let case = format!("tail {count} cap {cap:?} budget {budget}");
-                assert_eq!(sel.tail_start, tail_start, "{case}");
-                assert_eq!(got, want, "{case}");
-                assert_eq!(sel.dropped, dropped, "{case}");
-                let r = d.assemble_with(budget, &s, &cache);
-                assert_eq!(r.estimated_tokens, honest(&r), "{case}");
-                let cold = d.assemble(budget, &s);
-                assert_eq!(r.messages, cold.messages, "{case}");
-                assert_eq!(r.estimated_tokens, cold.estimated_tokens, "{case}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_streamed_tail_asks_about_older_user_messages() {
-        let mut msgs = vec![user("long ago")];
-        msgs.extend((0..10).map(|i| say(&format!("a{i}"))));
-        let d = db(&msgs);
-        let r = d.assemble(100_000, &settings(3));
-        assert_eq!(
-            r.stats.tail_start_ordinal,
-            Some(0),
-            "the newest user turn is kept whole"
-        );
-        let d = db(&msgs[1..]);
-        let r = d.assemble(100_000, &settings(3));
-        assert_eq!(
-            r.stats.tail_start_ordinal,
-            Some(7),
-            "without a user message, count decides"
-        );
-        assert_eq!(r.stats.tail_items, 3);
-    }
-
-    #[test]
-    fn parents_are_listed_in_link_order() {
-        let mut d = db(&[user("a"), say("b"), user("c"), say("d"), user("e")]);
-        let a = d.leaf("A", 0..2);
-        let b = d.leaf("B", 2..4);
-        let c = d.summary("C", Sources::Summaries(vec![a.clone(), b.clone()]));
-        // Both link orders: one of them differs from the ids' key order.
-        for order in [[&a, &b], [&b, &a]] {
-            for (i, id) in order.iter().enumerate() {
-                d.conn
-                    .execute(
-                        "UPDATE summary_parents SET ordinal = ?1 WHERE summary_id = ?2 AND parent_summary_id = ?3",
-                        rusqlite::params![i as i64, c, id],
-                    )
-                    .unwrap();
-            }
-            let r = d.assemble(10_000, &settings(1));
-            let x = r.messages[0]["content"].as_str().unwrap();
-            let refs = format!(
-                "  <parents>\n    <summary_ref id=\"{}\" />\n    <summary_ref id=\"{}\" />\n  </parents>",
-                order[0], order[1]
-            );
-            assert!(x.contains(&refs), "{x}");
-        }
-    }
-
-    #[test]
-    fn cached_items_are_used_only_while_their_rows_are_unchanged() {
-        let msgs = [
-            user("a"),
-            say("b"),
-            user("c"),
-            say("d"),
-            user("e"),
-            say("f"),
-        ];
-        let mut d = db(&msgs);
-        let a = d.leaf("A", 0..2);
-        let b = d.leaf("B", 2..4);
-        let c = d.summary("C", Sources::Summaries(vec![a.clone(), b.clone()]));
-        let cache = Cache::new();
-        let first = d.assemble_with(10_000, &settings(2), &cache);
-        let again = d.assemble_with(10_000, &settings(2), &cache);
-        assert_eq!(first.messages, again.messages);
-        // A rewritten summary is rendered again, sources included.
-        d.conn
-            .execute(
-                "UPDATE summaries SET content = 'C, revised' WHERE summary_id = ?1",
-                [&c],
-            )
-            .unwrap();
-        let r = d.assemble_with(10_000, &settings(2), &cache);
-        let x = r.messages[0]["content"].as_str().unwrap();
-        assert!(x.contains("\nC, revised\n"), "{x}");
-        assert!(x.contains(&format!("<summary_ref id=\"{a}\" />")), "{x}");
-        assert!(x.contains(&format!("<summary_ref id=\"{b}\" />")), "{x}");
-        assert_eq!(r.estimated_tokens, honest(&r));
-        // A changed message row is rebuilt again.
-        d.conn
-            .execute(
-                "UPDATE messages SET lcm_envelope = '{\"role\":\"assistant\",\"content\":1,\"note\":1}' WHERE message_id = ?1",
-                [d.ids[5]],
-            )
-            .unwrap();
-        let r = d.assemble_with(10_000, &settings(2), &cache);
-        assert_eq!(r.messages.last().unwrap()["note"], 1);
-    }
-
-    #[test]
-    fn compact_format_is_used_when_configured() {
-        let mut d = db(&[user("a"), say("b"), user("c")]);
-        let id = d.leaf("the gist", 0..2);
-        let s = Settings {
-            format: SummaryFormat::Compact,
-            ..settings(1)
-        };
-        let r = d.assemble(1_000, &s);
-        assert_eq!(
-            r.messages[0]["content"],
-            format!("<summary id=\"{id}\" range=\"2026-02-17 07:37–07:38 UTC\" depth=\"0\">\nthe gist\n</summary>")
-        );
-    }
-
-    #[test]
-    fn evictable_calls_whose_result_was_summarized_are_stripped() {
-        let mut d = db(&[
-            user("go"),
-            call("c1"),
-            result("c1", "out"),
-            user("next"),
-            say("done"),
-        ]);
-        d.leaf("the result", 2..3);
-        let r = d.assemble(10_000, &settings(2));
-        let out = plain(&r);
-        assert_eq!(out.len(), 4);
-        assert_eq!(out[0], user("go"));
-        assert!(is_summary(&out[1]));
-        assert_eq!(&out[2..], &[user("next"), say("done")]);
-        assert_eq!(r.stats.repair.stripped_unpaired_tool_calls, 1);
-        assert_eq!(r.stats.repair.dropped_empty_messages, 1);
-    }
-
-    #[test]
-    fn a_tail_call_without_any_result_gets_a_synthetic_one() {
-        let d = db(&[user("go"), call("c9")]);
-        let r = d.assemble(10_000, &settings(4));
-        let out = plain(&r);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[2]["toolCallId"], "c9");
-        assert_eq!(out[2]["toolName"], "read");
-        assert_eq!(out[2]["content"][0]["text"], MISSING_TOOL_RESULT_TEXT);
-        assert_eq!(r.stats.repair.synthetic_tool_results, 1);
-        assert_eq!(r.estimated_tokens, honest(&r));
-    }
-
-    #[test]
-    fn a_tail_call_whose_result_came_before_it_is_stripped_even_when_unloaded() {
-        let msgs = [
-            user("q"),
-            result("c5", &"early ".repeat(50)),
-            user("now"),
-            call("c5"),
-        ];
-        let d = db(&msgs);
-        for budget in [10_000, 1] {
-            let r = d.assemble(budget, &settings(2));
-            assert_eq!(plain(&r).last().unwrap(), &user("now"), "budget {budget}");
-            assert_eq!(r.stats.repair.stripped_unpaired_tool_calls, 1);
-            assert_eq!(r.stats.repair.synthetic_tool_results, 0);
-        }
-    }
-
-    #[test]
-    fn sendable_forms_for_bash_executions_and_id_less_tool_results() {
-        let bash = json!({"role": "assistant", "command": "ls", "output": "a\nb"});
-        let bare = json!({"role": "toolResult", "toolName": "x", "content": [{"type": "text", "text": "kept"}]});
-        let d = db(&[user("q"), bash, bare]);
-        let r = d.assemble(10_000, &settings(8));
-        let out = plain(&r);
-        assert_eq!(
-            out[1]["content"],
-            json!([{"type": "text", "text": "$ ls\na\nb"}])
-        );
-        assert_eq!(
-            out[2],
-            json!({"role": "assistant", "content": [{"type": "text", "text": "kept"}]})
-        );
-        assert_eq!(r.stats.repair.downgraded_tool_results, 1);
-    }
-
-    #[test]
-    fn empty_messages_are_dropped_and_strings_become_blocks() {
-        let msgs = [
-            user("q"),
-            json!({"role": "assistant", "content": "plain"}),
-            json!({"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]}),
-            json!({"role": "assistant", "content": [{"type": "text", "text": "  "}]}),
-            json!({"role": "user", "content": []}),
-            json!({"role": "assistant", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "real"}]}),
-        ];
-        let d = db(&msgs);
-        let r = d.assemble(10_000, &settings(8));
-        assert_eq!(plain(&r), [user("q"), say("plain"), say("real")]);
-        assert_eq!(r.stats.repair.dropped_empty_messages, 3);
-    }
-
-    #[test]
-    fn guards_fall_back_to_live_messages() {
-        let d = db(&[user("q"), say("a")]);
-        let other = SessionRef {
-            session_id: "nope".into(),
-            session_key: None,
-        };
-        let o =
-            assemble_session(&d.conn, &other, 100, Some(1), &settings(8), &Cache::new()).unwrap();
-        assert!(matches!(
-            o,
-            Outcome::Fallback(FallbackReason::NoConversation, _)
-        ));
-        let o = d.session(100, Some(3), &settings(8));
-        assert!(matches!(
-            o,
-            Outcome::Fallback(FallbackReason::IncompleteCoverage, _)
-        ));
-        let Outcome::Assembled(r) = d.session(100, Some(2), &settings(8)) else {
-            panic!("expected an assembly");
-        };
-        assert_eq!(r.messages.len(), 2);
-        let d = db(&[say("only the assistant")]);
-        let o = d.session(100, Some(1), &settings(8));
-        assert!(matches!(
-            o,
-            Outcome::Fallback(FallbackReason::NoUserTurn, _)
-        ));
-        let r = fill_live(
-            fallback(FallbackReason::Error, AssembleStats::default()),
-            vec![user("live")],
-        );
-        assert_eq!(r.messages, [user("live")]);
-        assert_eq!(r.estimated_tokens, 1);
-        assert!(r.stats.live_fallback);
-    }
-
-    #[test]
-    fn bad_parameters_are_invalid_input() {
-        let p = |v: Value| {
-            validate(serde_json::from_value(v).unwrap())
-                .err()
-                .map(|e| e.code)
-        };
-        assert_eq!(p(json!({"tokenBudget": 5})), Some(ErrorCode::InvalidInput));
-        assert_eq!(
-            p(json!({"sessionId": " ", "tokenBudget": 5})),
-            Some(ErrorCode::InvalidInput)
-        );
-        assert_eq!(
-            p(json!({"sessionId": "s", "tokenBudget": 0})),
-            Some(ErrorCode::InvalidInput)
-        );
-        assert_eq!(
-            p(json!({"sessionId": "s", "tokenBudget": -3})),
-            Some(ErrorCode::InvalidInput)
-        );
-        assert_eq!(p(json!({"sessionId": "s"})), Some(ErrorCode::InvalidInput));
-        assert_eq!(p(json!({"sessionId": "s", "tokenBudget": 10.7})), None);
-    }
-}
+mod tests;

@@ -3,15 +3,15 @@
 //! the budget next to it. Reading stops at the first evictable item that does not
 //! fit, so the cost follows what is returned, not the conversation's length.
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 
 use super::cache::{CachedSummary, Prepared};
-use super::load::{self, Row};
 use super::tail::{TailWalk, NO_TAIL};
 use super::xml::{self, SummaryView};
 use super::Settings;
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
+use crate::store::context::{self, ContextRow};
 use crate::store::summaries;
 use crate::tokens;
 
@@ -53,7 +53,7 @@ pub struct Item {
 }
 
 impl Item {
-    fn new(conn: &Connection, row: Row, s: &Settings, reuse: &mut Reuse) -> Result<Item> {
+    fn new(conn: &Connection, row: ContextRow, s: &Settings, reuse: &mut Reuse) -> Result<Item> {
         let (cost, body) = match (row.is_message, row.summary) {
             (true, _) => (row.tokens.max(0), Body::Message(row.message)),
             (false, Some(view)) => {
@@ -151,12 +151,8 @@ pub fn select(
     reuse: &mut Reuse,
 ) -> Result<Selection> {
     let mut sel = Selector::new(budget, s);
-    let known: Vec<&String> = reuse.old.summaries.keys().collect();
-    let known = serde_json::to_string(&known)?;
-    let mut stmt = load::newest_first(conn)?;
-    let mut rows = stmt.query(params![conversation_id, known])?;
-    while let Some(r) = rows.next()? {
-        let row = load::read_row(r)?;
+    let known: Vec<String> = reuse.old.summaries.keys().cloned().collect();
+    context::newest_first(conn, conversation_id, &known, |row| {
         let step = Step {
             is_raw: row.is_raw,
             is_user: row.role.as_deref() == Some("user"),
@@ -164,11 +160,9 @@ pub fn select(
         };
         let item = Item::new(conn, row, s, reuse)?;
         let ordinal = item.ordinal;
-        let older_user = || load::user_before(conn, conversation_id, ordinal);
-        if !sel.push(item, step, older_user)? {
-            break;
-        }
-    }
+        let older_user = || context::user_before(conn, conversation_id, ordinal);
+        sel.push(item, step, older_user)
+    })?;
     Ok(sel.finish(total))
 }
 

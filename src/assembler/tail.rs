@@ -13,6 +13,16 @@ use crate::store::messages::ContextItem;
 /// The tail-start value meaning "nothing is protected": every ordinal is below it.
 pub const NO_TAIL: i64 = i64::MAX;
 
+/// Whether the fresh-tail rule counts an item: a message item with a message id
+/// (a "raw message"; summaries and dangling message items are not counted).
+pub fn is_raw(item: &ContextItem) -> bool {
+    item.item_type == "message" && item.message_id.is_some()
+}
+
+fn is_user(item: &ContextItem) -> bool {
+    item.role.as_deref() == Some("user")
+}
+
 /// The ordinal of the first protected item; [`NO_TAIL`] when nothing is protected
 /// (`count <= 0`, or no raw messages). Items with `ordinal < start` are evictable
 /// (compaction candidates); items with `ordinal >= start` form the tail, including
@@ -23,21 +33,28 @@ pub const NO_TAIL: i64 = i64::MAX;
 /// `tool`, `system`) and `token_count` its stored estimate. A negative `max_tokens`
 /// means no cap.
 pub fn fresh_tail_start(items: &[ContextItem], count: i64, max_tokens: Option<i64>) -> i64 {
-    let raw = |i: &&ContextItem| i.item_type == "message" && i.message_id.is_some();
-    let any_user = items
-        .iter()
-        .filter(raw)
-        .any(|i| i.role.as_deref() == Some("user"));
+    items
+        .get(fresh_tail_index(items, count, max_tokens))
+        .map_or(NO_TAIL, |i| i.ordinal)
+}
+
+/// The same rule as [`fresh_tail_start`], as an index into `items`: the first
+/// protected item, `items.len()` when nothing is protected. Compaction works on
+/// positions in its snapshot of the list, so it asks for this form.
+pub fn fresh_tail_index(items: &[ContextItem], count: i64, max_tokens: Option<i64>) -> usize {
+    let any_user = items.iter().filter(|i| is_raw(i)).any(is_user);
     let mut walk = TailWalk::new(count, max_tokens);
-    for i in items.iter().rev().filter(raw) {
-        let is_user = i.role.as_deref() == Some("user");
+    for (idx, item) in items.iter().enumerate().rev().filter(|(_, i)| is_raw(i)) {
         // While no user message has been offered, any user message is older.
-        match walk.offer(i.ordinal, is_user, i.token_count, || Ok(any_user)) {
+        match walk.offer(idx as i64, is_user(item), item.token_count, || Ok(any_user)) {
             Ok(true) => continue,
             _ => break,
         }
     }
-    walk.start()
+    match walk.start() {
+        NO_TAIL => items.len(),
+        start => usize::try_from(start).unwrap_or(items.len()),
+    }
 }
 
 /// The fresh-tail rule as a walk over the raw-message items, newest first, for
@@ -204,11 +221,11 @@ mod tests {
         assert_eq!(fresh_tail_start(&it, 3, None), 1);
     }
 
-    /// Compaction (on main) has its own index-based copy of the rule; both must
-    /// always pick the same tail.
+    /// The index form and the ordinal form are one rule: on random lists (with
+    /// gaps in the ordinals, dangling message items, any count and cap) the index
+    /// names the item whose ordinal is the start.
     #[test]
-    fn agrees_with_compaction_on_random_lists() {
-        use crate::compaction::select::{fresh_tail_start as compaction_tail, Limits};
+    fn index_and_ordinal_forms_agree_on_random_lists() {
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: u64| {
             seed ^= seed << 13;
@@ -217,12 +234,15 @@ mod tests {
             seed % n
         };
         let kinds = ["u", "a", "t", "s"];
-        for _ in 0..3000 {
+        for _ in 0..2000 {
             let len = next(30) as usize;
             let spec: Vec<(&str, i64)> = (0..len)
                 .map(|_| (kinds[next(4) as usize], next(60) as i64 - 5))
                 .collect();
             let mut it = items(&spec);
+            for (i, item) in it.iter_mut().enumerate() {
+                item.ordinal = 3 * i as i64 + 7;
+            }
             if len > 0 && next(5) == 0 {
                 it[next(len as u64) as usize].message_id = None;
             }
@@ -232,18 +252,18 @@ mod tests {
                 1 => Some(next(200) as i64),
                 _ => Some(-1),
             };
-            let o = crate::config::EngineOptions {
-                fresh_tail_count: count,
-                fresh_tail_max_tokens: cap,
-                ..Default::default()
-            };
-            let idx = compaction_tail(&it, &Limits::from_options(&o));
+            let idx = fresh_tail_index(&it, count, cap);
+            assert!(idx <= it.len());
             let want = it.get(idx).map_or(NO_TAIL, |i| i.ordinal);
             assert_eq!(
                 fresh_tail_start(&it, count, cap),
                 want,
                 "{spec:?} {count} {cap:?}"
             );
+            // The tail starts at a raw message, and everything before it is evictable.
+            if let Some(first) = it.get(idx) {
+                assert!(is_raw(first), "{spec:?} {count} {cap:?}");
+            }
         }
     }
 

@@ -12,26 +12,9 @@ use crate::config::SummaryFormat;
 use crate::timefmt::Zone;
 use crate::timestamp;
 
-/// The fields of a summary the presentation needs.
-#[derive(Debug, Clone, Default)]
-pub struct SummaryView {
-    /// `sum_…` id.
-    pub summary_id: String,
-    /// `leaf` or `condensed`.
-    pub kind: String,
-    /// 0 for leaves.
-    pub depth: i64,
-    /// Summaries transitively below this one.
-    pub descendant_count: i64,
-    /// Earliest source time as stored (ISO).
-    pub earliest_at: Option<String>,
-    /// Latest source time as stored (ISO).
-    pub latest_at: Option<String>,
-    /// Source summaries of a condensed node, in link order.
-    pub parents: Vec<String>,
-    /// The summary text.
-    pub content: String,
-}
+/// The fields of a summary the presentation needs: the stored row as the context
+/// reads return it.
+pub use crate::store::context::ContextSummary as SummaryView;
 
 /// Renders a summary in the configured format.
 pub fn render(s: &SummaryView, format: SummaryFormat, zone: Zone) -> String {

@@ -258,7 +258,7 @@ impl Compactor {
         };
         let _guard = self.coordinator.lock(conv.conversation_id).await;
         run::Run::new(self, conv.conversation_id, &p, hooks)?
-            .execute(&p)
+            .run(&p)
             .await
     }
 }

@@ -3,17 +3,17 @@
 //! call can be cancelled), then one writer job that re-validates the sources and
 //! writes summary, links, FTS rows and the context replacement in one transaction.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use super::control::CancelToken;
 use super::select::{LeafChunk, SummaryChunk};
-use super::source::{self, SourceMessage, SourceSummary};
+use super::source;
 use crate::error::{ErrorCode, Result};
-use crate::prompts::source as prompt_source;
 use crate::store::dag::{self, NewSummary, Sources};
-use crate::store::messages::{self, ContextItem};
+use crate::store::messages::ContextItem;
 use crate::store::{summaries, Features, Store};
 use crate::summarize::{Level, SummarizeInput, SummarizeOutput, SummaryPipeline};
 use crate::timefmt::Zone;
@@ -148,7 +148,7 @@ pub enum PassEnd {
 /// Reads the plan's sources into a pipeline input. `pending` holds summaries
 /// summarized but not written yet (id, content); previous_context takes them from
 /// there.
-pub async fn prepare(
+pub async fn read_input(
     env: &PassEnv<'_>,
     plan: &Plan,
     pending: Vec<(String, String)>,
@@ -159,10 +159,11 @@ pub async fn prepare(
     env.store
         .read(move |c| {
             let previous = previous_context(c, plan.previous(), &pending)?;
-            let mut input = match &plan {
-                Plan::Leaf { chunk, .. } => leaf_input(c, &zone, &chunk.message_ids)?,
-                Plan::Condensed { chunk, .. } => condensed_input(c, &zone, &chunk.summary_ids)?,
+            let render = source::Render {
+                zone: &zone,
+                timestamps: true,
             };
+            let mut input = source::input_for(c, &plan.sources(), render, &HashMap::new())?;
             input.depth = plan.output_depth();
             input.previous_context = previous;
             input.custom_instructions = custom;
@@ -187,7 +188,7 @@ fn previous_context(
         .filter(|id| held(id).is_none())
         .cloned()
         .collect();
-    let mut stored: std::collections::HashMap<String, String> = summaries::by_ids(c, &stored)?
+    let mut stored: HashMap<String, String> = summaries::by_ids(c, &stored)?
         .into_iter()
         .map(|s| (s.summary_id, s.content))
         .collect();
@@ -198,43 +199,6 @@ fn previous_context(
         .filter(|s| !s.is_empty())
         .collect();
     Ok((!texts.is_empty()).then(|| texts.join("\n\n")))
-}
-
-fn leaf_input(c: &rusqlite::Connection, zone: &Zone, ids: &[i64]) -> Result<SummarizeInput> {
-    let records = messages::records_by_ids(c, ids)?;
-    let stored = messages::stored_by_ids(c, ids)?;
-    let msgs: Vec<SourceMessage> = records
-        .iter()
-        .zip(&stored)
-        .map(|(r, s)| SourceMessage::new(&r.created_at, &r.role, &source::message_text(s)))
-        .collect();
-    Ok(SummarizeInput {
-        source_text: prompt_source::leaf_source_text(&msgs, zone),
-        child_count: msgs.len(),
-        time_range: prompt_source::messages_time_range(&msgs, zone),
-        ..SummarizeInput::default()
-    })
-}
-
-fn condensed_input(
-    c: &rusqlite::Connection,
-    zone: &Zone,
-    ids: &[String],
-) -> Result<SummarizeInput> {
-    let children: Vec<SourceSummary> = summaries::by_ids(c, ids)?
-        .into_iter()
-        .map(|s| {
-            let at = |t: &Option<String>| t.clone().unwrap_or_else(|| s.created_at.clone());
-            SourceSummary::new(&at(&s.earliest_at), &at(&s.latest_at), &s.content)
-        })
-        .collect();
-    let children = source::in_time_order(children);
-    Ok(SummarizeInput {
-        source_text: prompt_source::condensed_source_text(&children, zone),
-        child_count: children.len(),
-        time_range: prompt_source::summaries_time_range(&children, zone),
-        ..SummarizeInput::default()
-    })
 }
 
 /// A source with no text at all is recorded without calling the summarizer, so the
@@ -267,21 +231,15 @@ pub async fn write(
     summary: NewSummary,
     start_hint: Option<i64>,
 ) -> Result<Option<dag::Persisted>> {
-    store
-        .write(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_detailed(&tx, &summary, features, start_hint) {
-                Ok(p) => {
-                    tx.commit()?;
-                    Ok(Some(p))
-                }
-                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
-        })
-        .await
+    let written = store
+        .write_tx(move |tx| dag::persist_detailed(tx, &summary, features, start_hint))
+        .await;
+    match written {
+        Ok(p) => Ok(Some(p)),
+        // The sources moved (compacted, or no longer a run): nothing was written.
+        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// A pass whose summary is ready but not written.
@@ -317,7 +275,7 @@ pub async fn summarize_plan(
     pending: Vec<(String, String)>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let input = prepare(env, plan, pending).await?;
+    let input = read_input(env, plan, pending).await?;
     let called = Instant::now();
     let out = tokio::select! {
         biased;
@@ -369,26 +327,20 @@ pub async fn write_batch(
     features: Features,
     batch: Vec<dag::Queued>,
 ) -> Result<Option<Vec<dag::Persisted>>> {
-    store
-        .write(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            match dag::persist_batch(&tx, &batch, features) {
-                Ok(p) => {
-                    tx.commit()?;
-                    Ok(Some(p))
-                }
-                Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => {
-                    Ok(None)
-                }
-                Err(e) => Err(e),
-            }
-        })
-        .await
+    let written = store
+        .write_tx(move |tx| dag::persist_batch(tx, &batch, features))
+        .await;
+    match written {
+        Ok(p) => Ok(Some(p)),
+        // The sources moved (compacted, or no longer a run): nothing was written.
+        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Runs one planned pass; `before` is the context's token count when it was planned.
 /// The record's `context_tokens_after` is `before` until the caller sets it.
-pub async fn execute(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
+pub async fn run_pass(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
     let done = match summarize_plan(env, plan, before, Vec::new()).await? {
         Summarize::Ready(done) => done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),

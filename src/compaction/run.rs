@@ -1,5 +1,5 @@
 //! The modes. A [`Run`] is one `compact` call on one conversation (its lock held):
-//! it gates on the threshold, runs passes through [`pass::execute`], enforces the
+//! it gates on the threshold, runs passes through [`pass::run_pass`], enforces the
 //! bounds (cancel token, `sweepDeadlineMs`, `maxSweepIterations`) between passes,
 //! and composes the result.
 
@@ -236,7 +236,7 @@ impl<'a> Run<'a> {
                     Queued::Stopped => return Ok(None),
                 }
             }
-            match pass::execute(&self.env, &plan, before).await? {
+            match pass::run_pass(&self.env, &plan, before).await? {
                 PassEnd::Written(mut rec, written) => {
                     rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
                     return Ok(Some(self.record(rec)));
@@ -341,18 +341,7 @@ impl<'a> Run<'a> {
         let (conv, ids) = (self.env.conversation_id, chunk.message_ids.clone());
         self.env
             .store
-            .read(move |c| {
-                let mut stmt = c.prepare_cached(
-                    "SELECT message_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
-                )?;
-                let found: Vec<Option<i64>> = stmt
-                    .query_map(
-                        rusqlite::params![conv, hint, hint + ids.len() as i64 - 1],
-                        |r| r.get(0),
-                    )?
-                    .collect::<rusqlite::Result<_>>()?;
-                Ok(found.len() == ids.len() && found.iter().zip(&ids).all(|(f, i)| *f == Some(*i)))
-            })
+            .read(move |c| dag::sources_in_place(c, conv, hint, &dag::Sources::Messages(ids)))
             .await
     }
 
@@ -546,7 +535,7 @@ impl<'a> Run<'a> {
     }
 
     /// Gates on the threshold, runs the mode and composes the result.
-    pub async fn execute(mut self, p: &CompactParams) -> Result<CompactResult> {
+    pub async fn run(mut self, p: &CompactParams) -> Result<CompactResult> {
         let opts = self.compactor.opts.clone();
         let items = self.snapshot().await?;
         let before = pass::snapshot_tokens(&items);

@@ -2,6 +2,7 @@
 //! which raw messages the next leaf pass takes, and which same-depth run of
 //! summaries the next condensed pass takes. No I/O; every boundary is unit-tested.
 
+use crate::assembler::tail::{self, is_raw};
 use crate::config::EngineOptions;
 use crate::store::messages::ContextItem;
 
@@ -48,10 +49,6 @@ impl Limits {
     }
 }
 
-fn is_raw(item: &ContextItem) -> bool {
-    item.item_type == "message" && item.message_id.is_some()
-}
-
 fn summary_depth(item: &ContextItem) -> Option<i64> {
     match (&item.summary_id, item.item_type.as_str()) {
         (Some(_), "summary") => Some(item.depth.unwrap_or(0)),
@@ -64,35 +61,10 @@ fn tokens_of(item: &ContextItem) -> i64 {
 }
 
 /// Index (into `items`) of the first item of the fresh tail; `items.len()` when
-/// there is no tail. Walks raw messages newest to oldest and stops once
-/// `fresh_tail_count` are protected *and* the newest user message is inside; the
-/// optional token cap stops earlier, but only once that user message and at least
-/// one item are protected, so the newest user turn is never split.
+/// there is no tail. The rule is the assembler's ([`tail::fresh_tail_index`]), so
+/// compaction never compacts what assembly protects.
 pub fn fresh_tail_start(items: &[ContextItem], limits: &Limits) -> usize {
-    if limits.fresh_tail_count <= 0 {
-        return items.len();
-    }
-    let latest_user = items
-        .iter()
-        .rposition(|i| is_raw(i) && i.role.as_deref() == Some("user"));
-    let (mut start, mut count, mut tokens) = (items.len(), 0i64, 0i64);
-    for (idx, item) in items.iter().enumerate().rev().filter(|(_, i)| is_raw(i)) {
-        let user_inside = latest_user.is_none_or(|u| start <= u);
-        if user_inside && count >= limits.fresh_tail_count {
-            break;
-        }
-        let t = tokens_of(item);
-        let over_cap = limits
-            .fresh_tail_max_tokens
-            .is_some_and(|cap| tokens + t > cap);
-        if user_inside && count > 0 && over_cap {
-            break;
-        }
-        start = idx;
-        count += 1;
-        tokens += t;
-    }
-    start
+    tail::fresh_tail_index(items, limits.fresh_tail_count, limits.fresh_tail_max_tokens)
 }
 
 /// Σ tokens of raw messages before the tail (the leaf trigger's measure).

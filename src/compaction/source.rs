@@ -1,10 +1,109 @@
-//! What the summarizer reads of each source. The block layout (`[time] [role]`
+//! The one builder of summarizer input. The block layout (`[time] [role]`
 //! headers for messages, `[earliest – latest]` for child summaries, blank-line
 //! separated) comes from [`crate::prompts::source`]; this module supplies the text
-//! of a stored message (including its tool calls) and the children's time order.
+//! of a stored message (including its tool calls), the children's time order, and
+//! [`input_for`], which compaction, rewrite and doctor all call, so a summary is
+//! always re-made from exactly the text compaction gave the summarizer.
 
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
+use crate::prompts::source::{
+    condensed_source_text, leaf_source_text, messages_time_range, summaries_time_range,
+};
 pub use crate::prompts::source::{SourceMessage, SourceSummary};
+use crate::store::dag::Sources;
+use crate::store::sources;
+use crate::summarize::SummarizeInput;
+use crate::timefmt::Zone;
+
+/// How the source blocks are rendered.
+#[derive(Debug, Clone, Copy)]
+pub struct Render<'a> {
+    /// Zone of the headers' times.
+    pub zone: &'a Zone,
+    /// Whether headers carry times (`false` keeps roles only); the time range
+    /// prompt variable is filled either way.
+    pub timestamps: bool,
+}
+
+/// The summarizer input for `sources`: `source_text`, `child_count` and
+/// `time_range` filled, everything else default. Child summaries are read in time
+/// order; `overlay` holds texts that win over the stored ones (by summary id).
+pub fn input_for(
+    conn: &Connection,
+    sources: &Sources,
+    render: Render<'_>,
+    overlay: &HashMap<String, String>,
+) -> Result<SummarizeInput> {
+    match sources {
+        Sources::Messages(ids) => leaf_input(conn, ids, render),
+        Sources::Summaries(ids) => condensed_input(conn, ids, render, overlay),
+    }
+}
+
+fn leaf_input(conn: &Connection, ids: &[i64], render: Render<'_>) -> Result<SummarizeInput> {
+    let msgs: Vec<SourceMessage> = sources::messages(conn, ids)?
+        .iter()
+        .map(|r| SourceMessage::new(&r.created_at, &r.role, &message_text(&r.message)))
+        .collect();
+    let time_range = messages_time_range(&msgs, render.zone);
+    let shown: Vec<SourceMessage> = if render.timestamps {
+        msgs
+    } else {
+        msgs.into_iter()
+            .map(|m| SourceMessage {
+                created_at: None,
+                ..m
+            })
+            .collect()
+    };
+    Ok(SummarizeInput {
+        source_text: leaf_source_text(&shown, render.zone),
+        child_count: shown.len(),
+        time_range,
+        ..SummarizeInput::default()
+    })
+}
+
+fn condensed_input(
+    conn: &Connection,
+    ids: &[String],
+    render: Render<'_>,
+    overlay: &HashMap<String, String>,
+) -> Result<SummarizeInput> {
+    let children: Vec<SourceSummary> = sources::summaries(conn, ids)?
+        .into_iter()
+        .map(|s| {
+            let at = |t: &Option<String>| t.clone().unwrap_or_else(|| s.created_at.clone());
+            let text = overlay.get(&s.summary_id).unwrap_or(&s.content);
+            SourceSummary::new(&at(&s.earliest_at), &at(&s.latest_at), text)
+        })
+        .collect();
+    let children = in_time_order(children);
+    let time_range = summaries_time_range(&children, render.zone);
+    let shown: Vec<SourceSummary> = if render.timestamps {
+        children
+    } else {
+        children
+            .into_iter()
+            .map(|c| SourceSummary {
+                earliest_at: None,
+                latest_at: None,
+                ..c
+            })
+            .collect()
+    };
+    Ok(SummarizeInput {
+        source_text: condensed_source_text(&shown, render.zone),
+        child_count: shown.len(),
+        time_range,
+        ..SummarizeInput::default()
+    })
+}
 
 /// The readable text of a stored message: text blocks, tool calls with their
 /// arguments, tool results and media markers, in block order. Reasoning is left out

@@ -931,3 +931,118 @@ async fn batched_leaf_passes_chain_tokens_feed_previous_context_and_keep_invaria
     }
     check_invariants(&engine, conv).await;
 }
+
+/// Appends `turns` tool-using turns: a user request, an assistant reply with a tool
+/// call, and the tool's result (its text is only in the parts, not the reply).
+async fn ingest_tool_turns(engine: &Engine, turns: usize) -> i64 {
+    let t0 = 1_771_313_820_000i64;
+    let filler = "word ".repeat(60);
+    let messages = (0..turns)
+        .flat_map(|i| {
+            let at = |k: i64| t0 + (i as i64 * 3 + k) * 60_000;
+            [
+                json!({"role": "user", "content": format!("turn {i}: list the files {filler}"), "timestamp": at(0)}),
+                json!({"role": "assistant", "timestamp": at(1), "content": [
+                    {"type": "text", "text": format!("Listing them ({i}).")},
+                    {"type": "toolCall", "id": format!("c{i}"), "name": "exec", "arguments": {"cmd": format!("ls /tmp/{i}")}}
+                ]}),
+                json!({"role": "toolResult", "toolCallId": format!("c{i}"), "toolName": "exec", "timestamp": at(2),
+                       "content": [{"type": "text", "text": format!("file_{i}.txt {filler}")}]}),
+            ]
+        })
+        .collect();
+    engine
+        .ingest_batch(IngestBatchParams {
+            session_id: "s1".into(),
+            session_key: None,
+            messages,
+            entry_ids: None,
+            is_heartbeat: false,
+        })
+        .await
+        .unwrap()
+        .conversation_id
+        .unwrap()
+}
+
+/// The doctor drift: compaction, rewrite and doctor must give the summarizer the
+/// same source text for the same summary (leaves with tool calls and results, and
+/// condensed nodes), byte for byte.
+#[tokio::test]
+async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let conv = ingest_tool_turns(&engine, 30).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.ok && r.compacted, "{}", r.reason);
+    let inputs = fake.inputs.lock().unwrap().clone();
+    let summaries = engine.get_summaries(conv).await.unwrap();
+    let (mut leaves, mut condensed, mut tool_calls, mut tool_results) = (0, 0, 0, 0);
+    for s in summaries {
+        let rec = s.summary.clone();
+        // The fake's text names its call: "S{depth} call {n}: …".
+        let n: usize = rec
+            .content
+            .split(" call ")
+            .nth(1)
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let sent = inputs[n - 1].clone();
+        let planned = crate::rewrite::plan::PlannedSummary {
+            summary_id: rec.summary_id.clone(),
+            kind: rec.kind.clone(),
+            depth: rec.depth,
+            child_count: 0,
+            token_count: rec.token_count,
+            earliest_at: None,
+            latest_at: None,
+            created_at: rec.created_at.clone(),
+        };
+        let (rewrite, doctor) = engine
+            .store()
+            .read(move |c| {
+                let zone = crate::timefmt::Zone::utc();
+                let overlay = HashMap::new();
+                let rw = crate::rewrite::source::rebuild(c, &planned, &zone, true, &overlay, None)?;
+                let dr =
+                    crate::doctor::resummarize::input(c, &rec.summary_id, conv, rec.depth, &zone)?;
+                Ok((rw.input, dr))
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            rewrite.source_text, sent.source_text,
+            "rewrite of {}",
+            s.summary.summary_id
+        );
+        assert_eq!(
+            doctor.source_text, sent.source_text,
+            "doctor of {}",
+            s.summary.summary_id
+        );
+        for built in [&rewrite, &doctor] {
+            assert_eq!(built.child_count, sent.child_count);
+            assert_eq!(built.time_range, sent.time_range);
+            assert_eq!(built.depth, sent.depth);
+        }
+        if rec.kind == "leaf" {
+            leaves += 1;
+            tool_calls += sent.source_text.matches("[tool call exec]").count();
+            tool_results += sent.source_text.matches("[tool]\nfile_").count();
+        } else {
+            condensed += 1;
+        }
+    }
+    assert!(
+        leaves >= 2 && condensed >= 1,
+        "{leaves} leaves, {condensed} condensed"
+    );
+    assert!(
+        tool_calls > 0 && tool_results > 0,
+        "{tool_calls} calls, {tool_results} results"
+    );
+}

@@ -4,13 +4,14 @@
 //! dissolved summary, its links and its FTS rows are removed, unless `keep` keeps
 //! the row (unreferenced, with its links, for inspection).
 
-use rusqlite::{params, Connection, Transaction};
+use rusqlite::{Connection, Transaction};
 use serde::{Deserialize, Serialize};
 
 use super::{no_new_violations, preview, structural, summary_view, SummaryView};
-use crate::doctor::{fts, require_conversation, violation::list};
+use crate::doctor::{require_conversation, violation::list};
 use crate::error::{LcmError, Result};
-use crate::store::{dag, messages, summaries, Features};
+use crate::store::links::{self, ContextEntry};
+use crate::store::{graph, messages, summaries, Features};
 
 /// Parameters of `dissolve`.
 #[derive(Debug, Clone, Deserialize)]
@@ -88,11 +89,9 @@ pub fn plan(conn: &Connection, p: &DissolveParams) -> Result<DissolvePlan> {
     require_conversation(conn, conv)?;
     let target = summary_view(conn, conv, &p.summary_id)?
         .ok_or_else(|| unknown_summary(conn, conv, &p.summary_id))?;
-    let owner: i64 = conn.query_row(
-        "SELECT conversation_id FROM summaries WHERE summary_id = ?1",
-        [&p.summary_id],
-        |r| r.get(0),
-    )?;
+    let owner = summaries::get(conn, &p.summary_id)?
+        .map(|s| s.conversation_id)
+        .unwrap_or(conv);
     if owner != conv {
         return Err(LcmError::invalid(format!(
             "summary {} belongs to conversation {owner}, not {conv}",
@@ -104,16 +103,8 @@ pub fn plan(conn: &Connection, p: &DissolveParams) -> Result<DissolvePlan> {
     };
     let restored = sources(conn, conv, &p.summary_id)?;
     already_in_context(conn, conv, &restored)?;
-    let items_before: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1",
-        [conv],
-        |r| r.get(0),
-    )?;
-    let shifted: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1 AND ordinal > ?2",
-        params![conv, ordinal],
-        |r| r.get(0),
-    )?;
+    let items_before = graph::context_len(conn, conv, None)?;
+    let shifted = graph::context_len(conn, conv, Some(ordinal))?;
     let tokens_before = messages::context_token_count(conn, conv)?;
     let back: i64 = restored.iter().map(|r| r.token_count).sum();
     let tokens_after = tokens_before - target.token_count + back;
@@ -149,20 +140,10 @@ fn unknown_summary(conn: &Connection, conv: i64, id: &str) -> LcmError {
 
 /// `sum_… (dN)` for each summary item of a context list.
 fn context_summaries(conn: &Connection, conv: i64) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare(
-        "SELECT s.summary_id, s.depth FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
-         WHERE ci.conversation_id = ?1 ORDER BY ci.ordinal",
-    )?;
-    let rows = stmt
-        .query_map([conv], |r| {
-            Ok(format!(
-                "{} (d{})",
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
+    Ok(graph::context_summaries(conn, conv)?
+        .into_iter()
+        .map(|(id, depth)| format!("{id} (d{depth})"))
+        .collect())
 }
 
 /// The error for a summary that is no context item: it names the summary built from
@@ -229,52 +210,44 @@ fn sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> 
 }
 
 fn message_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> {
-    let mut stmt = conn.prepare(
-        "SELECT sm.message_id, m.conversation_id, m.role, m.seq, m.token_count, m.content
-         FROM summary_messages sm LEFT JOIN messages m ON m.message_id = sm.message_id
-         WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
-    )?;
-    let rows: Vec<(Option<i64>, RestoredItem)> = stmt
-        .query_map([id], |r| {
+    let rows = graph::linked_messages(conn, id)?
+        .into_iter()
+        .map(|r| {
             let item = RestoredItem {
                 item_type: "message",
                 summary_id: None,
-                message_id: Some(r.get(0)?),
+                message_id: Some(r.message_id),
                 kind: None,
                 depth: None,
-                role: r.get(2)?,
-                seq: r.get(3)?,
-                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                preview: preview(&r.get::<_, Option<String>>(5)?.unwrap_or_default(), 80),
+                role: r.role,
+                seq: r.seq,
+                token_count: r.token_count,
+                preview: preview(&r.content, 80),
             };
-            Ok((r.get(1)?, item))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+            (r.conversation_id, item)
+        })
+        .collect();
     owned_by(rows, conv, id)
 }
 
 fn summary_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<RestoredItem>> {
-    let mut stmt = conn.prepare(
-        "SELECT sp.parent_summary_id, s.conversation_id, s.kind, s.depth, s.token_count, s.content
-         FROM summary_parents sp LEFT JOIN summaries s ON s.summary_id = sp.parent_summary_id
-         WHERE sp.summary_id = ?1 ORDER BY sp.ordinal",
-    )?;
-    let rows: Vec<(Option<i64>, RestoredItem)> = stmt
-        .query_map([id], |r| {
+    let rows = graph::linked_summaries(conn, id)?
+        .into_iter()
+        .map(|r| {
             let item = RestoredItem {
                 item_type: "summary",
-                summary_id: Some(r.get(0)?),
+                summary_id: Some(r.summary_id),
                 message_id: None,
-                kind: r.get(2)?,
-                depth: r.get(3)?,
+                kind: r.kind,
+                depth: r.depth,
                 role: None,
                 seq: None,
-                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                preview: preview(&r.get::<_, Option<String>>(5)?.unwrap_or_default(), 80),
+                token_count: r.token_count,
+                preview: preview(&r.content, 80),
             };
-            Ok((r.get(1)?, item))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+            (r.conversation_id, item)
+        })
+        .collect();
     owned_by(rows, conv, id)
 }
 
@@ -306,14 +279,8 @@ fn broken_source(id: &str, what: &str, conv: i64) -> LcmError {
 }
 
 fn already_in_context(conn: &Connection, conv: i64, items: &[RestoredItem]) -> Result<()> {
-    let mut stmt = conn.prepare(
-        "SELECT ordinal FROM context_items WHERE conversation_id = ?1 AND (message_id = ?2 OR summary_id = ?3)",
-    )?;
     for it in items {
-        let hit: Option<i64> = stmt
-            .query_map(params![conv, it.message_id, it.summary_id], |r| r.get(0))?
-            .next()
-            .transpose()?;
+        let hit = graph::context_ordinal_of(conn, conv, it.message_id, it.summary_id.as_deref())?;
         if let Some(o) = hit {
             let what = it
                 .summary_id
@@ -347,52 +314,24 @@ pub fn apply(tx: &Transaction, p: &DissolveParams, features: Features) -> Result
         remove_summary(tx, &p.summary_id, features)?;
     }
     no_new_violations("this dissolve", &before, &structural(tx, conv)?)?;
-    tx.execute(
-        "UPDATE conversations SET updated_at = datetime('now') WHERE conversation_id = ?1",
-        [conv],
-    )?;
+    links::touch_conversation(tx, conv)?;
     plan.applied = true;
     Ok(plan)
 }
 
-/// Replaces the item at `ordinal` by `items`, moving later items through negative
-/// ordinals so the primary key never collides.
+/// Replaces the item at `ordinal` by `items` ([`links::splice_context`]).
 fn splice(tx: &Transaction, conv: i64, ordinal: i64, items: &[RestoredItem]) -> Result<()> {
-    tx.execute(
-        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal > ?2",
-        params![conv, ordinal],
-    )?;
-    tx.execute(
-        "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal = ?2",
-        params![conv, ordinal],
-    )?;
-    let mut st = tx.prepare(
-        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, summary_id, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, datetime('now'))",
-    )?;
-    for (i, it) in items.iter().enumerate() {
-        st.execute(params![
-            conv,
-            ordinal + i as i64,
-            it.item_type,
-            it.message_id,
-            it.summary_id
-        ])?;
-    }
-    tx.execute(
-        "UPDATE context_items SET ordinal = -1 - ordinal + ?2 WHERE conversation_id = ?1 AND ordinal < 0",
-        params![conv, items.len() as i64 - 1],
-    )?;
-    dag::resequence(tx, conv)
+    let entries: Vec<ContextEntry> = items
+        .iter()
+        .map(|it| match (&it.summary_id, it.message_id) {
+            (Some(s), _) => ContextEntry::Summary(s.clone()),
+            (None, m) => ContextEntry::Message(m.unwrap_or_default()),
+        })
+        .collect();
+    links::splice_context(tx, conv, ordinal, &entries)
 }
 
 /// Deletes a summary with its links and FTS rows.
 pub fn remove_summary(tx: &Transaction, id: &str, features: Features) -> Result<()> {
-    tx.execute("DELETE FROM summary_parents WHERE summary_id = ?1", [id])?;
-    tx.execute("DELETE FROM summary_messages WHERE summary_id = ?1", [id])?;
-    for table in fts::summary_tables(features) {
-        tx.execute(&format!("DELETE FROM {table} WHERE summary_id = ?1"), [id])?;
-    }
-    tx.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
-    Ok(())
+    links::delete_summary(tx, id, features)
 }

@@ -16,11 +16,12 @@ mod tests;
 
 use std::collections::HashSet;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::doctor::{check, graph, Violation};
+use crate::doctor::{check, Violation};
 use crate::error::{LcmError, Result};
+use crate::store::{graph, summaries};
 
 /// A one-line preview of a text, at most `n` characters.
 pub fn preview(text: &str, n: usize) -> String {
@@ -56,24 +57,18 @@ pub fn summary_view(
     conversation_id: i64,
     id: &str,
 ) -> Result<Option<SummaryView>> {
-    Ok(conn
-        .query_row(
-            "SELECT s.summary_id, s.kind, s.depth, s.token_count, ci.ordinal, s.content
-             FROM summaries s LEFT JOIN context_items ci ON ci.summary_id = s.summary_id AND ci.conversation_id = ?1
-             WHERE s.summary_id = ?2",
-            rusqlite::params![conversation_id, id],
-            |r| {
-                Ok(SummaryView {
-                    summary_id: r.get(0)?,
-                    kind: r.get(1)?,
-                    depth: r.get(2)?,
-                    token_count: r.get(3)?,
-                    ordinal: r.get(4)?,
-                    preview: preview(&r.get::<_, String>(5)?, 80),
-                })
-            },
-        )
-        .optional()?)
+    let Some(s) = summaries::get(conn, id)? else {
+        return Ok(None);
+    };
+    let ordinal = graph::context_ordinal_of(conn, conversation_id, None, Some(id))?;
+    Ok(Some(SummaryView {
+        preview: preview(&s.content, 80),
+        summary_id: s.summary_id,
+        kind: s.kind,
+        depth: s.depth,
+        token_count: s.token_count,
+        ordinal,
+    }))
 }
 
 /// The structural violations of a conversation (full-text tables left out).

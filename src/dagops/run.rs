@@ -1,8 +1,6 @@
 //! `dissolve` and `transplant` over a store: dry runs on a read connection, writes
 //! as one transaction on the writer.
 
-use rusqlite::TransactionBehavior;
-
 use super::dissolve::{self, DissolveParams, DissolvePlan};
 use super::transplant::{self, TransplantParams, TransplantPlan};
 use crate::error::Result;
@@ -16,12 +14,7 @@ pub async fn dissolve(store: &Store, p: DissolveParams) -> Result<DissolvePlan> 
     }
     let features = store.features();
     store
-        .write(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let plan = dissolve::apply(&tx, &p, features)?;
-            tx.commit()?;
-            Ok(plan)
-        })
+        .write_tx(move |tx| dissolve::apply(tx, &p, features))
         .await
 }
 
@@ -35,12 +28,7 @@ pub async fn transplant(store: &Store, p: TransplantParams) -> Result<Transplant
     }
     let features = store.features();
     let mut plan = store
-        .write(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let plan = transplant::apply(&tx, &p, features)?;
-            tx.commit()?;
-            Ok(plan)
-        })
+        .write_tx(move |tx| transplant::apply(tx, &p, features))
         .await?;
     if features.fts5 {
         store.flush_fts().await?;

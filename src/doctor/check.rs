@@ -6,10 +6,11 @@ use std::fmt;
 
 use serde_json::json;
 
-use super::graph::Graph;
-use super::meta::{self, Meta};
+use super::meta;
 use super::relink::{self, Restore};
 use super::violation::{list, Kind, Violation};
+use crate::store::derived::Meta;
+use crate::store::graph::Graph;
 
 /// What holds a message or a summary.
 #[derive(Debug, Clone, PartialEq, Eq)]

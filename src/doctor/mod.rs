@@ -14,7 +14,6 @@
 pub mod check;
 pub mod fts;
 pub mod global;
-pub mod graph;
 pub mod markers;
 pub mod meta;
 pub mod relink;
@@ -25,11 +24,12 @@ pub mod violation;
 
 use std::sync::Arc;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, Transaction};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LcmError, Result};
-use crate::store::Features;
+use crate::store::tx::write_tx;
+use crate::store::{graph, inspect, Features};
 use crate::summarize::Level;
 pub use repair::{Repair, RepairKind};
 pub use resummarize::BrokenSummary;
@@ -140,12 +140,7 @@ pub struct DoctorReport {
 
 /// Every conversation id, ascending.
 pub fn conversation_ids(conn: &Connection) -> Result<Vec<i64>> {
-    let mut stmt =
-        conn.prepare("SELECT conversation_id FROM conversations ORDER BY conversation_id")?;
-    let ids = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(ids)
+    inspect::conversation_ids(conn)
 }
 
 /// `LCM_NOT_FOUND` for a conversation that does not exist, listing those that do.
@@ -268,75 +263,44 @@ pub fn repair_all(
     scope: Option<i64>,
     progress: Option<&Progress>,
 ) -> Result<Vec<Repair>> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    write_tx(conn, |tx| repair_all_in(tx, features, ids, scope, progress))
+}
+
+fn repair_all_in(
+    tx: &Transaction,
+    features: Features,
+    ids: &[i64],
+    scope: Option<i64>,
+    progress: Option<&Progress>,
+) -> Result<Vec<Repair>> {
     let mut done = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         if let Some(p) = progress {
             p("repair", i as u64, ids.len() as u64);
         }
         done.extend(
-            repair::conversation(&tx, *id)
+            repair::conversation(tx, *id)
                 .map_err(|e| e.context(format!("repairing conversation {id}")))?,
         );
     }
-    done.extend(global::remove_stray_links(&tx)?);
+    done.extend(global::remove_stray_links(tx)?);
     done.extend(
-        repair_fts(&tx, features, scope)
-            .map_err(|e| e.context("repairing the full-text tables"))?,
+        repair_fts(tx, features, scope).map_err(|e| e.context("repairing the full-text tables"))?,
     );
-    tx.commit()?;
     Ok(done)
 }
 
 /// The optional features a database file uses (from its schema; for connections
 /// opened without the engine).
 pub fn features_of(conn: &Connection) -> Result<Features> {
-    let has = |name: &str| -> Result<bool> {
-        Ok(conn
-            .query_row(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [name],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?
-            .is_some())
-    };
-    Ok(Features {
-        fts5: has("summaries_fts")? && has("messages_fts")?,
-        trigram: has("summaries_fts_cjk")?,
-    })
+    inspect::features_of(conn)
 }
 
 /// `Ok` when the file has the current schema (what the engine's migration
 /// produces); otherwise an `LCM_INVALID_INPUT` naming what is missing, since a
 /// read-only check cannot migrate it.
 pub fn require_current_schema(conn: &Connection) -> Result<()> {
-    let mut missing = Vec::new();
-    for (table, column) in [
-        ("summaries", "model"),
-        ("summaries", "file_ids"),
-        ("summaries", "descendant_token_count"),
-        ("messages", "lcm_envelope"),
-    ] {
-        let n: i64 = conn.query_row(
-            &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
-            [column],
-            |r| r.get(0),
-        )?;
-        if n == 0 {
-            missing.push(format!("{table}.{column}"));
-        }
-    }
-    let fts: Option<String> = conn
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'messages_fts'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if fts.is_some_and(|s| !s.contains("content='messages'")) {
-        missing.push("the external-content messages_fts".to_owned());
-    }
+    let missing = inspect::schema_gaps(conn)?;
     if missing.is_empty() {
         return Ok(());
     }

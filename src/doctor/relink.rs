@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::check::{Analysis, Unit};
-use super::graph::Graph;
-use super::meta::{self, max_opt, min_opt, Meta};
+use crate::store::derived::{self, max_opt, min_opt, Meta};
+use crate::store::graph::Graph;
 use crate::timestamp;
 
 /// How an uncovered unit is restored.
@@ -78,7 +78,7 @@ pub fn meta_of(g: &Graph, a: &Analysis, id: &str) -> Option<Meta> {
     a.expected
         .get(id)
         .cloned()
-        .or_else(|| g.summaries.get(id).map(meta::stored))
+        .or_else(|| g.summaries.get(id).map(derived::stored))
 }
 
 /// Whether the stored columns equal a recomputation.
@@ -141,7 +141,7 @@ pub fn leaf_candidates(g: &Graph, a: &Analysis, m: i64) -> Vec<String> {
         let contiguous = run.windows(2).all(|w| w[1] == w[0] + 1);
         if exp.kind == "leaf"
             && contiguous
-            && proves(&meta::stored(s), &add_message(exp, msg.tokens, at))
+            && proves(&derived::stored(s), &add_message(exp, msg.tokens, at))
         {
             out.push(id.clone());
         }
@@ -163,7 +163,7 @@ pub fn condensed_candidates(g: &Graph, a: &Analysis, unit: &str) -> Vec<String> 
         };
         if exp.kind == "condensed"
             && s.depth > u.depth
-            && proves(&meta::stored(s), &add_source(exp, &u, created))
+            && proves(&derived::stored(s), &add_source(exp, &u, created))
         {
             out.push(id.clone());
         }

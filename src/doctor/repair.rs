@@ -6,16 +6,17 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, Transaction};
+use rusqlite::Transaction;
 use serde::Serialize;
 
 use super::check::{self, Analysis, Unit};
-use super::graph::{self, CtxRow, Graph};
 use super::meta;
 use super::relink::{meta_of, Restore};
 use super::violation::list;
 use crate::error::Result;
 use crate::store::dag;
+use crate::store::graph::{self, CtxRow, Graph};
+use crate::store::links::{self, ContextEntry};
 use crate::timestamp;
 
 /// What a repair did.
@@ -109,15 +110,10 @@ fn remove_dangling(conn: &Transaction, g: &Graph, done: &mut Vec<Repair>) -> Res
         .filter(|l| l.owner_conversation.is_none() || l.target_conversation.is_none())
     {
         let n = if l.table == "summary_parents" {
-            conn.execute(
-                "DELETE FROM summary_parents WHERE summary_id = ?1 AND parent_summary_id = ?2",
-                params![l.summary_id, l.target],
-            )?
+            links::unlink_source_summary(conn, &l.summary_id, &l.target)?
         } else {
-            conn.execute(
-                "DELETE FROM summary_messages WHERE summary_id = ?1 AND message_id = ?2",
-                params![l.summary_id, l.target.parse::<i64>().unwrap_or_default()],
-            )?
+            let message_id = l.target.parse::<i64>().unwrap_or_default();
+            links::unlink_source_message(conn, &l.summary_id, message_id)?
         };
         if n > 0 {
             let mut r = Repair::new(
@@ -133,10 +129,7 @@ fn remove_dangling(conn: &Transaction, g: &Graph, done: &mut Vec<Repair>) -> Res
         }
     }
     for item in g.context.iter().filter(|i| i.target_conversation.is_none()) {
-        conn.execute(
-            "DELETE FROM context_items WHERE conversation_id = ?1 AND ordinal = ?2",
-            params![g.conversation_id, item.ordinal],
-        )?;
+        links::delete_context_item(conn, g.conversation_id, item.ordinal)?;
         let mut r = Repair::new(
             RepairKind::RemovedDanglingContextItem,
             c,
@@ -224,17 +217,7 @@ fn relink_message(tx: &Transaction, g: &Graph, holder: &str, m: i64) -> Result<(
         .position(|x| seq(x) > seq(&m))
         .unwrap_or(ids.len());
     ids.insert(at, m);
-    tx.execute(
-        "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?1, ?2, -1)",
-        params![holder, m],
-    )?;
-    let mut st = tx.prepare(
-        "UPDATE summary_messages SET ordinal = ?3 WHERE summary_id = ?1 AND message_id = ?2",
-    )?;
-    for (i, id) in ids.iter().enumerate() {
-        st.execute(params![holder, id, i as i64])?;
-    }
-    Ok(())
+    links::link_source_message(tx, holder, m, &ids)
 }
 
 fn relink_summary(
@@ -259,24 +242,7 @@ fn relink_summary(
         .position(|x| first(x) > first(unit))
         .unwrap_or(ids.len());
     ids.insert(at, unit.to_owned());
-    tx.execute(
-        "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) VALUES (?1, ?2, -1)",
-        params![holder, unit],
-    )?;
-    let mut st = tx.prepare(
-        "UPDATE summary_parents SET ordinal = ?3 WHERE summary_id = ?1 AND parent_summary_id = ?2",
-    )?;
-    for (i, id) in ids.iter().enumerate() {
-        st.execute(params![holder, id, i as i64])?;
-    }
-    Ok(())
-}
-
-/// An entry of a rewritten context list.
-#[derive(Debug, Clone)]
-enum ContextEntry {
-    Message(i64),
-    Summary(String),
+    links::link_source_summary(tx, holder, unit, &ids)
 }
 
 /// Rewrites the context list with the loose units inserted, each before the first
@@ -317,31 +283,8 @@ fn reinsert(
         rows.push((e, item.created_at.clone()));
     }
     rows.extend(pending.map(|(_, e)| (e, now.clone())));
-    write_context(tx, g.conversation_id, &rows)?;
+    links::replace_context(tx, g.conversation_id, &rows)?;
     Ok((sums, msgs))
-}
-
-/// Replaces a conversation's context list with `rows`, at ordinals 0..n-1.
-fn write_context(
-    tx: &Transaction,
-    conversation_id: i64,
-    rows: &[(ContextEntry, String)],
-) -> Result<()> {
-    tx.execute(
-        "DELETE FROM context_items WHERE conversation_id = ?1",
-        [conversation_id],
-    )?;
-    let mut st = tx.prepare(
-        "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, summary_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    for (i, (e, at)) in rows.iter().enumerate() {
-        let (t, m, s) = match e {
-            ContextEntry::Message(m) => ("message", Some(*m), None),
-            ContextEntry::Summary(s) => ("summary", None, Some(s.as_str())),
-        };
-        st.execute(params![conversation_id, i as i64, t, m, s, at])?;
-    }
-    Ok(())
 }
 
 /// Writes the recomputed derived columns of every summary whose stored ones differ.
@@ -362,11 +305,6 @@ pub fn fix_metadata_of(
     only: Option<&HashSet<String>>,
     done: &mut Vec<Repair>,
 ) -> Result<()> {
-    let mut st = tx.prepare(
-        "UPDATE summaries SET kind = ?2, depth = ?3, token_count = ?4, earliest_at = ?5, latest_at = ?6,
-            descendant_count = ?7, descendant_token_count = ?8, source_message_token_count = ?9, file_ids = ?10
-         WHERE summary_id = ?1",
-    )?;
     for id in a
         .order
         .iter()
@@ -379,18 +317,7 @@ pub fn fix_metadata_of(
         if diffs.is_empty() {
             continue;
         }
-        st.execute(params![
-            id,
-            m.kind,
-            m.depth,
-            m.token_count,
-            m.earliest.map(timestamp::to_iso),
-            m.latest.map(timestamp::to_iso),
-            m.descendant_count,
-            m.descendant_tokens,
-            m.source_message_tokens,
-            serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into()),
-        ])?;
+        links::write_derived(tx, id, m)?;
         let cols: Vec<&str> = diffs.iter().map(|d| d.column).collect();
         let mut r = Repair::new(
             RepairKind::Metadata,

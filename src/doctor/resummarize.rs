@@ -1,23 +1,22 @@
 //! Broken summaries: finding them in repair order (bottom-up: depth first, then
 //! their place in the context), building what the summarizer needs from their
-//! sources with the prompts' source-text builders, and writing a new text with its
+//! sources with compaction's builder (the same text compaction sent), and writing a new text with its
 //! FTS rows and the recomputed columns of every summary above it.
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, Transaction};
 use serde::Serialize;
 
 use super::check::{self, Analysis};
-use super::graph::{self, Graph};
 use super::markers::{self, MarkerKind};
 use super::repair;
+use crate::compaction::source;
 use crate::error::{LcmError, Result};
-use crate::prompts::source::{self, SourceMessage, SourceSummary};
-use crate::store::{dag, Features};
+use crate::store::graph::{self, Graph};
+use crate::store::{self, dag, dag::Sources, links, Features};
 use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
-use crate::tokens;
 
 /// A summary whose text ends with a fallback or truncation marker.
 #[derive(Debug, Clone, Serialize)]
@@ -121,74 +120,44 @@ pub struct Job {
     pub old_content: String,
 }
 
-fn leaf_sources(conn: &Connection, id: &str) -> Result<Vec<SourceMessage>> {
-    let mut stmt = conn.prepare(
-        "SELECT m.created_at, m.role, m.content FROM summary_messages sm
-         JOIN messages m ON m.message_id = sm.message_id WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
-    )?;
-    let rows = stmt
-        .query_map([id], |r| {
-            Ok(SourceMessage::new(
-                &r.get::<_, String>(0)?,
-                &r.get::<_, String>(1)?,
-                &r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
-}
-
-fn condensed_sources(conn: &Connection, id: &str) -> Result<Vec<SourceSummary>> {
-    let mut stmt = conn.prepare(
-        "SELECT COALESCE(s.earliest_at, s.created_at), COALESCE(s.latest_at, s.created_at), s.content
-         FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.parent_summary_id
-         WHERE sp.summary_id = ?1 ORDER BY sp.ordinal",
-    )?;
-    let rows = stmt
-        .query_map([id], |r| {
-            Ok(SourceSummary::new(
-                &r.get::<_, String>(0)?,
-                &r.get::<_, String>(1)?,
-                &r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
+/// The pipeline input of a stored summary, rebuilt from its linked sources by the
+/// builder compaction uses ([`source::input_for`]): a leaf gets the leaves before it
+/// as previous context, a condensed node its depth (at least 1).
+pub fn input(
+    conn: &Connection,
+    id: &str,
+    conversation_id: i64,
+    depth: i64,
+    zone: &Zone,
+) -> Result<SummarizeInput> {
+    let sources = store::sources::of_summary(conn, id)?;
+    let render = source::Render {
+        zone,
+        timestamps: true,
+    };
+    let mut input = source::input_for(conn, &sources, render, &HashMap::new())?;
+    if input.child_count == 0 {
+        return Err(LcmError::invalid(format!(
+            "summary {id} has no linked sources to summarize again"
+        )));
+    }
+    match sources {
+        Sources::Messages(_) => {
+            input.previous_context = previous_context(conn, conversation_id, id)?;
+        }
+        Sources::Summaries(_) => input.depth = depth.max(1),
+    }
+    Ok(input)
 }
 
 /// Builds the job for one broken summary; `None` when its text is no longer broken.
-pub fn prepare(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
+pub fn job(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
     let s = crate::store::summaries::get(conn, id)?
         .ok_or_else(|| LcmError::not_found(format!("summary {id} no longer exists")))?;
     if markers::detect(&s.content).is_none() {
         return Ok(None);
     }
-    let msgs = leaf_sources(conn, id)?;
-    let input = if !msgs.is_empty() {
-        SummarizeInput {
-            depth: 0,
-            source_text: source::leaf_source_text(&msgs, zone),
-            previous_context: previous_context(conn, s.conversation_id, id)?,
-            child_count: msgs.len(),
-            time_range: source::messages_time_range(&msgs, zone),
-            custom_instructions: None,
-        }
-    } else {
-        let kids = condensed_sources(conn, id)?;
-        if kids.is_empty() {
-            return Err(LcmError::invalid(format!(
-                "summary {id} has no linked sources to summarize again"
-            )));
-        }
-        SummarizeInput {
-            depth: s.depth.max(1),
-            source_text: source::condensed_source_text(&kids, zone),
-            previous_context: None,
-            child_count: kids.len(),
-            time_range: source::summaries_time_range(&kids, zone),
-            custom_instructions: None,
-        }
-    };
+    let input = input(conn, id, s.conversation_id, s.depth, zone)?;
     Ok(Some(Job {
         input,
         old_content: s.content,
@@ -252,23 +221,12 @@ pub fn write(
     model: &str,
     features: Features,
 ) -> Result<bool> {
-    let row: Option<(String, i64)> = tx
-        .query_row(
-            "SELECT content, conversation_id FROM summaries WHERE summary_id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let Some((current, conversation_id)) = row.filter(|(c, _)| c == old) else {
+    let Some(current) = store::summaries::get(tx, id)?.filter(|s| s.content == old) else {
         return Ok(false);
     };
-    debug_assert_eq!(current, old);
-    tx.execute(
-        "UPDATE summaries SET content = ?2, token_count = ?3, model = ?4 WHERE summary_id = ?1",
-        params![id, content, tokens::estimate(content), model],
-    )?;
+    links::write_text(tx, id, content, model)?;
     dag::index_summary(tx, id, content, features)?;
-    let g = graph::load(tx, conversation_id)?;
+    let g = graph::load(tx, current.conversation_id)?;
     let a = check::analyze(&g);
     repair::fix_metadata(tx, &g, &a, &mut Vec::new())?;
     Ok(true)

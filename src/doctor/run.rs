@@ -195,7 +195,7 @@ impl Doctor {
         let (id, zone) = (b.summary_id.clone(), self.zone());
         let job = self
             .store()
-            .read(move |c| resummarize::prepare(c, &id, &zone))
+            .read(move |c| resummarize::job(c, &id, &zone))
             .await?;
         let mut r = Resummarized {
             summary_id: b.summary_id.clone(),
@@ -220,18 +220,15 @@ impl Doctor {
         let (id, features) = (b.summary_id.clone(), self.store().features());
         let wrote = self
             .store()
-            .write(move |c| {
-                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                let wrote = resummarize::write(
-                    &tx,
+            .write_tx(move |tx| {
+                resummarize::write(
+                    tx,
                     &id,
                     &job.old_content,
                     &out.content,
                     &out.model,
                     features,
-                )?;
-                tx.commit()?;
-                Ok(wrote)
+                )
             })
             .await?;
         if wrote {

@@ -19,9 +19,11 @@ use sha2::{Digest, Sha256};
 
 use super::blocks::{file_reference, parse_file_blocks, storage_extension, tool_output_reference};
 use super::explore;
-use super::storage::{self, LargeFileRecord, Source};
+use super::storage;
 use crate::error::Result;
 use crate::store::conversations::{self, SessionRef};
+use crate::store::largefiles::{self as file_rows, LargeFileRecord, Source};
+use crate::store::tx::write_tx;
 use crate::{timestamp, tokens};
 
 /// Interception settings (from the engine options).
@@ -108,10 +110,9 @@ pub fn intercept_batch(
     if !messages.iter().any(|m| may_qualify(m, settings.threshold)) {
         return Ok(0);
     }
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let replaced = intercept_batch_in(&tx, session, messages, settings)?;
-    tx.commit()?;
-    Ok(replaced)
+    write_tx(conn, |tx| {
+        intercept_batch_in(tx, session, messages, settings)
+    })
 }
 
 /// [`intercept_batch`] inside the caller's open transaction (the writer's group
@@ -228,7 +229,7 @@ impl Ctx<'_> {
     /// returns the reference text that replaces it.
     fn externalize(&self, p: &Payload) -> Result<String> {
         let file_id = payload_id(self.conversation_id, p);
-        if let Some(existing) = storage::get(self.conn, &file_id)? {
+        if let Some(existing) = file_rows::get(self.conn, &file_id)? {
             if let Some(src) = existing
                 .source
                 .filter(|_| Path::new(&existing.storage_uri).exists())
@@ -267,11 +268,7 @@ impl Ctx<'_> {
                 reference: reference.clone(),
             }),
         };
-        // Replace a stale row (file gone from disk) so it points at the new file.
-        self.conn
-            .prepare_cached("DELETE FROM large_files WHERE file_id = ?1")?
-            .execute([&rec.file_id])?;
-        storage::insert(self.conn, &rec)?;
+        file_rows::replace(self.conn, &rec)?;
         Ok(reference)
     }
 }
@@ -328,7 +325,7 @@ mod tests {
         assert!(out.contains("| ../../a.py | unknown | 1,200 bytes]\n\nExploration Summary:\n"));
         assert!(out.ends_with(" and <file name=\"b\">tiny</file>"));
         assert_eq!(msgs[1]["content"].as_str().unwrap(), text);
-        let rec: LargeFileRecord = storage::restorable_in(&conn, 1).unwrap().remove(0);
+        let rec: LargeFileRecord = file_rows::restorable_in(&conn, 1).unwrap().remove(0);
         let p = Path::new(&rec.storage_uri);
         assert!(p.starts_with(dir.path().join("1")));
         assert_eq!(p.extension().unwrap(), "py");
@@ -337,10 +334,7 @@ mod tests {
         let mut again = vec![json!({"role":"user","content": text})];
         intercept_batch(&mut conn, &session(), &mut again, &settings).unwrap();
         assert_eq!(again[0], msgs[0]);
-        let rows: i64 = conn
-            .query_row("SELECT COUNT(*) FROM large_files", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(rows, 1);
+        assert_eq!(file_rows::count_in(&conn, 1).unwrap(), 1);
     }
 
     #[test]

@@ -9,8 +9,9 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::blocks::is_file_id;
-use super::storage::{self, LargeFileRecord};
+use super::storage;
 use crate::error::Result;
+use crate::store::largefiles::{self as file_rows, LargeFileRecord};
 
 const MARKERS: [&str; 2] = ["[LCM File: ", "[LCM Tool Output: "];
 
@@ -41,7 +42,7 @@ pub struct Restorer {
 impl Restorer {
     /// Loads the restorable files of a conversation.
     pub fn load(conn: &Connection, conversation_id: i64, root: PathBuf) -> Result<Restorer> {
-        let files = storage::restorable_in(conn, conversation_id)?
+        let files = file_rows::restorable_in(conn, conversation_id)?
             .into_iter()
             .map(|r| (r.file_id.clone(), r))
             .collect();

@@ -9,7 +9,8 @@
 //!   leaf as a leaf's previous context.
 //! - [`run`]: leaves one after another, condensed nodes of one depth up to
 //!   `concurrency` at a time; with `apply`, each summary's `content` and
-//!   `token_count` (and its full-text rows) are updated in its own transaction.
+//!   `token_count` (and its full-text rows) are updated in its own transaction
+//!   ([`crate::store::summaries::replace_content`]).
 //!   Ids, links and context items never change. A summarizer error stops the run:
 //!   rewrites already applied stay, nothing partial is written.
 //! - [`call`]: the calls over a store (plan, per-call pipeline, run) the engine

@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::plan::{self, PlannedSummary, Selector};
 use super::source::{self, Overlay, Prepared};
 use crate::error::{ErrorCode, LcmError, Result};
-use crate::store::{dag, Store};
+use crate::store::{summaries, Store};
 use crate::summarize::{Level, SummaryPipeline};
 use crate::timefmt::Zone;
 use crate::timestamp;
@@ -207,20 +207,6 @@ fn time_range(item: &PlannedSummary, zone: &Zone) -> Option<String> {
     }
 }
 
-/// Writes one rewrite: content, token count and full-text rows, in one transaction.
-fn write_one(
-    conn: &mut Connection,
-    conversation_id: i64,
-    id: &str,
-    content: &str,
-    features: crate::store::Features,
-) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    dag::update_content(&tx, conversation_id, id, content, features)?;
-    tx.commit()?;
-    Ok(())
-}
-
 struct Ctx {
     db: RewriteDb,
     pipeline: Arc<dyn SummaryPipeline>,
@@ -241,7 +227,7 @@ async fn rewrite_one(
     let ov = overlay.clone();
     let prepared: Result<Prepared> = ctx
         .db
-        .read(move |c| source::prepare(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
+        .read(move |c| source::rebuild(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
         .await;
     let p = match prepared {
         Ok(p) => p,
@@ -312,7 +298,7 @@ impl State {
             );
             let features = store.features();
             store
-                .write(move |c| write_one(c, conv, &id, &content, features))
+                .write(move |c| summaries::replace_content(c, conv, &id, &content, features))
                 .await?;
             entry.applied = true;
         }

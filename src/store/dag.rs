@@ -3,14 +3,16 @@
 //! descendant and token counts, file ids) is computed here from the sources in the
 //! same transaction, so the stored values always equal their recomputation.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::Features;
+use super::derived::{self, Meta, SourceView};
+use super::graph::MsgRow;
+use super::{summaries, Features};
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::{timestamp, tokens};
 
@@ -56,37 +58,30 @@ pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
     }
 }
 
-struct Meta {
-    kind: &'static str,
-    depth: i64,
-    earliest: Option<String>,
-    latest: Option<String>,
-    descendant_count: i64,
-    descendant_tokens: i64,
-    source_message_tokens: i64,
-    file_ids: Vec<String>,
-    item_type: &'static str,
-}
-
 fn marks(n: usize) -> String {
     vec!["?"; n].join(",")
 }
 
-fn iso(v: Option<String>) -> Option<String> {
-    v.as_deref()
-        .and_then(timestamp::parse)
-        .map(timestamp::to_iso)
-}
-
-fn leaf_meta(tx: &Transaction, conversation_id: i64, ids: &[i64]) -> Result<Meta> {
+/// A leaf's columns ([`derived::leaf`]) from its source messages, which must exist
+/// and belong to the conversation.
+fn leaf_meta(tx: &Transaction, conversation_id: i64, content: &str, ids: &[i64]) -> Result<Meta> {
     let sql = format!(
-        "SELECT conversation_id, content, token_count, created_at FROM messages WHERE message_id IN ({})",
+        "SELECT message_id, conversation_id, seq, token_count, created_at, content FROM messages WHERE message_id IN ({})",
         marks(ids.len())
     );
     let mut stmt = tx.prepare(&sql)?;
-    let rows: Vec<(i64, String, i64, String)> = stmt
+    let rows: Vec<MsgRow> = stmt
         .query_map(params_from_iter(ids.iter()), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            let mut file_ids = Vec::new();
+            file_ids_in(&r.get::<_, String>(5)?, &mut file_ids);
+            Ok(MsgRow {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                seq: r.get(2)?,
+                tokens: r.get(3)?,
+                created_at: r.get(4)?,
+                file_ids,
+            })
         })?
         .collect::<rusqlite::Result<_>>()?;
     if rows.len() != ids.len() {
@@ -94,126 +89,80 @@ fn leaf_meta(tx: &Transaction, conversation_id: i64, ids: &[i64]) -> Result<Meta
             "a source message of the summary does not exist",
         ));
     }
-    let mut file_ids = Vec::new();
-    let (mut earliest, mut latest, mut tokens_sum) = (None::<String>, None::<String>, 0);
-    for (conv, content, tokens, created) in rows {
-        if conv != conversation_id {
-            return Err(LcmError::invalid(
-                "source messages belong to another conversation",
-            ));
-        }
-        file_ids_in(&content, &mut file_ids);
-        tokens_sum += tokens;
-        let t = iso(Some(created));
-        if earliest.is_none() || t < earliest {
-            earliest = t.clone();
-        }
-        if latest.is_none() || t > latest {
-            latest = t;
-        }
+    if rows.iter().any(|m| m.conversation_id != conversation_id) {
+        return Err(LcmError::invalid(
+            "source messages belong to another conversation",
+        ));
     }
-    Ok(Meta {
-        kind: "leaf",
-        depth: 0,
-        earliest,
-        latest,
-        descendant_count: 0,
-        descendant_tokens: 0,
-        source_message_tokens: tokens_sum,
-        file_ids,
-        item_type: "message",
-    })
+    let by_id: HashMap<i64, &MsgRow> = rows.iter().map(|m| (m.id, m)).collect();
+    let ordered: Vec<&MsgRow> = ids.iter().filter_map(|id| by_id.get(id).copied()).collect();
+    Ok(derived::leaf(content, &ordered))
 }
 
-fn condensed_meta(tx: &Transaction, conversation_id: i64, ids: &[String]) -> Result<Meta> {
-    let sql = format!(
-        "SELECT conversation_id, depth, content, token_count, earliest_at, latest_at, created_at, descendant_count,
-                descendant_token_count, source_message_token_count, file_ids
-         FROM summaries WHERE summary_id IN ({})",
-        marks(ids.len())
-    );
-    let mut stmt = tx.prepare(&sql)?;
-    #[allow(clippy::type_complexity)]
-    let rows: Vec<(
-        i64,
-        i64,
-        String,
-        i64,
-        Option<String>,
-        Option<String>,
-        String,
-        i64,
-        i64,
-        i64,
-        Option<String>,
-    )> = stmt
-        .query_map(params_from_iter(ids.iter()), |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-                r.get(9)?,
-                r.get(10)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+/// A condensed node's columns ([`derived::condensed`]) from its source summaries'
+/// stored columns; the sources must exist and belong to the conversation.
+fn condensed_meta(
+    tx: &Transaction,
+    conversation_id: i64,
+    content: &str,
+    ids: &[String],
+) -> Result<Meta> {
+    let rows = summaries::by_ids(tx, ids)?;
     if rows.len() != ids.len() {
         return Err(LcmError::not_found(
             "a source summary of the summary does not exist",
         ));
     }
-    let mut m = Meta {
-        kind: "condensed",
-        depth: 0,
-        earliest: None,
-        latest: None,
-        descendant_count: 0,
-        descendant_tokens: 0,
-        source_message_tokens: 0,
-        file_ids: Vec::new(),
-        item_type: "summary",
-    };
-    for (conv, depth, content, tokens, e, l, created, dc, dtc, smtc, fids) in rows {
-        if conv != conversation_id {
-            return Err(LcmError::invalid(
-                "source summaries belong to another conversation",
-            ));
-        }
-        m.depth = m.depth.max(depth + 1);
-        for id in fids
-            .and_then(|s| serde_json::from_str::<Vec<String>>(&s).ok())
-            .unwrap_or_default()
-        {
-            if !m.file_ids.contains(&id) {
-                m.file_ids.push(id);
-            }
-        }
-        file_ids_in(&content, &mut m.file_ids);
-        m.descendant_count += dc + 1;
-        m.descendant_tokens += tokens + dtc;
-        m.source_message_tokens += smtc;
-        let (e, l) = (
-            iso(e).or_else(|| iso(Some(created.clone()))),
-            iso(l).or_else(|| iso(Some(created))),
-        );
-        if m.earliest.is_none() || e < m.earliest {
-            m.earliest = e;
-        }
-        if m.latest.is_none() || l > m.latest {
-            m.latest = l;
-        }
+    if rows.iter().any(|s| s.conversation_id != conversation_id) {
+        return Err(LcmError::invalid(
+            "source summaries belong to another conversation",
+        ));
     }
-    Ok(m)
+    let metas: Vec<Meta> = rows.iter().map(derived::stored).collect();
+    let views: Vec<SourceView> = metas
+        .iter()
+        .zip(&rows)
+        .map(|(meta, r)| SourceView {
+            meta,
+            content: &r.content,
+            created_at: &r.created_at,
+        })
+        .collect();
+    Ok(derived::condensed(content, &views))
+}
+
+/// Whether `sources` sit exactly at ordinals `start..start + len` of the context
+/// list, in order (a range read on the key instead of a scan of the list).
+pub fn sources_in_place(
+    conn: &Connection,
+    conversation_id: i64,
+    start: i64,
+    sources: &Sources,
+) -> Result<bool> {
+    let len = match sources {
+        Sources::Messages(ids) => ids.len(),
+        Sources::Summaries(ids) => ids.len(),
+    } as i64;
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
+    )?;
+    let found: Vec<(Option<i64>, Option<String>)> = stmt
+        .query_map(params![conversation_id, start, start + len - 1], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(found.len() as i64 == len
+        && match sources {
+            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
+            Sources::Summaries(ids) => ids
+                .iter()
+                .zip(&found)
+                .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
+        })
 }
 
 /// [`source_range`], checking first whether the sources sit exactly at
-/// `hint..hint + len` (a range read on the key instead of a scan of the list).
+/// `hint..hint + len` ([`sources_in_place`]).
 fn source_range_at(
     tx: &Transaction,
     conversation_id: i64,
@@ -221,29 +170,12 @@ fn source_range_at(
     hint: Option<i64>,
 ) -> Result<(i64, i64)> {
     if let Some(start) = hint.filter(|h| *h >= 0) {
-        let len = match sources {
-            Sources::Messages(ids) => ids.len(),
-            Sources::Summaries(ids) => ids.len(),
-        } as i64;
-        let end = start + len - 1;
-        let mut stmt = tx.prepare_cached(
-            "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
-        )?;
-        let found: Vec<(Option<i64>, Option<String>)> = stmt
-            .query_map(params![conversation_id, start, end], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let matches = found.len() as i64 == len
-            && match sources {
-                Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
-                Sources::Summaries(ids) => ids
-                    .iter()
-                    .zip(&found)
-                    .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
-            };
-        if matches {
-            return Ok((start, end));
+        if sources_in_place(tx, conversation_id, start, sources)? {
+            let len = match sources {
+                Sources::Messages(ids) => ids.len(),
+                Sources::Summaries(ids) => ids.len(),
+            } as i64;
+            return Ok((start, start + len - 1));
         }
     }
     source_range(tx, conversation_id, sources)
@@ -358,10 +290,7 @@ pub fn persist_summary(
     s: &NewSummary,
     features: Features,
 ) -> Result<String> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let id = persist_in(&tx, s, features)?;
-    tx.commit()?;
-    Ok(id)
+    super::tx::write_tx(conn, |tx| persist_in(tx, s, features))
 }
 
 /// [`persist_summary`] inside a caller's transaction.
@@ -422,7 +351,9 @@ fn write_rows(
     start_hint: Option<i64>,
 ) -> Result<(i64, i64, Meta)> {
     let meta = match &s.sources {
-        Sources::Messages(ids) if !ids.is_empty() => leaf_meta(tx, s.conversation_id, ids)?,
+        Sources::Messages(ids) if !ids.is_empty() => {
+            leaf_meta(tx, s.conversation_id, &s.content, ids)?
+        }
         Sources::Summaries(ids) if !ids.is_empty() => {
             let unique: HashSet<&String> = ids.iter().collect();
             if unique.len() != ids.len() {
@@ -430,7 +361,7 @@ fn write_rows(
                     "a summary cannot list the same source twice",
                 ));
             }
-            condensed_meta(tx, s.conversation_id, ids)?
+            condensed_meta(tx, s.conversation_id, &s.content, ids)?
         }
         _ => return Err(LcmError::invalid("a summary needs at least one source")),
     };
@@ -450,7 +381,6 @@ fn write_rows(
             }
         }
     }
-    debug_assert!(meta.item_type == "message" || meta.item_type == "summary");
     Ok((start, end, meta))
 }
 
@@ -592,9 +522,9 @@ fn insert_row(
         m.kind,
         m.depth,
         s.content,
-        tokens::estimate(&s.content),
-        m.earliest,
-        m.latest,
+        m.token_count,
+        m.earliest.map(timestamp::to_iso),
+        m.latest.map(timestamp::to_iso),
         m.descendant_count,
         m.descendant_tokens,
         m.source_message_tokens,

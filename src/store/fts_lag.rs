@@ -86,25 +86,26 @@ impl FtsLag {
         if !self.enabled || self.pending(conn)? == 0 {
             return Ok(0);
         }
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        // Read under the write lock: another process sharing the file may have
-        // indexed (and moved the watermark) since this one last looked.
-        self.indexed_upto = None;
-        let from = self.watermark(&tx)?;
-        let n = tx.execute(
-            "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
-            [from],
-        )?;
-        let upto: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(message_id), ?1) FROM messages",
-            [from],
-            |r| r.get(0),
-        )?;
-        tx.execute(
-            "UPDATE lcm_fts_state SET indexed_upto = ?1 WHERE table_name = ?2",
-            params![upto, TABLE],
-        )?;
-        tx.commit()?;
+        let (n, upto) = super::tx::write_tx(conn, |tx| {
+            // Read under the write lock: another process sharing the file may have
+            // indexed (and moved the watermark) since this one last looked.
+            self.indexed_upto = None;
+            let from = self.watermark(tx)?;
+            let n = tx.execute(
+                "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
+                [from],
+            )?;
+            let upto: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(message_id), ?1) FROM messages",
+                [from],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "UPDATE lcm_fts_state SET indexed_upto = ?1 WHERE table_name = ?2",
+                params![upto, TABLE],
+            )?;
+            Ok((n, upto))
+        })?;
         self.indexed_upto = Some(upto);
         Ok(n)
     }

@@ -40,10 +40,7 @@ pub fn insert_batch(
     session: &SessionRef,
     batch: Vec<NewMessage>,
 ) -> Result<IngestOutcome> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let out = insert_batch_in(&tx, session, batch)?;
-    tx.commit()?;
-    Ok(out)
+    super::tx::write_tx(conn, |tx| insert_batch_in(tx, session, batch))
 }
 
 /// Writes a batch of mapped messages inside the caller's open transaction (the
@@ -55,9 +52,9 @@ pub fn insert_batch_in(
     session: &SessionRef,
     batch: Vec<NewMessage>,
 ) -> Result<IngestOutcome> {
-    let conversation_id = conversations::find_or_create(&tx, session)?;
-    let existing = existing_entry_ids(&tx, conversation_id, &batch)?;
-    let (mut seq, mut ordinal) = next_positions(&tx, conversation_id)?;
+    let conversation_id = conversations::find_or_create(tx, session)?;
+    let existing = existing_entry_ids(tx, conversation_id, &batch)?;
+    let (mut seq, mut ordinal) = next_positions(tx, conversation_id)?;
     let now = timestamp::now_sqlite();
     let session_id: String = tx
         .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
@@ -103,7 +100,7 @@ pub fn insert_batch_in(
             session_id: &session_id,
             now: &now,
         };
-        let message_id = insert_one(&tx, &at, m)?;
+        let message_id = insert_one(tx, &at, m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),
@@ -280,7 +277,8 @@ pub fn records_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<MessageRecor
     Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
 }
 
-/// Loads messages with their parts for rebuilding, by id (two queries per 500 ids).
+/// Loads messages with their parts for rebuilding, by id (one query per 500 ids,
+/// one more for the parts).
 pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage>> {
     let mut by_id: HashMap<i64, StoredMessage> = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
@@ -300,31 +298,53 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
             let m = row?;
             by_id.insert(m.message_id, m);
         }
-        let mut stmt = conn.prepare(&format!(
-            "SELECT message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata
-             FROM message_parts WHERE message_id IN ({marks}) ORDER BY message_id, ordinal"
-        ))?;
-        for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                StoredPart {
-                    part_type: r.get(1)?,
-                    text_content: r.get(2)?,
-                    tool_call_id: r.get(3)?,
-                    tool_name: r.get(4)?,
-                    tool_input: r.get(5)?,
-                    tool_output: r.get(6)?,
-                    metadata: r.get(7)?,
-                },
-            ))
-        })? {
-            let (mid, part) = row?;
-            if let Some(m) = by_id.get_mut(&mid) {
-                m.parts.push(part);
-            }
+    }
+    for (id, parts) in parts_of(conn, ids)? {
+        if let Some(m) = by_id.get_mut(&id) {
+            m.parts = parts;
         }
     }
     Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// The `message_parts` columns [`part_from_row`] decodes.
+const PART_COLUMNS: &str =
+    "message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata";
+
+/// The one decoder of a `message_parts` row selected with [`PART_COLUMNS`]: the
+/// owning message id and the part.
+fn part_from_row(r: &Row) -> rusqlite::Result<(i64, StoredPart)> {
+    Ok((
+        r.get(0)?,
+        StoredPart {
+            part_type: r.get(1)?,
+            text_content: r.get(2)?,
+            tool_call_id: r.get(3)?,
+            tool_name: r.get(4)?,
+            tool_input: r.get(5)?,
+            tool_output: r.get(6)?,
+            metadata: r.get(7)?,
+        },
+    ))
+}
+
+/// The parts of the given messages, keyed by message id, in part order (one query).
+pub fn parts_of(conn: &Connection, message_ids: &[i64]) -> Result<HashMap<i64, Vec<StoredPart>>> {
+    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
+    if message_ids.is_empty() {
+        return Ok(out);
+    }
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {PART_COLUMNS} FROM message_parts
+         WHERE message_id IN (SELECT value FROM json_each(?1))
+         ORDER BY message_id, ordinal"
+    ))?;
+    let rows = stmt.query_map([serde_json::to_string(message_ids)?], part_from_row)?;
+    for row in rows {
+        let (id, part) = row?;
+        out.entry(id).or_default().push(part);
+    }
+    Ok(out)
 }
 
 /// Ids of a conversation's messages in seq order.

@@ -8,13 +8,26 @@
 //!   while the writer writes). In-memory databases route reads to the writer.
 //! - Nothing here ever runs on the JavaScript thread.
 
+pub mod context;
 pub mod conversations;
+pub mod copy;
 pub mod dag;
+pub mod derived;
+pub mod fts_check;
 pub mod fts_lag;
+pub mod graph;
+pub mod inspect;
+pub mod integrity;
+pub mod largefiles;
+pub mod links;
 pub mod messages;
 pub mod migrate;
 pub mod schema;
+#[cfg(test)]
+mod seam;
+pub mod sources;
 pub mod summaries;
+pub mod tx;
 
 mod busy;
 mod group;

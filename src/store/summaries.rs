@@ -1,10 +1,11 @@
 //! Summary rows and their DAG links (read side; compaction writes them).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
+use super::Features;
 use crate::error::Result;
 
 /// A `summaries` row.
@@ -39,6 +40,35 @@ pub struct SummaryRecord {
     pub file_ids: Vec<String>,
     /// The summarizer model.
     pub model: String,
+}
+
+/// A summary without its text: what choosing and ordering summaries needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryOutline {
+    /// `sum_…`.
+    pub summary_id: String,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// 0 for leaves.
+    pub depth: i64,
+    /// Source messages (leaf) or source summaries (condensed).
+    pub child_count: i64,
+    /// Current token count.
+    pub token_count: i64,
+    /// Earliest source time (ISO), if recorded.
+    pub earliest_at: Option<String>,
+    /// Latest source time (ISO), if recorded.
+    pub latest_at: Option<String>,
+    /// Creation time (SQLite UTC text).
+    pub created_at: String,
+}
+
+impl SummaryOutline {
+    /// Whether its sources are messages (depth 0) rather than summaries.
+    pub fn is_leaf(&self) -> bool {
+        self.depth <= 0
+    }
 }
 
 /// Column list matching [`from_row`].
@@ -156,4 +186,80 @@ pub fn sources_of_many(conn: &Connection, ids: &[String]) -> Result<HashMap<Stri
         }
     }
     Ok(out)
+}
+
+/// Every summary of a conversation as an outline, with its number of sources
+/// (messages for leaves, summaries for condensed nodes), in no particular order.
+pub fn outlines(conn: &Connection, conversation_id: i64) -> Result<Vec<SummaryOutline>> {
+    let mut st = conn.prepare(
+        "SELECT s.summary_id, s.kind, COALESCE(s.depth, 0), COALESCE(s.token_count, 0), s.earliest_at, s.latest_at,
+                COALESCE(s.created_at, ''),
+                CASE WHEN COALESCE(s.depth, 0) = 0
+                     THEN (SELECT COUNT(*) FROM summary_messages sm WHERE sm.summary_id = s.summary_id)
+                     ELSE (SELECT COUNT(*) FROM summary_parents sp WHERE sp.summary_id = s.summary_id) END
+         FROM summaries s WHERE s.conversation_id = ?1",
+    )?;
+    let rows = st
+        .query_map([conversation_id], |r| {
+            Ok(SummaryOutline {
+                summary_id: r.get(0)?,
+                kind: r.get(1)?,
+                depth: r.get(2)?,
+                token_count: r.get(3)?,
+                earliest_at: r.get(4)?,
+                latest_at: r.get(5)?,
+                created_at: r.get(6)?,
+                child_count: r.get(7)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The summaries beneath `root` (its sources, recursively), `root` included.
+pub fn subtree_ids(conn: &Connection, root: &str) -> Result<HashSet<String>> {
+    let mut st = conn.prepare_cached(
+        "WITH RECURSIVE sub(id) AS (
+             SELECT ?1
+             UNION
+             SELECT sp.parent_summary_id FROM summary_parents sp JOIN sub ON sp.summary_id = sub.id
+         ) SELECT id FROM sub",
+    )?;
+    let ids = st
+        .query_map([root], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<HashSet<_>>>()?;
+    Ok(ids)
+}
+
+/// Every leaf of a conversation ordered by the position of its first source
+/// message (leaves without sources last, by time, then id).
+pub fn leaves_in_source_order(conn: &Connection, conversation_id: i64) -> Result<Vec<String>> {
+    let mut st = conn.prepare_cached(
+        "SELECT s.summary_id
+         FROM summaries s
+         LEFT JOIN summary_messages sm ON sm.summary_id = s.summary_id
+         LEFT JOIN messages m ON m.message_id = sm.message_id
+         WHERE s.conversation_id = ?1 AND COALESCE(s.depth, 0) = 0
+         GROUP BY s.summary_id
+         ORDER BY MIN(m.seq) IS NULL, MIN(m.seq), COALESCE(s.earliest_at, s.created_at), s.summary_id",
+    )?;
+    let ids = st
+        .query_map([conversation_id], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(ids)
+}
+
+/// Replaces a summary's text: `content`, `token_count` (and the token sums of the
+/// summaries above it) and its full-text rows, in one IMMEDIATE transaction. A
+/// summary no longer in the conversation is `LCM_NOT_FOUND`.
+pub fn replace_content(
+    conn: &mut Connection,
+    conversation_id: i64,
+    id: &str,
+    content: &str,
+    features: Features,
+) -> Result<()> {
+    super::tx::write_tx(conn, |tx| {
+        super::dag::update_content(tx, conversation_id, id, content, features)
+    })
 }

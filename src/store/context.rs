@@ -1,20 +1,41 @@
-//! The reads of one assembly. The context list is streamed newest first with each
-//! item's message or summary (and a condensed node's sources) in the same row, so
-//! assembly stops reading at the first item that no longer fits: the oldest items
+//! Reads of the context list for assembly. The list is streamed newest first with
+//! each item's message or summary (and a condensed node's sources) in the same
+//! row, so the reader stops at the first item it no longer wants: the oldest items
 //! of a long conversation are never touched. Message parts are then read for the
-//! selected ordinal range in one more query. Every statement is cached.
+//! chosen messages in one more query ([`super::messages::parts_of`]). Every
+//! statement is cached.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use rusqlite::{params, CachedStatement, Connection, Row as SqlRow};
+use rusqlite::{params, Connection, Row};
 
-use super::xml::SummaryView;
 use crate::error::Result;
-use crate::message::rebuild::{StoredMessage, StoredPart};
+use crate::message::rebuild::StoredMessage;
+
+/// The fields of a summary its presentation needs, as stored.
+#[derive(Debug, Clone, Default)]
+pub struct ContextSummary {
+    /// `sum_…` id.
+    pub summary_id: String,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// 0 for leaves.
+    pub depth: i64,
+    /// Summaries transitively below this one.
+    pub descendant_count: i64,
+    /// Earliest source time as stored (ISO).
+    pub earliest_at: Option<String>,
+    /// Latest source time as stored (ISO).
+    pub latest_at: Option<String>,
+    /// Source summaries of a condensed node, in link order.
+    pub parents: Vec<String>,
+    /// The summary text.
+    pub content: String,
+}
 
 /// One context item with its row, as streamed.
 #[derive(Debug)]
-pub struct Row {
+pub struct ContextRow {
     /// Position in the context list.
     pub ordinal: i64,
     /// True for `message` items (even when the message row is missing).
@@ -28,17 +49,32 @@ pub struct Row {
     /// The message, without parts (None for summaries and missing rows).
     pub message: Option<StoredMessage>,
     /// The summary with its sources (None for messages and missing rows).
-    pub summary: Option<SummaryView>,
+    pub summary: Option<ContextSummary>,
     /// False for a condensed summary whose sources were not read (see
     /// [`newest_first`]); its `parents` is then empty.
     pub parents_loaded: bool,
 }
 
-/// The statement streaming a conversation's context list newest first; query it
-/// with the conversation id and a JSON array of summary ids whose sources are not
-/// needed (already known), and read rows with [`read_row`].
-pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
-    Ok(conn.prepare_cached(
+/// Runs `read` on one consistent snapshot of the database (a read transaction), so
+/// every read of one assembly sees the same state.
+pub fn snapshot<T>(conn: &Connection, read: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let tx = conn.unchecked_transaction()?;
+    let out = read(&tx)?;
+    tx.finish()?;
+    Ok(out)
+}
+
+/// Streams a conversation's context list newest first into `visit` until it
+/// returns false. The sources of the condensed summaries in `known` (ids whose
+/// sources the caller already has) are not read: their rows say
+/// `parents_loaded: false`.
+pub fn newest_first(
+    conn: &Connection,
+    conversation_id: i64,
+    known: &[String],
+    mut visit: impl FnMut(ContextRow) -> Result<bool>,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
         "SELECT ci.ordinal, ci.item_type,
                 m.message_id, m.role, m.token_count, m.content, m.lcm_envelope,
                 s.summary_id, s.kind, s.depth, s.descendant_count, s.earliest_at, s.latest_at,
@@ -53,11 +89,18 @@ pub fn newest_first(conn: &Connection) -> Result<CachedStatement<'_>> {
          LEFT JOIN summaries s ON s.summary_id = ci.summary_id AND ci.item_type = 'summary'
          WHERE ci.conversation_id = ?1
          ORDER BY ci.ordinal DESC",
-    )?)
+    )?;
+    let mut rows = stmt.query(params![conversation_id, serde_json::to_string(known)?])?;
+    while let Some(r) = rows.next()? {
+        if !visit(read_row(r)?)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Reads one row of [`newest_first`].
-pub fn read_row(r: &SqlRow) -> Result<Row> {
+fn read_row(r: &Row) -> Result<ContextRow> {
     let ordinal: i64 = r.get(0)?;
     let is_message = r.get_ref(1)?.as_str().ok() == Some("message");
     let message_id: Option<i64> = r.get(2)?;
@@ -76,7 +119,7 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
     let condensed = r.get_ref(8)?.as_str_or_null().ok().flatten() == Some("condensed");
     let parents_loaded = !condensed || links.is_some();
     let summary = match r.get::<_, Option<String>>(7)? {
-        Some(summary_id) => Some(SummaryView {
+        Some(summary_id) => Some(ContextSummary {
             summary_id,
             kind: r.get(8)?,
             depth: r.get(9)?,
@@ -93,7 +136,7 @@ pub fn read_row(r: &SqlRow) -> Result<Row> {
     } else {
         r.get::<_, Option<i64>>(14)?
     };
-    Ok(Row {
+    Ok(ContextRow {
         ordinal,
         is_message,
         is_raw: is_message && r.get::<_, bool>(16)?,
@@ -139,38 +182,6 @@ pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool>
             "SELECT EXISTS (SELECT 1 FROM context_items WHERE conversation_id = ?1 AND item_type = 'summary')",
         )?
         .query_row([conversation_id], |r| r.get(0))?)
-}
-
-/// The parts of the given messages, keyed by message id, in part order (one query).
-pub fn parts_of(conn: &Connection, message_ids: &[i64]) -> Result<HashMap<i64, Vec<StoredPart>>> {
-    let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
-    if message_ids.is_empty() {
-        return Ok(out);
-    }
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata
-         FROM message_parts WHERE message_id IN (SELECT value FROM json_each(?1))
-         ORDER BY message_id, ordinal",
-    )?;
-    let rows = stmt.query_map([serde_json::to_string(message_ids)?], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            StoredPart {
-                part_type: r.get(1)?,
-                text_content: r.get(2)?,
-                tool_call_id: r.get(3)?,
-                tool_name: r.get(4)?,
-                tool_input: r.get(5)?,
-                tool_output: r.get(6)?,
-                metadata: r.get(7)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (id, part) = row?;
-        out.entry(id).or_default().push(part);
-    }
-    Ok(out)
 }
 
 /// Which of `ids` are carried by a tool-result message among the context items

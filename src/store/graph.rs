@@ -1,4 +1,4 @@
-//! One conversation's rows as the doctor sees them: context items, summaries,
+//! One conversation's whole graph in one read (the doctor's and dagops' view): context items, summaries,
 //! messages and every link touching them, with dangling and cross-conversation links
 //! kept apart so the checks can name them.
 
@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
+use super::dag::file_ids_in;
+use super::summaries::{self, SummaryRecord, COLUMNS};
 use crate::error::Result;
-use crate::store::dag::file_ids_in;
-use crate::store::summaries::{self, SummaryRecord, COLUMNS};
 
 /// A context item with what its reference resolves to.
 #[derive(Debug, Clone)]
@@ -324,4 +324,147 @@ fn load_foreign_rows(conn: &Connection, g: &mut Graph) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A source of a summary as its link row sees it: the row may be missing (then
+/// only the id is set) or live in another conversation.
+#[derive(Debug, Clone, Default)]
+pub struct LinkedSource {
+    /// The source message (message sources).
+    pub message_id: i64,
+    /// The source summary (summary sources).
+    pub summary_id: String,
+    /// Conversation of the source row; `None` when it does not exist.
+    pub conversation_id: Option<i64>,
+    /// The message's role.
+    pub role: Option<String>,
+    /// The message's seq.
+    pub seq: Option<i64>,
+    /// The summary's kind.
+    pub kind: Option<String>,
+    /// The summary's depth.
+    pub depth: Option<i64>,
+    /// Its tokens (0 when missing).
+    pub token_count: i64,
+    /// Its text (empty when missing).
+    pub content: String,
+}
+
+/// The source messages of leaf `id`, in link order.
+pub fn linked_messages(conn: &Connection, id: &str) -> Result<Vec<LinkedSource>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT sm.message_id, m.conversation_id, m.role, m.seq, m.token_count, m.content
+         FROM summary_messages sm LEFT JOIN messages m ON m.message_id = sm.message_id
+         WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(LinkedSource {
+                message_id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                role: r.get(2)?,
+                seq: r.get(3)?,
+                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                ..LinkedSource::default()
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The source summaries of condensed node `id`, in link order.
+pub fn linked_summaries(conn: &Connection, id: &str) -> Result<Vec<LinkedSource>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT sp.parent_summary_id, s.conversation_id, s.kind, s.depth, s.token_count, s.content
+         FROM summary_parents sp LEFT JOIN summaries s ON s.summary_id = sp.parent_summary_id
+         WHERE sp.summary_id = ?1 ORDER BY sp.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(LinkedSource {
+                summary_id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                kind: r.get(2)?,
+                depth: r.get(3)?,
+                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                ..LinkedSource::default()
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Number of context items of a conversation (only those after `after`, when given).
+pub fn context_len(conn: &Connection, conversation_id: i64, after: Option<i64>) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1 AND (?2 IS NULL OR ordinal > ?2)",
+        rusqlite::params![conversation_id, after],
+        |r| r.get(0),
+    )?)
+}
+
+/// The summary items of a context list, in order: (summary id, depth).
+pub fn context_summaries(conn: &Connection, conversation_id: i64) -> Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.summary_id, s.depth FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
+         WHERE ci.conversation_id = ?1 ORDER BY ci.ordinal",
+    )?;
+    let rows = stmt
+        .query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// The ordinal of the context item holding the message or the summary, if any.
+pub fn context_ordinal_of(
+    conn: &Connection,
+    conversation_id: i64,
+    message_id: Option<i64>,
+    summary_id: Option<&str>,
+) -> Result<Option<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT ordinal FROM context_items WHERE conversation_id = ?1 AND (message_id = ?2 OR summary_id = ?3)",
+    )?;
+    let hit = stmt
+        .query_map(
+            rusqlite::params![conversation_id, message_id, summary_id],
+            |r| r.get(0),
+        )?
+        .next()
+        .transpose()?;
+    Ok(hit)
+}
+
+/// Summaries of conversation `dst` whose text equals summary `id`'s.
+pub fn same_text_in(conn: &Connection, dst: i64, id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT t.summary_id FROM summaries s JOIN summaries t ON t.content = s.content AND t.conversation_id = ?1
+         WHERE s.summary_id = ?2",
+    )?;
+    let rows = stmt
+        .query_map(rusqlite::params![dst, id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+/// Number of parts of the given messages.
+pub fn part_count(conn: &Connection, message_ids: &[i64]) -> Result<i64> {
+    let mut stmt =
+        conn.prepare_cached("SELECT COUNT(*) FROM message_parts WHERE message_id = ?1")?;
+    let mut n = 0;
+    for m in message_ids {
+        n += stmt.query_row([m], |r| r.get::<_, i64>(0))?;
+    }
+    Ok(n)
+}
+
+/// A context list's (summary items, message items).
+pub fn context_item_counts(conn: &Connection, conversation_id: i64) -> Result<(i64, i64)> {
+    Ok(conn.query_row(
+        "SELECT COALESCE(SUM(item_type = 'summary'), 0), COALESCE(SUM(item_type = 'message'), 0) FROM context_items WHERE conversation_id = ?1",
+        [conversation_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
 }

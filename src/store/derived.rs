@@ -1,0 +1,199 @@
+//! The derived columns of a summary, computed from its sources: kind and depth,
+//! time range, descendant and token counts, file ids and the content's own token
+//! count. The one home of these formulas: [`super::dag`] applies them when it
+//! writes a summary, the doctor when it checks and repairs one.
+
+use chrono::{DateTime, Utc};
+
+use super::dag::file_ids_in;
+use super::graph::MsgRow;
+use super::summaries::SummaryRecord;
+use crate::{timestamp, tokens};
+
+/// The derived columns of a summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
+    /// `leaf` or `condensed`.
+    pub kind: &'static str,
+    /// 0 for leaves, 1 + the deepest source otherwise.
+    pub depth: i64,
+    /// Estimated tokens of the content.
+    pub token_count: i64,
+    /// Earliest source time.
+    pub earliest: Option<DateTime<Utc>>,
+    /// Latest source time.
+    pub latest: Option<DateTime<Utc>>,
+    /// Summaries transitively below.
+    pub descendant_count: i64,
+    /// Σ tokens of the summaries below.
+    pub descendant_tokens: i64,
+    /// Σ tokens of the source messages below.
+    pub source_message_tokens: i64,
+    /// `file_…` ids of the sources.
+    pub file_ids: Vec<String>,
+    /// Smallest message seq below (orders orphans; not stored).
+    pub first_seq: Option<i64>,
+}
+
+/// The smaller of two optional values (a missing one is ignored).
+pub fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The larger of two optional values (a missing one is ignored).
+pub fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn push_unique(out: &mut Vec<String>, ids: &[String]) {
+    for id in ids {
+        if !out.contains(id) {
+            out.push(id.clone());
+        }
+    }
+}
+
+/// A leaf's columns from its source messages (in link order).
+pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
+    let mut m = Meta {
+        kind: "leaf",
+        depth: 0,
+        token_count: tokens::estimate(content),
+        earliest: None,
+        latest: None,
+        descendant_count: 0,
+        descendant_tokens: 0,
+        source_message_tokens: 0,
+        file_ids: Vec::new(),
+        first_seq: None,
+    };
+    for msg in messages {
+        let t = timestamp::parse(&msg.created_at);
+        m.earliest = min_opt(m.earliest, t);
+        m.latest = max_opt(m.latest, t);
+        m.source_message_tokens += msg.tokens;
+        push_unique(&mut m.file_ids, &msg.file_ids);
+        m.first_seq = min_opt(m.first_seq, Some(msg.seq));
+    }
+    m
+}
+
+/// What a condensed node needs of one source: its (recomputed or stored) columns,
+/// its content and its creation time.
+pub struct SourceView<'a> {
+    /// The source's columns.
+    pub meta: &'a Meta,
+    /// The source's content.
+    pub content: &'a str,
+    /// The source's `created_at` (time fallback).
+    pub created_at: &'a str,
+}
+
+/// A condensed node's columns from its source summaries (in link order).
+pub fn condensed(content: &str, sources: &[SourceView]) -> Meta {
+    let mut m = Meta {
+        kind: "condensed",
+        depth: 0,
+        token_count: tokens::estimate(content),
+        earliest: None,
+        latest: None,
+        descendant_count: 0,
+        descendant_tokens: 0,
+        source_message_tokens: 0,
+        file_ids: Vec::new(),
+        first_seq: None,
+    };
+    for s in sources {
+        let created = timestamp::parse(s.created_at);
+        m.depth = m.depth.max(s.meta.depth + 1);
+        push_unique(&mut m.file_ids, &s.meta.file_ids);
+        file_ids_in(s.content, &mut m.file_ids);
+        m.descendant_count += s.meta.descendant_count + 1;
+        m.descendant_tokens += s.meta.token_count + s.meta.descendant_tokens;
+        m.source_message_tokens += s.meta.source_message_tokens;
+        m.earliest = min_opt(m.earliest, s.meta.earliest.or(created));
+        m.latest = max_opt(m.latest, s.meta.latest.or(created));
+        m.first_seq = min_opt(m.first_seq, s.meta.first_seq);
+    }
+    m
+}
+
+/// The columns as stored.
+pub fn stored(s: &SummaryRecord) -> Meta {
+    Meta {
+        kind: if s.kind == "leaf" {
+            "leaf"
+        } else {
+            "condensed"
+        },
+        depth: s.depth,
+        token_count: s.token_count,
+        earliest: s.earliest_at.as_deref().and_then(timestamp::parse),
+        latest: s.latest_at.as_deref().and_then(timestamp::parse),
+        descendant_count: s.descendant_count,
+        descendant_tokens: s.descendant_token_count,
+        source_message_tokens: s.source_message_token_count,
+        file_ids: s.file_ids.clone(),
+        first_seq: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: i64, seq: i64, tokens: i64, at: &str) -> MsgRow {
+        MsgRow {
+            id,
+            conversation_id: 1,
+            seq,
+            tokens,
+            created_at: at.into(),
+            file_ids: vec![],
+        }
+    }
+
+    #[test]
+    fn leaf_and_condensed_formulas() {
+        let a = msg(1, 1, 10, "2026-02-17 07:37:00");
+        let b = msg(2, 2, 5, "2026-02-17 07:39:00");
+        let l = leaf("abcdefgh", &[&a, &b]);
+        assert_eq!(
+            (l.depth, l.token_count, l.source_message_tokens),
+            (0, 2, 15)
+        );
+        assert_eq!(
+            timestamp::to_iso(l.latest.unwrap()),
+            "2026-02-17T07:39:00.000Z"
+        );
+        let c = condensed(
+            "x",
+            &[
+                SourceView {
+                    meta: &l,
+                    content: "see file_0123456789abcdef",
+                    created_at: "",
+                },
+                SourceView {
+                    meta: &l,
+                    content: "y",
+                    created_at: "",
+                },
+            ],
+        );
+        assert_eq!(c.depth, 1);
+        assert_eq!(c.descendant_count, 2);
+        assert_eq!(c.descendant_tokens, 4);
+        assert_eq!(c.source_message_tokens, 30);
+        assert_eq!(c.file_ids, ["file_0123456789abcdef"]);
+        assert_eq!(c.first_seq, Some(1));
+    }
+}

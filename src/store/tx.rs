@@ -1,0 +1,67 @@
+//! The write-transaction pattern: `BEGIN IMMEDIATE` (the write lock taken up front,
+//! so a busy database waits on the busy timeout instead of failing at the first
+//! write), the job, `COMMIT` when it succeeds; any error drops the transaction,
+//! which rolls it back. Nothing is acknowledged before the commit.
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::Store;
+use crate::error::Result;
+
+impl Store {
+    /// [`Store::write`] with the job in one IMMEDIATE transaction ([`write_tx`]):
+    /// resolves after the commit, or with the job's error after the rollback.
+    pub fn write_tx<T, F>(
+        &self,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction) -> Result<T> + Send + 'static,
+    {
+        self.write(move |conn| write_tx(conn, job))
+    }
+}
+
+/// Runs `job` in one IMMEDIATE transaction on `conn`; commits when it returns
+/// `Ok`, rolls back when it returns `Err` (the error is passed on).
+pub fn write_tx<T>(
+    conn: &mut Connection,
+    job: impl FnOnce(&Transaction) -> Result<T>,
+) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let out = job(&tx)?;
+    tx.commit()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::LcmError;
+
+    fn count(conn: &Connection) -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn commits_on_ok_and_rolls_back_on_err() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute("CREATE TABLE t (x INTEGER)", []).unwrap();
+        let n = write_tx(&mut conn, |tx| {
+            tx.execute("INSERT INTO t VALUES (1)", [])?;
+            Ok(7)
+        })
+        .unwrap();
+        assert_eq!((n, count(&conn)), (7, 1));
+        let err = write_tx(&mut conn, |tx| {
+            tx.execute("INSERT INTO t VALUES (2)", [])?;
+            Err::<(), _>(LcmError::invalid("stop"))
+        })
+        .unwrap_err();
+        assert_eq!(err.message, "stop");
+        assert_eq!(count(&conn), 1, "the failed job wrote nothing");
+        assert!(conn.is_autocommit(), "no transaction left open");
+    }
+}
