@@ -840,6 +840,7 @@ module.exports.diffPrompt = nativeBinding.diffPrompt
 module.exports.exportPrompts = nativeBinding.exportPrompts
 module.exports.formatTimeRange = nativeBinding.formatTimeRange
 module.exports.formatTimestamp = nativeBinding.formatTimestamp
+module.exports.interruptCli = nativeBinding.interruptCli
 module.exports.listPrompts = nativeBinding.listPrompts
 module.exports.renderPrompt = nativeBinding.renderPrompt
 module.exports.runCli = nativeBinding.runCli

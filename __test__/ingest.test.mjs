@@ -93,13 +93,12 @@ describe('bad input never crashes and never loses earlier data', () => {
     const e = await open()
     const first = await e.ingest({ sessionId: 's', message: user('kept') })
     const cases = [
+      // Only a message that is not an object, or has no role, is bad input: every
+      // role and content shape is stored (see host.test.mjs).
       [{ content: 'no role' }, /no role/],
-      [{ role: 'wizard', content: 'x' }, /unknown message role "wizard"/],
-      [{ role: 'user', content: 42 }, /must be a string or an array/],
-      [{ role: 'user', content: { text: 'x' } }, /must be a string or an array/],
-      [{ role: 'user' }, /no content/],
-      [{ role: 'assistant', content: ['bare string block'] }, /content\[0\] must be an object/],
+      [{ role: 7, content: 'x' }, /role must be a string/],
       ['just a string', /must be an object/],
+      [null, /must be an object/],
     ]
     for (const [message, pattern] of cases) {
       const err = await rejectsWithCode(e.ingest({ sessionId: 's', message }), 'LCM_INVALID_INPUT')
@@ -108,7 +107,7 @@ describe('bad input never crashes and never loses earlier data', () => {
     await rejectsWithCode(e.ingest({ message: user('x') }), 'LCM_INVALID_INPUT')
     await rejectsWithCode(e.ingestBatch({ sessionId: 's', messages: 'nope' }), 'LCM_INVALID_INPUT')
     // A bad message anywhere in a batch rejects the whole batch, naming its index.
-    const err = await rejectsWithCode(e.ingestBatch({ sessionId: 's', messages: [user('fine'), { role: 'nobody', content: 'x' }] }), 'LCM_INVALID_INPUT')
+    const err = await rejectsWithCode(e.ingestBatch({ sessionId: 's', messages: [user('fine'), { content: 'x' }] }), 'LCM_INVALID_INPUT')
     expect(err.message).toMatch(/messages\[1\]/)
     const back = await e.getMessages(first.conversationId)
     expect(back).toEqual([user('kept')])

@@ -110,7 +110,7 @@ describe('large files', () => {
   it('a batch rejected for a bad message writes no file', async () => {
     const { e, filesDir } = await open()
     const big = `<file name="a.txt">${'x'.repeat(THRESHOLD * 5)}</file>`
-    const err = await rejectsWithCode(e.ingestBatch({ sessionId: 'bad', messages: [{ role: 'user', content: big }, { role: 'wizard', content: 'x' }] }), 'LCM_INVALID_INPUT')
+    const err = await rejectsWithCode(e.ingestBatch({ sessionId: 'bad', messages: [{ role: 'user', content: big }, { content: 'no role' }] }), 'LCM_INVALID_INPUT')
     expect(err.message).toContain('messages[1]')
     expect(listFiles(filesDir)).toEqual([])
     expect(await e.listConversations()).toEqual([])

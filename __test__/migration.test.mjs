@@ -98,8 +98,9 @@ describe('migrations', () => {
       parentIds: ['sum_aaaaaaaaaaaaaaaa', 'sum_bbbbbbbbbbbbbbbb'],
     })
     const msgs = await e.getMessages(1)
-    expect(msgs[0]).toEqual({ role: 'user', content: 'deploy the staging config' })
-    expect(msgs[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Deploying now.' }] })
+    // Rows without an envelope get their timestamp back from created_at.
+    expect(msgs[0]).toEqual({ role: 'user', content: 'deploy the staging config', timestamp: Date.parse('2026-02-17T07:37:00Z') })
+    expect(msgs[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'Deploying now.' }], timestamp: Date.parse('2026-02-17T07:38:00Z') })
     expect(msgs[2]).toMatchObject({ role: 'toolResult', toolCallId: 'call_abc', toolName: 'exec' })
     const r = await e.ingest({ sessionId: 'legacy-session', message: { role: 'user', content: 'next step' } })
     expect(r).toMatchObject({ ingested: true, conversationId: 1, seq: 7 })

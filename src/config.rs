@@ -25,7 +25,8 @@ pub enum SummaryFormat {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EngineOptions {
     /// `dbPath`: SQLite file, or `:memory:`. Default `$OPENCLAW_STATE_DIR/lcm.db`,
-    /// else `~/.openclaw/lcm.db`.
+    /// else `~/.openclaw/lcm.db`. The reference's name `databasePath` is accepted too.
+    #[serde(alias = "databasePath")]
     pub db_path: Option<String>,
     /// `busyTimeoutMs`: how long a write waits for another process's lock.
     pub busy_timeout_ms: u64,
@@ -65,7 +66,9 @@ pub struct EngineOptions {
     pub fallback_max_tokens: i64,
     /// `maxExpandTokens`: default token cap of expansions and grants.
     pub max_expand_tokens: i64,
-    /// `largeFileTokenThreshold`: file blocks above this are stored outside.
+    /// `largeFileTokenThreshold`: file blocks above this are stored outside. The
+    /// reference's other name `largeFileThresholdTokens` is accepted too.
+    #[serde(alias = "largeFileThresholdTokens")]
     pub large_file_token_threshold: i64,
     /// `largeFilesDir`: where large files go. Default `lcm-files` beside the database
     /// (`~/.openclaw/lcm-files` for the default database).

@@ -44,6 +44,8 @@ pub enum ErrorCode {
     Aborted,
     /// A filesystem operation failed.
     Io,
+    /// A turn's advancement key was committed before with a different payload.
+    TurnConflict,
     /// A bug: an invariant the engine relies on did not hold.
     Internal,
 }
@@ -71,6 +73,7 @@ impl ErrorCode {
             ErrorCode::GrantExhausted => "LCM_GRANT_EXHAUSTED",
             ErrorCode::Aborted => "LCM_ABORTED",
             ErrorCode::Io => "LCM_IO",
+            ErrorCode::TurnConflict => "LCM_TURN_CONFLICT",
             ErrorCode::Internal => "LCM_INTERNAL",
         }
     }

@@ -8,12 +8,12 @@ use serde_json::Value;
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::ingest;
-use crate::store::conversations::SessionRef;
-use crate::store::messages::{self, IngestOutcome};
+use crate::store::conversations::{self, SessionRef};
+use crate::store::messages;
 
-/// Parameters of `ingest`.
+/// Parameters of `ingest`. Keys the host passes besides these are ignored.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct IngestParams {
     /// Runtime session id.
     pub session_id: String,
@@ -30,9 +30,9 @@ pub struct IngestParams {
     pub is_heartbeat: bool,
 }
 
-/// Parameters of `ingestBatch`.
+/// Parameters of `ingestBatch`. Keys the host passes besides these are ignored.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct IngestBatchParams {
     /// Runtime session id.
     pub session_id: String,
@@ -125,16 +125,22 @@ pub fn write_batch(
         session_key: p.session_key.clone(),
     };
     let large = crate::largefiles::intercept::Settings::from_options(opts);
-    if crate::largefiles::intercept::may_need(&p.messages, &large) {
-        // Validate the whole batch before any file is written.
-        map_batch(&p, opts.max_message_bytes)?;
-        crate::largefiles::intercept::intercept_batch_in(conn, &session, &mut p.messages, &large)?;
+    let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
+    // Validate the whole batch before anything is written (no file for a refused batch).
+    let mut mapped = map_batch(&p, opts.max_message_bytes)?;
+    let conversation_id = conversations::find_or_create(conn, &session)?;
+    if may_need_files {
+        let n = crate::largefiles::intercept::intercept_in(
+            conn,
+            conversation_id,
+            &mut p.messages,
+            &large,
+        )?;
+        if n > 0 {
+            mapped = map_batch(&p, opts.max_message_bytes)?;
+        }
     }
-    let mapped = map_batch(&p, opts.max_message_bytes)?;
-    let IngestOutcome {
-        conversation_id,
-        messages,
-    } = messages::insert_batch_in(conn, &session, mapped)?;
+    let messages = messages::insert_batch_in(conn, conversation_id, &mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),
@@ -142,7 +148,24 @@ pub fn write_batch(
     })
 }
 
-fn map_batch(p: &IngestBatchParams, max_bytes: usize) -> Result<Vec<ingest::NewMessage>> {
+/// Validates a batch, externalizes its large files (validating first, so no file is
+/// written for a batch that is refused) and maps it to rows.
+pub fn prepare_batch(
+    conn: &mut rusqlite::Connection,
+    session: &SessionRef,
+    p: &mut IngestBatchParams,
+    opts: &EngineOptions,
+) -> Result<Vec<ingest::NewMessage>> {
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if crate::largefiles::intercept::may_need(&p.messages, &large) {
+        map_batch(p, opts.max_message_bytes)?;
+        crate::largefiles::intercept::intercept_batch(conn, session, &mut p.messages, &large)?;
+    }
+    map_batch(p, opts.max_message_bytes)
+}
+
+/// Validates a batch (sizes, entry ids, session) and maps each message to rows.
+pub fn map_batch(p: &IngestBatchParams, max_bytes: usize) -> Result<Vec<ingest::NewMessage>> {
     if let Some(ids) = &p.entry_ids {
         if ids.len() != p.messages.len() {
             return Err(LcmError::invalid(format!(

@@ -14,6 +14,7 @@ pub mod dagops;
 pub mod doctor;
 pub mod engine;
 pub mod error;
+pub mod host;
 pub mod ingest;
 pub mod largefiles;
 pub mod message;
@@ -26,5 +27,7 @@ pub mod summarize;
 pub mod timefmt;
 pub mod timestamp;
 pub mod tokens;
+pub mod transcript;
+pub mod turn;
 
 mod binding;

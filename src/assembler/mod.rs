@@ -28,6 +28,7 @@
 //! nothing assembled, no user turn) or when assembly fails.
 
 pub mod cache;
+pub mod clamp;
 mod clean;
 pub mod pairing;
 pub mod select;
@@ -66,9 +67,9 @@ Older parts of this conversation were compacted into <summary> blocks. A summary
 - A line starting \"Expand for details about:\" lists what its summary left out; expand that summary when the answer depends on it.\n\
 - Newer evidence wins: a recent message beats a summary, and a summary with a later latest_at beats an older one.";
 
-/// Parameters of `assemble`.
+/// Parameters of `assemble`. Keys the host passes besides these are ignored.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct AssembleParams {
     /// Runtime session id (required).
     #[serde(default)]
@@ -82,6 +83,12 @@ pub struct AssembleParams {
     /// The host's live messages; returned unchanged when the store cannot do better.
     #[serde(default)]
     pub messages: Option<Vec<Value>>,
+    /// The host's runtime context (its `tokenBudget` stands in for a missing one).
+    #[serde(default)]
+    pub runtime_context: Option<Value>,
+    /// The host's runtime settings (`limits.promptTokenBudget` likewise).
+    #[serde(default)]
+    pub runtime_settings: Option<Value>,
 }
 
 /// Why the live messages were returned instead of an assembly.
@@ -126,8 +133,13 @@ pub struct AssembleStats {
     pub tail_items: usize,
     /// Tokens of the fresh tail as presented.
     pub tail_tokens: i64,
-    /// True when the output is over the budget (the tail alone can be).
+    /// True when the output is over the budget (only when the newest user turn
+    /// alone is).
     pub over_budget: bool,
+    /// Oldest messages (fresh-tail or live) dropped to stay within the budget.
+    pub clamped_messages: usize,
+    /// Their tokens.
+    pub clamped_tokens: i64,
     /// True when the live messages were returned.
     pub live_fallback: bool,
     /// Why, when `live_fallback` is set.
@@ -243,14 +255,20 @@ fn validate(p: AssembleParams) -> Result<Request> {
         .session_id
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| LcmError::invalid("assemble needs a non-empty sessionId"))?;
-    let budget = match p.token_budget {
+    let stated =
+        || crate::host::stated_budget(p.runtime_context.as_ref(), p.runtime_settings.as_ref());
+    let budget = match p.token_budget.or_else(stated) {
         Some(b) if b.is_finite() && b >= 1.0 => b.floor().min(i64::MAX as f64) as i64,
         Some(b) => {
             return Err(LcmError::invalid(format!(
                 "tokenBudget must be a positive number, got {b}"
             )))
         }
-        None => return Err(LcmError::invalid("assemble needs tokenBudget")),
+        None => {
+            return Err(LcmError::invalid(
+                "assemble needs tokenBudget (or the host's runtimeContext.tokenBudget)",
+            ))
+        }
     };
     Ok(Request {
         session: SessionRef {
@@ -327,21 +345,34 @@ fn fallback(reason: FallbackReason, mut stats: AssembleStats) -> AssembleResult 
     }
 }
 
-/// Puts the live messages into a fallback result, with their estimate.
+/// Puts the live messages into a fallback result, clamped to the budget like an
+/// assembly, with their estimate.
 pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
-    let (tokens, over) = live_totals(&live, r.stats.token_budget);
-    r.estimated_tokens = tokens;
-    r.stats.over_budget = over;
-    r.stats.messages_included = live.len();
-    r.messages = live;
+    let c = clamp_live(&live, r.stats.token_budget);
+    apply_live_clamp(&mut r.stats, &c);
+    r.estimated_tokens = c.tokens;
+    r.messages = live
+        .into_iter()
+        .zip(c.keep)
+        .filter_map(|(m, keep)| keep.then_some(m))
+        .collect();
     r.summary_positions.clear();
     r
 }
 
-/// Estimated tokens of live messages and whether they exceed `budget`.
-pub fn live_totals(live: &[Value], budget: i64) -> (i64, bool) {
-    let tokens: i64 = live.iter().map(message_tokens).sum();
-    (tokens, tokens > budget)
+/// The hard budget over live messages (their estimates computed as at ingest).
+pub fn clamp_live(live: &[Value], budget: i64) -> clamp::Clamp {
+    let costs: Vec<i64> = live.iter().map(message_tokens).collect();
+    let refs: Vec<&Value> = live.iter().collect();
+    clamp::clamp(&refs, &costs, budget)
+}
+
+/// Records a live clamp in the stats.
+pub fn apply_live_clamp(stats: &mut AssembleStats, c: &clamp::Clamp) {
+    stats.messages_included = c.keep.len() - c.dropped;
+    stats.clamped_messages = c.dropped;
+    stats.clamped_tokens = c.dropped_tokens;
+    stats.over_budget = c.tokens > stats.token_budget;
 }
 
 /// An assembly, or the reason to use the live messages instead.
@@ -471,7 +502,23 @@ fn assemble_with(
     clean::drop_empty(&mut selected, &mut repair);
     let out = pairing::repair(selected, &mut repair);
     stats.repair = repair;
-    Ok(finish(out, stats))
+    Ok(finish(clamp_entries(out, &mut stats), stats))
+}
+
+/// Applies the hard budget ([`clamp`]) to the assembled entries.
+fn clamp_entries(out: Vec<Entry>, stats: &mut AssembleStats) -> Vec<Entry> {
+    let costs: Vec<i64> = out.iter().map(Entry::cost).collect();
+    let refs: Vec<&Value> = out.iter().map(|e| &e.message).collect();
+    let c = clamp::clamp(&refs, &costs, stats.token_budget);
+    if c.dropped == 0 {
+        return out;
+    }
+    stats.clamped_messages = c.dropped;
+    stats.clamped_tokens = c.dropped_tokens;
+    out.into_iter()
+        .zip(c.keep)
+        .filter_map(|(e, keep)| keep.then_some(e))
+        .collect()
 }
 
 /// The selected items as entries: summaries as user messages; messages as the

@@ -192,6 +192,22 @@ fn the_budget_keeps_the_newest_contiguous_run() {
 }
 
 #[test]
+fn an_over_budget_tail_is_clamped_to_the_newest_user_turn() {
+    let msgs = [
+        user(&"o".repeat(400)),
+        say(&"p".repeat(400)),
+        user(&"q".repeat(40)),
+        say(&"a".repeat(40)),
+    ];
+    let d = db(&msgs);
+    let r = d.assemble(50, &settings(4));
+    assert_eq!(plain(&r), [user(&"q".repeat(40)), say(&"a".repeat(40))]);
+    assert!(!r.stats.over_budget);
+    assert_eq!((r.stats.clamped_messages, r.stats.clamped_tokens), (2, 200));
+    assert!(r.estimated_tokens <= 50);
+}
+
+#[test]
 fn the_tail_is_kept_over_budget() {
     let msgs = [
         user("old question"),

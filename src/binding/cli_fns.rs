@@ -25,6 +25,14 @@ pub fn run_cli(env: &Env, argv: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
     })
 }
 
+/// Forwards Ctrl-C to the running `lcm-tui` command (`rewrite` drops its in-flight
+/// summarizer request and stops; nothing partial is written). Returns false when no
+/// running command listens, so the caller can exit at once.
+#[napi]
+pub fn interrupt_cli() -> bool {
+    crate::cli::interrupt()
+}
+
 /// Each template and where it comes from: embedded, or the override file in
 /// `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
 /// override cannot be used.

@@ -135,7 +135,7 @@ fn read_call(env: &Env, params: Unknown, turn: bool) -> Result<Call> {
     abort = hooks::hook_signal(env, &obj, &hooks.cancel)?;
     session.session_id = string_member(&obj, "sessionId")?.unwrap_or_default();
     session.session_key = string_member(&obj, "sessionKey")?;
-    let mut copy = copy_without(env, &obj, &["signal", "onProgress"])?;
+    let mut copy = copy_without(env, &obj, &["signal", "abortSignal", "onProgress"])?;
     if turn {
         slice_turn(&mut copy)?;
     }
@@ -197,7 +197,8 @@ impl LcmEngine {
     /// in one batch, then runs a threshold sweep when the context is over the
     /// threshold. Resolves with `{ ingest, compaction }`.
     #[napi(
-        ts_args_type = "params: AfterTurnParams",
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: AfterTurnParams<M>",
         ts_return_type = "Promise<AfterTurnResult>"
     )]
     pub fn after_turn<'env>(

@@ -80,9 +80,13 @@ impl AbortHook {
     }
 }
 
-/// Trips `token` now when `obj.signal` is already aborted, else when it aborts.
+/// Trips `token` now when `obj.signal` (or OpenClaw's `obj.abortSignal`) is already
+/// aborted, else when it aborts.
 pub fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Option<AbortHook>> {
-    let v: Unknown = obj.get_named_property("signal")?;
+    let mut v: Unknown = obj.get_named_property("signal")?;
+    if matches!(v.get_type()?, ValueType::Undefined | ValueType::Null) {
+        v = obj.get_named_property("abortSignal")?;
+    }
     if v.get_type()? != ValueType::Object {
         return Ok(None);
     }

@@ -2,7 +2,8 @@
 //! transcript every turn; serializing it only to learn its length would cost the JS
 //! thread time in proportion to the session. The binding keeps a reference to the
 //! array, sends the core only its length, and — when the core falls back — resolves
-//! with that very array (unchanged, by identity) and its token estimate.
+//! with that very array (by identity) and its token estimate, or, when it is over
+//! the budget, with a new array of the messages the clamp keeps (the same objects).
 
 use napi::bindgen_prelude::*;
 use napi::UnknownRef;
@@ -117,12 +118,24 @@ fn build<'env>(
     let array = l.array.get_value(env)?;
     let values: Vec<serde_json::Value> =
         serde_json::from_str(&stringify(env, array)?).unwrap_or_default();
-    let (tokens, over) = assembler::live_totals(&values, p.token_budget);
+    let c = assembler::clamp_live(&values, p.token_budget);
     let mut obj: Object = unsafe { value.cast()? };
-    obj.set_named_property("messages", array)?;
-    obj.set_named_property("estimatedTokens", tokens)?;
+    if c.dropped == 0 {
+        obj.set_named_property("messages", array)?;
+    } else {
+        // The kept messages, by identity, in a new array.
+        let source: Array = unsafe { array.cast()? };
+        let mut kept = env.create_array(0)?;
+        for (i, _) in c.keep.iter().enumerate().filter(|(_, k)| **k) {
+            kept.insert(source.get::<Unknown>(i as u32)?)?;
+        }
+        obj.set_named_property("messages", kept)?;
+    }
+    obj.set_named_property("estimatedTokens", c.tokens)?;
     let mut stats: Object = obj.get_named_property("stats")?;
-    stats.set_named_property("messagesIncluded", l.len as i64)?;
-    stats.set_named_property("overBudget", over)?;
+    stats.set_named_property("messagesIncluded", (c.keep.len() - c.dropped) as i64)?;
+    stats.set_named_property("overBudget", c.tokens > p.token_budget)?;
+    stats.set_named_property("clampedMessages", c.dropped as i64)?;
+    stats.set_named_property("clampedTokens", c.dropped_tokens)?;
     Ok(value)
 }

@@ -96,7 +96,8 @@ impl LcmEngine {
     /// first use). Resolves after COMMIT with `{ ingested, conversationId, messageId, seq }`;
     /// `ingested` is false for heartbeats and replays of a known `entryId`.
     #[napi(
-        ts_args_type = "params: IngestParams",
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: IngestParams<M>",
         ts_return_type = "Promise<IngestResult>"
     )]
     pub fn ingest<'env>(
@@ -115,7 +116,8 @@ impl LcmEngine {
     /// Stores a turn's messages in one transaction (all or nothing). Replays of a
     /// known `entryId` and identical duplicates inside the batch are skipped.
     #[napi(
-        ts_args_type = "params: IngestBatchParams",
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: IngestBatchParams<M>",
         ts_return_type = "Promise<IngestBatchResult>"
     )]
     pub fn ingest_batch<'env>(
@@ -128,6 +130,49 @@ impl LcmEngine {
             env,
             self.engine
                 .ingest_batch_with(move || parse_params("ingestBatch", &json)),
+        )
+    }
+
+    /// Commits a turn's messages and its receipt in one transaction, idempotently:
+    /// the same `advancementKey` with the same payload hash resolves `duplicate` and
+    /// writes nothing; with another hash it rejects with `LCM_TURN_CONFLICT` and
+    /// writes nothing. Resolves after COMMIT with `{ status, conversationId, ingestedCount }`.
+    #[napi(
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: CommitTurnParams<M>",
+        ts_return_type = "Promise<CommitTurnResult>"
+    )]
+    pub fn commit_turn<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        resolve_json(
+            env,
+            self.engine
+                .commit_turn_with(move || parse_params("commitTurn", &json)),
+        )
+    }
+
+    /// Imports what the store lacks of a session transcript (`sessionFile`: a JSONL
+    /// file read streaming; or `transcriptEntries`: the host's rows): all of it for a
+    /// new conversation, the missing tail otherwise, never a duplicate. Resolves with
+    /// `{ bootstrapped, importedMessages, reason, conversationId, transcriptMessages, skippedEntries }`.
+    #[napi(
+        ts_args_type = "params: BootstrapParams",
+        ts_return_type = "Promise<BootstrapResult>"
+    )]
+    pub fn bootstrap<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let json = stringify(env, params)?;
+        resolve_json(
+            env,
+            self.engine
+                .bootstrap_with(move || parse_params("bootstrap", &json)),
         )
     }
 
@@ -175,8 +220,9 @@ impl LcmEngine {
     /// first: large files externalized at ingest are re-inlined from disk. Pass
     /// `{ expandFiles: false }` for the stored form with `[LCM File: …]` references.
     #[napi(
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
         ts_args_type = "conversationId: number, options?: GetMessagesOptions",
-        ts_return_type = "Promise<Array<AgentMessage>>"
+        ts_return_type = "Promise<Array<M>>"
     )]
     pub fn get_messages<'env>(
         &self,
@@ -260,8 +306,9 @@ impl LcmEngine {
     /// store trailing, assembly failure — see `stats.fallbackReason`). Rejects with
     /// `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
     #[napi(
-        ts_args_type = "params: AssembleParams",
-        ts_return_type = "Promise<AssembleResult>"
+        ts_generic_types = "M extends AgentMessage = StoredAgentMessage",
+        ts_args_type = "params: AssembleParams<M>",
+        ts_return_type = "Promise<AssembleResult<M>>"
     )]
     pub fn assemble<'env>(
         &self,

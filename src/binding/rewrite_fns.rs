@@ -1,7 +1,9 @@
 //! `LcmEngine.planRewrite` and `LcmEngine.rewrite`. `onProgress` is taken from the
 //! parameters before `JSON.stringify` and called once per finished summary, in
 //! order, on the JavaScript thread; a throw in it is ignored (it cannot stop or
-//! corrupt the run). The promise resolves after the last progress call.
+//! corrupt the run). The promise resolves after the last progress call. `signal` (an
+//! AbortSignal) trips the call's cancel token: the in-flight summarizer request is
+//! dropped and the call rejects with `LCM_ABORTED`.
 #![cfg_attr(test, allow(dead_code))]
 
 use std::sync::Arc;
@@ -10,13 +12,32 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::hooks;
-use super::js::{call_engine, copy_without, resolve_json, stringify};
+use super::hooks::{self, AbortHook};
+use super::js::{copy_without, promise, stringify, OnSettle};
 use super::summarizer::AnyJson;
 use super::LcmEngine;
+use crate::compaction::CancelToken;
 use crate::params::parse_params;
 use crate::rewrite::run::{report_error, ProgressFn};
 use crate::rewrite::{PlanParams, RewriteParams, RewriteProgress};
+
+/// Reads a params object on the JS thread: its AbortSignal hooked to a fresh cancel
+/// token, and the JSON text without the JavaScript-only members.
+fn read_params(env: &Env, params: Unknown<'_>) -> Result<(String, CancelToken, Option<AbortHook>)> {
+    let token = CancelToken::new();
+    if params.get_type()? != ValueType::Object {
+        return Ok((stringify(env, params)?, token, None));
+    }
+    let obj: Object = unsafe { params.cast()? };
+    let hook = hooks::hook_signal(env, &obj, &token)?;
+    let copy = copy_without(env, &obj, &["onProgress", "signal"])?;
+    Ok((stringify(env, copy.to_unknown())?, token, hook))
+}
+
+/// Removes the abort listener when the call settles.
+fn on_settle(hook: Option<AbortHook>) -> Option<OnSettle> {
+    hook.map(|a| -> OnSettle { Box::new(move |env: &Env| a.remove(env)) })
+}
 
 #[napi]
 impl LcmEngine {
@@ -33,13 +54,13 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "planRewrite",
-            params,
-            |engine, p: PlanParams| async move { engine.plan_rewrite(p).await },
-        )
+        let (json, cancel, hook) = read_params(env, params)?;
+        let engine = self.engine.clone();
+        let fut = async move {
+            let p: PlanParams = parse_params("planRewrite", &json)?;
+            engine.plan_rewrite_with(p, cancel).await
+        };
+        promise(env, fut, on_settle(hook))
     }
 
     /// Rewrites summaries in place with the current prompts. A dry run (the default)
@@ -47,7 +68,9 @@ impl LcmEngine {
     /// (and its full-text rows) in its own transaction. Resolves with the report; a
     /// summarizer error rejects with its code (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …) after
     /// stopping the run — rewrites applied before it stay, and were reported through
-    /// `onProgress`.
+    /// `onProgress`. `signal` (an AbortSignal) cancels the in-flight summarizer call
+    /// (its HTTP request is closed) and rejects with `LCM_ABORTED`; nothing partial is
+    /// written.
     #[napi(
         ts_args_type = "params: RewriteParams",
         ts_return_type = "Promise<RewriteReport>"
@@ -63,14 +86,9 @@ impl LcmEngine {
             "onProgress",
             "({ completed, total, entry }) => void",
         );
-        let json = if params.get_type()? == ValueType::Object {
-            let obj: Object = unsafe { params.cast()? };
-            stringify(env, copy_without(env, &obj, &["onProgress"])?.to_unknown())?
-        } else {
-            stringify(env, params)?
-        };
+        let (json, cancel, hook) = read_params(env, params)?;
         let engine = self.engine.clone();
-        resolve_json(env, async move {
+        let fut = async move {
             let tsfn = progress?;
             let p: RewriteParams = parse_params("rewrite", &json)?;
             let (cb, delivery) = match tsfn {
@@ -90,7 +108,7 @@ impl LcmEngine {
                     (Some(cb), Some(delivery))
                 }
             };
-            let report = engine.rewrite(p, cb).await;
+            let report = engine.rewrite_with(p, cb, cancel).await;
             if let Some(d) = delivery {
                 let _ = d.await;
             }
@@ -99,6 +117,7 @@ impl LcmEngine {
                 Some(e) => Err(e),
                 None => Ok(report),
             }
-        })
+        };
+        promise(env, fut, on_settle(hook))
     }
 }

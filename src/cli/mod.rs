@@ -14,6 +14,7 @@
 //! `fn run(args, &mut Ctx) -> CliResult`, one variant in [`Command`] and one arm in
 //! [`dispatch`].
 
+pub mod backfill;
 pub mod db;
 pub mod dissolve;
 pub mod doctor;
@@ -24,6 +25,7 @@ pub mod progress;
 pub mod prompts;
 pub mod rewrite;
 pub mod transplant;
+pub mod tui;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -42,16 +44,18 @@ use output::{ColorMode, Output};
     about = "Inspect and maintain a Lossless Context Management (lcm.db) database",
     long_about = None,
     propagate_version = true,
-    subcommand_required = true,
-    arg_required_else_help = true
+    after_help = "With no subcommand, opens the interactive browser (lcm-tui tui)."
 )]
 pub struct Cli {
     /// Flags every subcommand accepts.
     #[command(flatten)]
     pub global: GlobalArgs,
-    /// The subcommand.
+    /// The interactive browser's flags (when no subcommand is given).
+    #[command(flatten)]
+    pub tui: tui::TuiArgs,
+    /// The subcommand (none: the interactive browser).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Flags every subcommand accepts (before or after its name).
@@ -76,6 +80,8 @@ pub struct GlobalArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Browse conversations and the summary DAG; rewrite (w, W) and dissolve (d) in place (the default)
+    Tui(tui::TuiArgs),
     /// Rewrite summaries in place with the current prompts (dry run unless --apply)
     Rewrite(rewrite::RewriteArgs),
     /// List, export, show, diff and render the summarization prompt templates
@@ -86,6 +92,8 @@ pub enum Command {
     Dissolve(dissolve::DissolveArgs),
     /// Copy a conversation's context summaries into another conversation (dry run unless --apply)
     Transplant(transplant::TransplantArgs),
+    /// Import a session transcript (JSONL) into a conversation, optionally compacting it (dry run unless --apply)
+    Backfill(backfill::BackfillArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -149,11 +157,39 @@ impl Ctx<'_> {
 
 fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
     match command {
+        Command::Tui(a) => tui::run(a, ctx),
         Command::Rewrite(a) => rewrite::run(a, ctx),
         Command::Prompts(a) => prompts::run(a, ctx),
         Command::Doctor(a) => doctor::run(a, ctx),
         Command::Dissolve(a) => dissolve::run(a, ctx),
         Command::Transplant(a) => transplant::run(a, ctx),
+        Command::Backfill(a) => backfill::run(a, ctx),
+    }
+}
+
+/// The running command's Ctrl-C token, and whether a command listens to it.
+static INTERRUPT: std::sync::Mutex<Option<crate::compaction::CancelToken>> =
+    std::sync::Mutex::new(None);
+
+/// A command that can stop cleanly on Ctrl-C takes this token (a fresh one per
+/// command); [`interrupt`] trips it.
+pub fn interrupt_token() -> crate::compaction::CancelToken {
+    let t = crate::compaction::CancelToken::new();
+    if let Ok(mut g) = INTERRUPT.lock() {
+        *g = Some(t.clone());
+    }
+    t
+}
+
+/// Ctrl-C, forwarded by the `lcm-tui` shim: trips the running command's token.
+/// Returns false when no running command listens (the shim then exits at once).
+pub fn interrupt() -> bool {
+    match INTERRUPT.lock().ok().and_then(|g| g.clone()) {
+        Some(t) => {
+            t.cancel();
+            true
+        }
+        None => false,
     }
 }
 
@@ -215,7 +251,13 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
         global: cli.global,
         runtime: None,
     };
-    let result = dispatch(cli.command, &mut ctx);
+    let result = match cli.command {
+        Some(_) if cli.tui != tui::TuiArgs::default() => Err(CliError::usage(
+            "the browser's flags (--provider, --model, --prompt-dir, …) go after a subcommand's name, e.g. lcm-tui rewrite 642 --provider openai",
+        )),
+        Some(command) => dispatch(command, &mut ctx),
+        None => dispatch(Command::Tui(cli.tui), &mut ctx),
+    };
     let code = match result {
         Ok(code) => code,
         Err(e) => {
@@ -226,6 +268,9 @@ pub fn run_with(argv: Vec<String>, out: &mut Output) -> i32 {
             e.exit
         }
     };
+    if let Ok(mut g) = INTERRUPT.lock() {
+        *g = None;
+    }
     if let Some(rt) = ctx.runtime.take() {
         rt.shutdown_timeout(std::time::Duration::from_secs(5));
     }

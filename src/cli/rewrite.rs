@@ -19,7 +19,8 @@ use crate::rewrite::{
 use crate::summarize::{build_pipeline, SummarizerChoice, SummaryPipeline};
 use crate::timefmt::Zone;
 
-const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];
+/// The `--provider` values.
+pub(crate) const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];
 
 /// Flags of `lcm-tui rewrite`.
 #[derive(Debug, Args)]
@@ -116,7 +117,8 @@ fn summarizer(a: &RewriteArgs) -> Result<SummarizerChoice, CliError> {
     Ok(choice)
 }
 
-fn config_error(e: crate::error::LcmError) -> CliError {
+/// A configuration error in the command line's words (flags, not option names).
+pub(crate) fn config_error(e: crate::error::LcmError) -> CliError {
     let mut c = CliError::from(e);
     if c.code == Some(ErrorCode::Config) {
         c.message = c
@@ -258,6 +260,8 @@ fn rewrite(
         apply: a.apply,
         timestamps: !a.no_timestamps,
         concurrency: a.concurrency,
+        // Ctrl-C (forwarded by the shim) drops the in-flight request.
+        cancel: super::interrupt_token(),
     };
     let bar = if json {
         Progress::hidden()

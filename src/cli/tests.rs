@@ -10,9 +10,14 @@ pub(crate) fn cli(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
+    // No subcommand opens the browser, which needs a terminal (captured streams are not).
     let (code, _, err) = cli(&[]);
     assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("needs a terminal"), "{err}");
     assert!(err.contains("Usage: lcm-tui"), "{err}");
+    let (code, _, err) = cli(&["--provider", "offline", "doctor", "--all"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("go after a subcommand"), "{err}");
     let (code, out, _) = cli(&["--help"]);
     assert_eq!(code, EXIT_OK);
     assert!(out.contains("prompts"));

@@ -84,9 +84,11 @@ pub struct Evaluation {
     pub conversation_id: Option<i64>,
 }
 
-/// Parameters of `compact`.
+/// Parameters of `compact`. Keys the host passes besides these are ignored; its
+/// `compactionTarget: "budget"` means `mode: "untilUnder"`, and without
+/// `tokenBudget` its stated budget is used (see [`crate::host::stated_budget`]).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(try_from = "HostCompactParams")]
 pub struct CompactParams {
     /// Runtime session id.
     pub session_id: String,
@@ -110,6 +112,75 @@ pub struct CompactParams {
     /// `untilUnder` target (default: tokenBudget).
     #[serde(default)]
     pub target_tokens: Option<i64>,
+}
+
+/// `compact` parameters as the host may send them.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HostCompactParams {
+    session_id: String,
+    #[serde(default)]
+    session_key: Option<String>,
+    #[serde(default)]
+    token_budget: Option<i64>,
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    compaction_target: Option<String>,
+    #[serde(default)]
+    force: bool,
+    #[serde(default)]
+    current_token_count: Option<i64>,
+    #[serde(default)]
+    custom_instructions: Option<String>,
+    #[serde(default)]
+    target_tokens: Option<i64>,
+    #[serde(default)]
+    runtime_context: Option<serde_json::Value>,
+    #[serde(default)]
+    runtime_settings: Option<serde_json::Value>,
+}
+
+impl TryFrom<HostCompactParams> for CompactParams {
+    type Error = String;
+
+    fn try_from(h: HostCompactParams) -> std::result::Result<Self, String> {
+        let token_budget = host_budget(
+            "compact",
+            h.token_budget,
+            h.runtime_context.as_ref(),
+            h.runtime_settings.as_ref(),
+        )?;
+        let mode = h.mode.unwrap_or(match h.compaction_target.as_deref() {
+            Some("budget") => Mode::UntilUnder,
+            _ => Mode::Sweep,
+        });
+        Ok(CompactParams {
+            session_id: h.session_id,
+            session_key: h.session_key,
+            token_budget,
+            mode,
+            force: h.force,
+            current_token_count: h.current_token_count,
+            custom_instructions: h.custom_instructions,
+            target_tokens: h.target_tokens,
+        })
+    }
+}
+
+/// `tokenBudget`, else the host's stated budget; an error naming the call without
+/// either.
+pub(crate) fn host_budget(
+    call: &str,
+    given: Option<i64>,
+    runtime_context: Option<&serde_json::Value>,
+    runtime_settings: Option<&serde_json::Value>,
+) -> std::result::Result<i64, String> {
+    given
+        .or_else(|| crate::host::stated_budget(runtime_context, runtime_settings).map(|b| b as i64))
+        .ok_or_else(|| {
+            format!("{call} needs tokenBudget (or the host's runtimeContext.tokenBudget)")
+        })
 }
 
 /// The result of `compact` (never an error for "nothing to do").

@@ -179,6 +179,7 @@ mod tests {
             role: "assistant".into(),
             content: "Running it.".into(),
             envelope: None,
+            created_at: None,
             parts: vec![
                 part("reasoning", Some("secret plan"), None, None),
                 part("text", Some("Running it."), None, None),

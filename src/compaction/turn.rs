@@ -8,9 +8,10 @@ use serde_json::Value;
 use super::{CompactParams, CompactResult, Mode};
 use crate::ingest::{IngestBatchParams, IngestBatchResult};
 
-/// Parameters of `afterTurn`.
+/// Parameters of `afterTurn`. Keys the host passes besides these are ignored;
+/// without `tokenBudget` the host's stated budget is used.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct AfterTurnParams {
     /// Runtime session id.
     pub session_id: String,
@@ -21,8 +22,16 @@ pub struct AfterTurnParams {
     pub messages: Vec<Value>,
     /// How many of `messages` existed before this turn's prompt; the rest are new.
     pub pre_prompt_message_count: usize,
-    /// The model's context budget, in tokens.
-    pub token_budget: i64,
+    /// The model's context budget, in tokens (else the host's stated budget; a
+    /// turn without either is rejected).
+    #[serde(default)]
+    pub token_budget: Option<i64>,
+    /// The host's runtime context (its `tokenBudget`).
+    #[serde(default)]
+    pub runtime_context: Option<Value>,
+    /// The host's runtime settings (`limits.promptTokenBudget`).
+    #[serde(default)]
+    pub runtime_settings: Option<Value>,
     /// The host's observed token count of the live context, if known.
     #[serde(default)]
     pub current_token_count: Option<i64>,
@@ -52,7 +61,14 @@ impl AfterTurnParams {
     /// The turn as an ingest of `messages[prePromptMessageCount..]` and a sweep.
     /// Entry ids may be parallel to `messages` (sliced the same way) or to the new
     /// messages only.
-    pub fn split(mut self) -> (IngestBatchParams, CompactParams) {
+    pub fn split(mut self) -> crate::error::Result<(IngestBatchParams, CompactParams)> {
+        let token_budget = super::host_budget(
+            "afterTurn",
+            self.token_budget,
+            self.runtime_context.as_ref(),
+            self.runtime_settings.as_ref(),
+        )
+        .map_err(crate::error::LcmError::invalid)?;
         let start = self.pre_prompt_message_count.min(self.messages.len());
         let total = self.messages.len();
         let entry_ids = self.entry_ids.take().map(|mut ids| {
@@ -71,13 +87,13 @@ impl AfterTurnParams {
         let sweep = CompactParams {
             session_id: self.session_id,
             session_key: self.session_key,
-            token_budget: self.token_budget,
+            token_budget,
             mode: Mode::Sweep,
             force: false,
             current_token_count: self.current_token_count,
             custom_instructions: self.custom_instructions,
             target_tokens: None,
         };
-        (ingest, sweep)
+        Ok((ingest, sweep))
     }
 }

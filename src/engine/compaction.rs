@@ -131,7 +131,7 @@ impl Engine {
         let written = self.store.write_grouped(move |conn| {
             let p = make()?;
             let heartbeat = p.is_heartbeat;
-            let (batch, sweep) = p.split();
+            let (batch, sweep) = p.split()?;
             let ingest = crate::ingest::write_batch(conn, batch, &opts)?;
             Ok((ingest, sweep, heartbeat))
         });

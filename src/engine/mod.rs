@@ -16,6 +16,8 @@ mod doctor;
 mod ingest;
 mod recall;
 mod rewrite;
+mod transcripts;
+mod turns;
 
 pub use crate::compaction::{AfterTurnParams, AfterTurnResult};
 pub use crate::ingest::{IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};

@@ -5,8 +5,7 @@
 //! message by a compact reference.
 //!
 //! Order of effects: the file is written atomically, then its `large_files` row is
-//! written in the ingest's transaction, which commits it together with the messages
-//! that reference it. A failure after
+//! committed, then (by the caller) the messages that reference it. A failure after
 //! the file write can leave an orphan file or row, never a reference without its
 //! row and file. File ids are derived from the conversation and the exact payload,
 //! so a replayed message reuses its file instead of writing another.
@@ -111,24 +110,32 @@ pub fn intercept_batch(
         return Ok(0);
     }
     write_tx(conn, |tx| {
-        intercept_batch_in(tx, session, messages, settings)
+        let conversation_id = conversations::find_or_create(tx, session)?;
+        let ctx = Ctx {
+            conn: tx,
+            conversation_id,
+            settings,
+        };
+        let mut replaced = 0;
+        for m in messages.iter_mut() {
+            if may_qualify(m, settings.threshold) {
+                replaced += ctx.message(m)?;
+            }
+        }
+        Ok(replaced)
     })
 }
 
-/// [`intercept_batch`] inside the caller's open transaction (the writer's group
-/// commit): the `large_files` rows commit with the messages that reference them.
-pub fn intercept_batch_in(
-    tx: &Connection,
-    session: &SessionRef,
+/// [`intercept_batch`] inside the caller's transaction, for a known conversation
+/// (a streaming import, one message at a time).
+pub fn intercept_in(
+    conn: &Connection,
+    conversation_id: i64,
     messages: &mut [Value],
     settings: &Settings,
 ) -> Result<usize> {
-    if !messages.iter().any(|m| may_qualify(m, settings.threshold)) {
-        return Ok(0);
-    }
-    let conversation_id = conversations::find_or_create(tx, session)?;
     let ctx = Ctx {
-        conn: tx,
+        conn,
         conversation_id,
         settings,
     };

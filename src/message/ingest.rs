@@ -22,6 +22,9 @@ use crate::{timestamp, tokens};
 pub const CONTENT_STRING: i64 = 0;
 /// Envelope marker: the content was an array of blocks.
 pub const CONTENT_BLOCKS: i64 = 1;
+/// Envelope marker: the content was another JSON value, kept as JSON text in the
+/// first part.
+pub const CONTENT_VERBATIM: i64 = 2;
 
 /// Tokens charged for an inline image (base64 data is not text the model reads).
 pub const IMAGE_TOKENS: i64 = 1600;
@@ -66,7 +69,10 @@ pub struct NewPart {
     pub metadata: String,
 }
 
-/// Validates and maps one message.
+/// Validates and maps one message. Only a message that is not an object, or has no
+/// non-empty string `role`, is bad input: every role and every content shape is
+/// stored losslessly (see [`text_of_other`] for the plain text of the host's other
+/// roles).
 pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessage> {
     let obj = message.as_object().ok_or_else(|| {
         LcmError::invalid(format!(
@@ -75,7 +81,8 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         ))
     })?;
     let runtime_role = match obj.get("role") {
-        Some(Value::String(r)) => r.as_str(),
+        Some(Value::String(r)) if !r.trim().is_empty() => r.as_str(),
+        Some(Value::String(_)) => return Err(LcmError::invalid("message.role is empty")),
         Some(other) => {
             return Err(LcmError::invalid(format!(
                 "message.role must be a string, got {}",
@@ -84,31 +91,24 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         }
         None => return Err(LcmError::invalid("message has no role")),
     };
-    let role = db_role(runtime_role).ok_or_else(|| {
-        LcmError::invalid(format!(
-            "unknown message role {runtime_role:?}; expected one of {}",
-            RUNTIME_ROLES.join(", ")
-        ))
-    })?;
+    let role = db_role(runtime_role);
     let (content, parts, token_count) = match obj.get("content") {
         Some(Value::String(s)) => (
             s.clone(),
             string_parts(s, runtime_role, obj),
             tokens::estimate(s),
         ),
-        Some(Value::Array(blocks)) => map_blocks(blocks, runtime_role, obj)?,
+        Some(Value::Array(blocks)) => map_blocks(blocks, runtime_role, obj),
         None if obj.contains_key("command") => bash_execution(obj, runtime_role),
-        None => {
-            return Err(LcmError::invalid(
-                "message has no content (expected a string or an array of content blocks)",
-            ))
+        None => contentless(obj, runtime_role),
+        Some(other) => verbatim_content(other, runtime_role, obj),
+    };
+    let (content, token_count) = match text_of_other(runtime_role, obj) {
+        Some(text) if content.is_empty() => {
+            let n = tokens::estimate(&text);
+            (text, n)
         }
-        Some(other) => {
-            return Err(LcmError::invalid(format!(
-                "message.content must be a string or an array of content blocks, got {}",
-                kind_of(other)
-            )))
-        }
+        _ => (content, token_count),
     };
     Ok(NewMessage {
         role,
@@ -119,6 +119,60 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         envelope: envelope(obj),
         parts,
     })
+}
+
+/// Plain text of a message of a role the reference has no mapping for, when its
+/// content gives none: a summary entry by its `summary`, anything else by its JSON
+/// (so it stays searchable and summarizable).
+fn text_of_other(runtime_role: &str, obj: &Map<String, Value>) -> Option<String> {
+    if RUNTIME_ROLES.contains(&runtime_role) {
+        return None;
+    }
+    if let Some(Value::String(s)) = obj.get("summary") {
+        return Some(s.clone());
+    }
+    Some(Value::Object(obj.clone()).to_string())
+}
+
+/// A message without content and without a command (a summary entry, a plugin's own
+/// role): one agent part; its fields live in the envelope.
+fn contentless(obj: &Map<String, Value>, runtime_role: &str) -> (String, Vec<NewPart>, i64) {
+    let text = match obj.get("summary") {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("rawType".into(), json!(runtime_role));
+    let part = NewPart {
+        part_type: "agent",
+        ordinal: 0,
+        text_content: Some(text.clone()),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    };
+    let n = tokens::estimate(&text);
+    (text, vec![part], n)
+}
+
+/// Content that is neither a string nor an array (kept verbatim: its JSON is the
+/// part's text and the envelope marks it [`CONTENT_VERBATIM`]).
+fn verbatim_content(
+    content: &Value,
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> (String, Vec<NewPart>, i64) {
+    let text = content.to_string();
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("rawType".into(), json!("verbatim"));
+    let part = NewPart {
+        part_type: "agent",
+        ordinal: 0,
+        text_content: Some(text.clone()),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    };
+    let n = tokens::estimate(&text);
+    (text, vec![part], n)
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -149,10 +203,10 @@ fn envelope(obj: &Map<String, Value>) -> String {
     let mut env = Map::with_capacity(obj.len());
     for (k, v) in obj {
         if k == "content" {
-            let marker = if v.is_string() {
-                CONTENT_STRING
-            } else {
-                CONTENT_BLOCKS
+            let marker = match v {
+                Value::String(_) => CONTENT_STRING,
+                Value::Array(_) => CONTENT_BLOCKS,
+                _ => CONTENT_VERBATIM,
             };
             env.insert(k.clone(), json!(marker));
         } else {
@@ -248,17 +302,16 @@ fn map_blocks(
     blocks: &[Value],
     runtime_role: &str,
     obj: &Map<String, Value>,
-) -> Result<(String, Vec<NewPart>, i64)> {
+) -> (String, Vec<NewPart>, i64) {
     let mut texts: Vec<&str> = Vec::new();
     let mut parts = Vec::with_capacity(blocks.len());
     let mut token_count = 0i64;
     for (i, block) in blocks.iter().enumerate() {
-        let b = block.as_object().ok_or_else(|| {
-            LcmError::invalid(format!(
-                "message.content[{i}] must be an object with a \"type\", got {}",
-                kind_of(block)
-            ))
-        })?;
+        let Some(b) = block.as_object() else {
+            parts.push(bare_block(i as i64, block, runtime_role, obj));
+            token_count += tokens::estimate(&value_text(block));
+            continue;
+        };
         let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
         if ty == "text" {
             if let Some(t) = b.get("text").and_then(Value::as_str) {
@@ -269,7 +322,25 @@ fn map_blocks(
         token_count += tokens;
         parts.push(part);
     }
-    Ok((texts.join("\n"), parts, token_count))
+    (texts.join("\n"), parts, token_count)
+}
+
+/// A content entry that is not an object (kept as given in the metadata's `raw`).
+fn bare_block(
+    ordinal: i64,
+    block: &Value,
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> NewPart {
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("raw".into(), block.clone());
+    NewPart {
+        part_type: "agent",
+        ordinal,
+        text_content: Some(value_text(block)),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    }
 }
 
 fn part_type_of(ty: &str) -> &'static str {
@@ -443,11 +514,45 @@ mod tests {
     fn bad_input_is_rejected_with_a_reason() {
         let e = map_message(&json!({"content":"x"}), None).unwrap_err();
         assert!(e.message.contains("no role"));
-        let e = map_message(&json!({"role":"wizard","content":"x"}), None).unwrap_err();
-        assert!(e.message.contains("wizard"));
-        let e = map_message(&json!({"role":"user","content":42}), None).unwrap_err();
+        let e = map_message(&json!({"role":7,"content":"x"}), None).unwrap_err();
         assert!(e.message.contains("a number"));
         let e = map_message(&json!("hello"), None).unwrap_err();
         assert!(e.message.contains("object"));
+    }
+
+    #[test]
+    fn host_roles_get_the_reference_db_role_and_text() {
+        let cases = [
+            (
+                json!({"role":"bashExecution","command":"ls -la","output":"a\nb","exitCode":0}),
+                "$ ls -la\na\nb",
+            ),
+            (
+                json!({"role":"custom","customType":"t","content":"remember this","display":true}),
+                "remember this",
+            ),
+            (
+                json!({"role":"branchSummary","summary":"went left","fromId":"e2"}),
+                "went left",
+            ),
+            (
+                json!({"role":"compactionSummary","summary":"earlier work","tokensBefore":9}),
+                "earlier work",
+            ),
+            (
+                json!({"role":"myPlugin","content":[{"type":"text","text":"plugin says"}]}),
+                "plugin says",
+            ),
+            (
+                json!({"role":"myPlugin","n":1}),
+                r#"{"role":"myPlugin","n":1}"#,
+            ),
+        ];
+        for (msg, text) in cases {
+            let m = map_message(&msg, None).unwrap();
+            assert_eq!(m.role, "assistant", "{msg}");
+            assert_eq!(m.content, text, "{msg}");
+            assert_eq!(m.token_count, tokens::estimate(text), "{msg}");
+        }
     }
 }

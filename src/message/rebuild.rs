@@ -4,7 +4,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::ingest::{CONTENT_BLOCKS, CONTENT_STRING};
+use super::ingest::{CONTENT_BLOCKS, CONTENT_STRING, CONTENT_VERBATIM};
+use crate::timestamp;
 
 /// A stored `messages` row with its parts, as read for rebuilding.
 #[derive(Debug, Clone)]
@@ -17,6 +18,9 @@ pub struct StoredMessage {
     pub content: String,
     /// Our envelope, when this engine wrote the row.
     pub envelope: Option<String>,
+    /// `messages.created_at` (SQLite UTC text), when read; rebuilds the `timestamp`
+    /// of rows written without an envelope.
+    pub created_at: Option<String>,
     /// Parts in ordinal order.
     pub parts: Vec<StoredPart>,
 }
@@ -80,6 +84,12 @@ fn from_envelope(env: Map<String, Value>, m: &StoredMessage) -> Value {
                         .unwrap_or_else(|| m.content.clone()),
                 ),
                 Some(CONTENT_BLOCKS) => Value::Array(m.parts.iter().map(block_from_part).collect()),
+                Some(CONTENT_VERBATIM) => m
+                    .parts
+                    .first()
+                    .and_then(|p| p.text_content.as_deref())
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or(Value::Null),
                 _ => v,
             };
             out.insert(k, content);
@@ -94,9 +104,7 @@ fn from_envelope(env: Map<String, Value>, m: &StoredMessage) -> Value {
 pub fn block_from_part(p: &StoredPart) -> Value {
     let meta = p.meta();
     if let Some(raw) = meta.get("raw") {
-        if raw.is_object() {
-            return raw.clone();
-        }
+        return raw.clone();
     }
     let raw_type = meta.get("rawType").and_then(Value::as_str).unwrap_or("");
     let text = p.text_content.clone().unwrap_or_default();
@@ -127,7 +135,10 @@ pub fn block_from_part(p: &StoredPart) -> Value {
     }
 }
 
-/// Reference-style rebuild for rows without an envelope.
+/// Reference-style rebuild for rows without an envelope: role and content as the
+/// reference's assembler rebuilds them, plus every field its columns and part
+/// metadata carry — `timestamp` (ms, from `created_at`) and, on a tool result,
+/// `toolCallId`, `toolName` and `isError`.
 fn legacy(m: &StoredMessage) -> Value {
     let first_meta = m.parts.first().map(StoredPart::meta).unwrap_or_default();
     let original = first_meta.get("originalRole").and_then(Value::as_str);
@@ -162,9 +173,34 @@ fn legacy(m: &StoredMessage) -> Value {
         if let Some(id) = call_id {
             out.insert("toolCallId".into(), json!(id));
         }
-        if let Some(name) = m.parts.iter().find_map(|p| p.tool_name.clone()) {
+        let name = m
+            .parts
+            .iter()
+            .find_map(|p| p.tool_name.clone())
+            .or_else(|| {
+                first_meta
+                    .get("toolName")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        if let Some(name) = name {
             out.insert("toolName".into(), json!(name));
         }
+        let is_error = m
+            .parts
+            .iter()
+            .find_map(|p| p.meta().get("isError").and_then(Value::as_bool));
+        if let Some(flag) = is_error {
+            out.insert("isError".into(), json!(flag));
+        }
+    }
+    let ms = m
+        .created_at
+        .as_deref()
+        .and_then(timestamp::parse)
+        .map(|t| t.timestamp_millis());
+    if let Some(ms) = ms {
+        out.insert("timestamp".into(), json!(ms));
     }
     Value::Object(out)
 }
@@ -181,6 +217,7 @@ mod tests {
             role: n.role.to_string(),
             content: n.content.clone(),
             envelope: Some(n.envelope.clone()),
+            created_at: None,
             parts: n
                 .parts
                 .iter()
@@ -209,11 +246,45 @@ mod tests {
             json!({"timestamp":1,"role":"assistant","content":[{"text":"odd order","type":"text"},{"type":"toolCall","id":"c","name":"n","arguments":"{\"raw\":1}"}]}),
             json!({"role":"user","content":[]}),
             json!({"role":"assistant","command":"ls","output":"a\nb"}),
+            json!({"role":"bashExecution","command":"ls","output":"a\nb","exitCode":0,"cancelled":false,"truncated":false,"timestamp":9}),
+            json!({"role":"custom","customType":"note","content":[{"type":"text","text":"n"}],"display":true,"details":{"k":1}}),
+            json!({"role":"branchSummary","summary":"s","fromId":"e1","timestamp":3}),
+            json!({"role":"compactionSummary","summary":"c","tokensBefore":10,"timestamp":4}),
+            json!({"role":"myPlugin","payload":{"x":[1,2]}}),
+            json!({"role":"user","content":42}),
+            json!({"role":"user","content":{"text":"x"}}),
+            json!({"role":"assistant","content":["bare",{"type":"text","text":"t"},null]}),
         ];
         for c in cases {
             let back = round_trip(c.clone());
             assert_eq!(back.to_string(), c.to_string());
         }
+    }
+
+    #[test]
+    fn reference_rows_rebuild_timestamp_and_tool_result_fields() {
+        let m = StoredMessage {
+            message_id: 7,
+            role: "tool".into(),
+            content: "ENOENT".into(),
+            envelope: None,
+            created_at: Some("2026-02-17 07:37:00".into()),
+            parts: vec![StoredPart {
+                part_type: "tool".into(),
+                tool_call_id: Some("call_9".into()),
+                tool_name: Some("read".into()),
+                tool_output: Some("ENOENT".into()),
+                metadata: Some(
+                    r#"{"originalRole":"toolResult","toolCallId":"call_9","toolName":"read","isError":true}"#.into(),
+                ),
+                ..StoredPart::default()
+            }],
+        };
+        assert_eq!(
+            rebuild(&m),
+            json!({"role":"toolResult","content":[{"type":"text","text":"ENOENT"}],
+                   "toolCallId":"call_9","toolName":"read","isError":true,"timestamp":1771313820000i64})
+        );
     }
 
     #[test]
@@ -226,6 +297,7 @@ mod tests {
             role: n.role.to_string(),
             content: n.content.clone(),
             envelope: Some(n.envelope.clone()),
+            created_at: None,
             parts: Vec::new(),
         };
         assert_eq!(rebuild(&stored), v);

@@ -17,6 +17,7 @@
 //!   wraps.
 
 pub mod call;
+pub use call::RewritePreview;
 pub mod plan;
 pub mod run;
 pub mod source;

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::plan::{self, PlannedSummary, Selector};
 use super::source::{self, Overlay, Prepared};
+use crate::compaction::CancelToken;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::store::{summaries, Store};
 use crate::summarize::{Level, SummaryPipeline};
@@ -81,6 +82,17 @@ pub struct RewriteOptions {
     pub timestamps: bool,
     /// Condensed summaries of one depth summarized at once (at least 1).
     pub concurrency: usize,
+    /// Tripping it stops the run: an in-flight summarizer call is dropped (its HTTP
+    /// request closed) and nothing of it is written.
+    pub cancel: CancelToken,
+}
+
+/// The error of a cancelled run (`LCM_ABORTED`).
+pub fn aborted() -> LcmError {
+    LcmError::new(
+        ErrorCode::Aborted,
+        "aborted: the summarizer call was cancelled",
+    )
 }
 
 /// One rewritten (or, in a dry run, previewed) summary.
@@ -198,7 +210,8 @@ pub fn diff_text(id: &str, old: &str, new: &str) -> String {
     crate::prompts::catalog::unified_diff(old, new, &format!("old/{id}"), &format!("new/{id}"))
 }
 
-fn time_range(item: &PlannedSummary, zone: &Zone) -> Option<String> {
+/// A planned summary's time range in `zone` (`2026-02-17 15:37–21:14 UTC`).
+pub fn summary_time_range(item: &PlannedSummary, zone: &Zone) -> Option<String> {
     let parse = |v: &Option<String>| v.as_deref().and_then(timestamp::parse);
     let (a, b) = (parse(&item.earliest_at), parse(&item.latest_at));
     match (a.or(b), b.or(a)) {
@@ -207,11 +220,53 @@ fn time_range(item: &PlannedSummary, zone: &Zone) -> Option<String> {
     }
 }
 
+/// One summary's input as the next rewrite would build it (fresh from the database;
+/// previous context = the leaf before it), with its plan row.
+pub async fn prepare_single(
+    db: &RewriteDb,
+    conversation_id: i64,
+    summary_id: &str,
+    zone: Zone,
+    timestamps: bool,
+) -> Result<(PlannedSummary, Prepared)> {
+    let selector = Selector::Summary {
+        id: summary_id.to_owned(),
+        subtree: false,
+    };
+    let item = plan_on(db, conversation_id, selector)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| LcmError::not_found(format!("summary {summary_id} not found")))?;
+    let it = item.clone();
+    let prepared = db
+        .read(move |c| {
+            let previous = if it.is_leaf() {
+                let order = plan::leaf_order(c, conversation_id)?;
+                let pos = order.iter().position(|x| *x == it.summary_id);
+                pos.and_then(|i| i.checked_sub(1)).map(|i| order[i].clone())
+            } else {
+                None
+            };
+            source::rebuild(
+                c,
+                &it,
+                &zone,
+                timestamps,
+                &Overlay::new(),
+                previous.as_deref(),
+            )
+        })
+        .await?;
+    Ok((item, prepared))
+}
+
 struct Ctx {
     db: RewriteDb,
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
     timestamps: bool,
+    cancel: CancelToken,
 }
 
 /// Prepares and summarizes one summary (no writes).
@@ -235,10 +290,21 @@ async fn rewrite_one(
     };
     let (new_content, level, model) = match &p.skip {
         Some(_) => (p.old_content.clone(), None, None),
-        None => match ctx.pipeline.run(p.input.clone()).await {
-            Ok(out) => (out.content, Some(out.level), Some(out.model)),
-            Err(e) => return Err((item, e)),
-        },
+        None => {
+            if ctx.cancel.is_cancelled() {
+                return Err((item, aborted()));
+            }
+            // Dropping the losing branch drops the HTTP request with it.
+            let called = tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(aborted()),
+                r = ctx.pipeline.run(p.input.clone()) => r,
+            };
+            match called {
+                Ok(out) => (out.content, Some(out.level), Some(out.model)),
+                Err(e) => return Err((item, e)),
+            }
+        }
     };
     let new_tokens = if p.skip.is_some() {
         p.old_tokens
@@ -247,7 +313,7 @@ async fn rewrite_one(
     };
     Ok(RewriteEntry {
         diff: diff_text(&item.summary_id, &p.old_content, &new_content),
-        time_range: time_range(&item, &ctx.zone),
+        time_range: summary_time_range(&item, &ctx.zone),
         summary_id: item.summary_id,
         kind: item.kind,
         depth: item.depth,
@@ -284,8 +350,17 @@ struct State {
 }
 
 impl State {
-    /// Writes (with apply) and records one finished entry; an error stops the run.
-    async fn finish(&mut self, db: &RewriteDb, mut entry: RewriteEntry) -> Result<()> {
+    /// Writes (with apply) and records one finished entry; an error stops the run,
+    /// and so does a cancellation that arrived with the answer (nothing is written).
+    async fn finish(
+        &mut self,
+        db: &RewriteDb,
+        cancel: &CancelToken,
+        mut entry: RewriteEntry,
+    ) -> Result<()> {
+        if cancel.is_cancelled() {
+            return Err(aborted());
+        }
         let changed = entry.skipped.is_none();
         if self.apply && changed {
             let RewriteDb::Store(store) = db else {
@@ -355,6 +430,7 @@ pub async fn run(
         pipeline,
         zone,
         timestamps: opts.timestamps,
+        cancel: opts.cancel.clone(),
     };
     let mut st = State {
         report: RewriteReport {
@@ -410,7 +486,7 @@ async fn run_leaves(
             Ok(e) => e,
             Err((it, e)) => return Some(failure(&it, e)),
         };
-        if let Err(e) = st.finish(&ctx.db, entry).await {
+        if let Err(e) = st.finish(&ctx.db, &ctx.cancel, entry).await {
             return Some(failure(&item, e));
         }
     }
@@ -433,7 +509,7 @@ async fn run_condensed(
             Ok(entry) => {
                 let item_id = entry.summary_id.clone();
                 let depth = entry.depth;
-                if let Err(e) = st.finish(&ctx.db, entry).await {
+                if let Err(e) = st.finish(&ctx.db, &ctx.cancel, entry).await {
                     return Some(RewriteFailure {
                         summary_id: item_id,
                         depth,

@@ -528,3 +528,167 @@ fn rewrite_params_validate() {
             .unwrap();
     assert!(p.concurrency().is_err());
 }
+
+/// Answers the first two calls, then hangs until dropped; counts calls and drops.
+#[derive(Default)]
+struct HangsAtThird {
+    calls: std::sync::atomic::AtomicUsize,
+    dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Sets its flag when the future holding it is dropped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl crate::summarize::SummaryPipeline for HangsAtThird {
+    async fn run(
+        &self,
+        input: crate::summarize::SummarizeInput,
+    ) -> crate::error::Result<crate::summarize::SummarizeOutput> {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if n >= 3 {
+            let _flag = DropFlag(self.dropped.clone());
+            std::future::pending::<()>().await;
+        }
+        Ok(crate::summarize::SummarizeOutput {
+            content: format!("new text {n} for d{}", input.depth),
+            level: crate::summarize::Level::Normal,
+            model: "hang-1".into(),
+            tokens_in: 1,
+            tokens_out: 1,
+        })
+    }
+}
+
+#[tokio::test]
+async fn cancelling_mid_run_drops_the_call_in_flight_and_keeps_the_prefix() {
+    let f = fixture(None).await;
+    let e = &f.engine;
+    let before = contents(e).await;
+    let pipeline = Arc::new(HangsAtThird::default());
+    let cancel = crate::compaction::CancelToken::new();
+    let opts = RewriteOptions {
+        conversation_id: f.conv,
+        selector: Selector::All,
+        apply: true,
+        timestamps: true,
+        concurrency: 4,
+        cancel: cancel.clone(),
+    };
+    let db = RewriteDb::Store(e.store().clone());
+    let run = run::run(&db, pipeline.clone(), e.zone(), opts, None);
+    let trip = async {
+        while pipeline.calls.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        cancel.cancel();
+    };
+    let (report, ()) = tokio::join!(run, trip);
+    let report = report.unwrap();
+    let err = report
+        .error
+        .as_ref()
+        .expect("the run reports the cancellation");
+    assert_eq!(
+        (err.code, &err.summary_id),
+        (ErrorCode::Aborted, &f.leaves[2])
+    );
+    assert!(
+        pipeline.dropped.load(std::sync::atomic::Ordering::SeqCst),
+        "the in-flight call was dropped"
+    );
+    // Leaves run one by one: the first two were written, nothing of the third.
+    assert_eq!(report.entries.len(), 2);
+    let after = contents(e).await;
+    let mut changed: Vec<&String> = after
+        .iter()
+        .zip(&before)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, _)| &a.0)
+        .collect();
+    changed.sort();
+    let mut expect = vec![&f.leaves[0], &f.leaves[1]];
+    expect.sort();
+    assert_eq!(changed, expect);
+    assert_eq!(run::report_error(&report).unwrap().code, ErrorCode::Aborted);
+    // A token tripped before the call: nothing is asked, nothing written.
+    let done = crate::compaction::CancelToken::new();
+    done.cancel();
+    let r = e
+        .rewrite_with(
+            params(f.conv, json!({"all": true, "apply": true})),
+            None,
+            done.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.entries.len(), r.error.unwrap().code),
+        (0, ErrorCode::Aborted)
+    );
+    assert!(f.echo.seen.lock().unwrap().is_empty());
+    let p = e
+        .plan_rewrite_with(plan_params(f.conv, json!({"all": true})), done)
+        .await
+        .unwrap_err();
+    assert_eq!(p.code, ErrorCode::Aborted);
+    assert_eq!(contents(e).await, after);
+}
+
+#[tokio::test]
+async fn preview_renders_the_prompt_and_a_reviewed_text_is_applied_only_over_what_was_reviewed() {
+    let f = fixture(None).await;
+    let e = &f.engine;
+    let p = e.preview_rewrite(f.conv, &f.d1[0], true).await.unwrap();
+    assert_eq!(p.summary.summary_id, f.d1[0]);
+    assert_eq!(
+        (p.prompt.template, p.prompt.source.as_str()),
+        ("condensed-d1", "embedded")
+    );
+    assert!(p.prompt.prompt.contains("old leaf 0") && p.prompt.prompt.contains("old leaf 1"));
+    assert_eq!(
+        p.old_content,
+        format!("old d1 over {}+{}", f.leaves[0], f.leaves[1])
+    );
+    assert!(p.source_tokens > 0 && p.skip.is_none() && !p.has_previous_context);
+    // The second leaf's previous context is the first leaf.
+    let leaf = e.preview_rewrite(f.conv, &f.leaves[1], true).await.unwrap();
+    assert!(leaf.has_previous_context);
+    assert_eq!(leaf.prompt.template, "leaf");
+    // The dry run's text, applied over the text it was made from.
+    let dry = e
+        .rewrite(
+            params(f.conv, json!({"summaryId": f.d1[0], "subtree": false})),
+            None,
+        )
+        .await
+        .unwrap();
+    let entry = &dry.entries[0];
+    let n = e
+        .apply_reviewed_rewrite(f.conv, &f.d1[0], &entry.old_content, &entry.new_content)
+        .await
+        .unwrap();
+    assert_eq!(n, crate::tokens::estimate(&entry.new_content));
+    let now = contents(e).await;
+    let row = now.iter().find(|r| r.0 == f.d1[0]).unwrap();
+    assert_eq!((&row.1, row.2), (&entry.new_content, n));
+    // Applying the same review again: the stored text is no longer the reviewed one.
+    let stale = e
+        .apply_reviewed_rewrite(f.conv, &f.d1[0], &entry.old_content, "other text")
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::InvalidInput);
+    assert!(stale.message.contains("changed since"), "{}", stale.message);
+    assert_eq!(contents(e).await, now, "nothing written");
+    let missing = e
+        .apply_reviewed_rewrite(f.conv + 1, &f.d1[0], &entry.new_content, "x")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, ErrorCode::NotFound);
+}

@@ -111,6 +111,7 @@ fn read_row(r: &Row) -> Result<ContextRow> {
             role: role.clone(),
             content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
             envelope: r.get(6)?,
+            created_at: None,
             parts: Vec::new(),
         }),
         _ => None,

@@ -74,6 +74,17 @@ pub fn get(conn: &Connection, file_id: &str) -> Result<Option<LargeFileRecord>> 
         .optional()?)
 }
 
+/// Every row of a conversation, oldest first (the browser's Large files screen).
+pub fn list_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM large_files WHERE conversation_id = ?1 ORDER BY created_at, file_id"
+    ))?;
+    let rows = stmt
+        .query_map([conversation_id], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 /// Every row of a conversation that carries restoration data.
 pub fn restorable_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRecord>> {
     let mut stmt = conn.prepare_cached(&format!(

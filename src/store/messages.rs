@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, params_from_iter, Connection, Row};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
@@ -33,38 +33,44 @@ pub struct IngestOutcome {
     pub messages: Vec<IngestedMessage>,
 }
 
-/// Writes a batch of mapped messages in one transaction of its own (see
-/// [`insert_batch_in`]).
+/// Writes a batch of mapped messages in one transaction: conversation lookup or
+/// creation, replay filtering, message, part and context-item rows. Full-text
+/// indexing follows in batches on the writer thread (`store::fts_lag`).
 pub fn insert_batch(
     conn: &mut Connection,
     session: &SessionRef,
     batch: Vec<NewMessage>,
 ) -> Result<IngestOutcome> {
-    super::tx::write_tx(conn, |tx| insert_batch_in(tx, session, batch))
+    super::tx::write_tx(conn, |tx| {
+        let conversation_id = conversations::find_or_create(tx, session)?;
+        let messages = insert_batch_in(tx, conversation_id, &batch)?;
+        Ok(IngestOutcome {
+            conversation_id,
+            messages,
+        })
+    })
 }
 
-/// Writes a batch of mapped messages inside the caller's open transaction (the
-/// writer's group commit): conversation lookup or creation, replay filtering,
-/// message, part and context-item rows. Full-text indexing follows in batches on
-/// the writer thread (`store::fts_lag`).
+/// [`insert_batch`] inside the caller's transaction, for a known conversation.
 pub fn insert_batch_in(
     tx: &Connection,
-    session: &SessionRef,
-    batch: Vec<NewMessage>,
-) -> Result<IngestOutcome> {
-    let conversation_id = conversations::find_or_create(tx, session)?;
-    let existing = existing_entry_ids(tx, conversation_id, &batch)?;
-    let (mut seq, mut ordinal) = next_positions(tx, conversation_id)?;
-    let now = timestamp::now_sqlite();
-    let session_id: String = tx
-        .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
-        .query_row([conversation_id], |r| r.get(0))?;
-    // An identical replay inside one batch: same envelope, text and parts, every column.
+    conversation_id: i64,
+    batch: &[NewMessage],
+) -> Result<Vec<IngestedMessage>> {
+    let existing = existing_entry_ids(tx, conversation_id, batch)?;
+    let mut appender = Appender::open(tx, conversation_id)?;
+    // An identical replay inside one batch: same envelope, text and parts, every column
+    // (a plain user string has no part: its text is in `content` only).
     let mut seen_messages: HashSet<(&str, &str, &[crate::message::ingest::NewPart])> =
         HashSet::new();
     let mut seen_entries: HashSet<String> = HashSet::new();
+    let skipped = IngestedMessage {
+        ingested: false,
+        message_id: None,
+        seq: None,
+    };
     let mut out = Vec::with_capacity(batch.len());
-    for m in &batch {
+    for m in batch {
         if let Some(id) = &m.transcript_entry_id {
             if let Some(&(mid, s)) = existing.get(id) {
                 out.push(IngestedMessage {
@@ -75,46 +81,113 @@ pub fn insert_batch_in(
                 continue;
             }
             if !seen_entries.insert(id.clone()) {
-                out.push(IngestedMessage {
-                    ingested: false,
-                    message_id: None,
-                    seq: None,
-                });
+                out.push(skipped.clone());
                 continue;
             }
-        } else {
-            if !seen_messages.insert((m.envelope.as_str(), m.content.as_str(), m.parts.as_slice()))
-            {
-                out.push(IngestedMessage {
-                    ingested: false,
-                    message_id: None,
-                    seq: None,
-                });
-                continue;
-            }
+        } else if !seen_messages.insert((
+            m.envelope.as_str(),
+            m.content.as_str(),
+            m.parts.as_slice(),
+        )) {
+            out.push(skipped.clone());
+            continue;
         }
-        let at = Position {
-            conversation_id,
-            seq,
-            ordinal,
-            session_id: &session_id,
-            now: &now,
-        };
-        let message_id = insert_one(tx, &at, m)?;
+        let (message_id, seq) = appender.append(tx, m)?;
         out.push(IngestedMessage {
             ingested: true,
             message_id: Some(message_id),
             seq: Some(seq),
         });
-        seq += 1;
-        ordinal += 1;
     }
-    tx.prepare_cached("UPDATE conversations SET updated_at = ?1 WHERE conversation_id = ?2")?
-        .execute(params![now, conversation_id])?;
-    Ok(IngestOutcome {
-        conversation_id,
-        messages: out,
-    })
+    appender.finish(tx)?;
+    Ok(out)
+}
+
+/// Appends messages at the end of one conversation inside the caller's transaction,
+/// one at a time (a streaming import never holds the whole batch).
+pub struct Appender {
+    conversation_id: i64,
+    seq: i64,
+    ordinal: i64,
+    session_id: String,
+    now: String,
+}
+
+impl Appender {
+    /// Reads the conversation's next seq and ordinal.
+    pub fn open(tx: &Connection, conversation_id: i64) -> Result<Appender> {
+        let (seq, ordinal) = next_positions(tx, conversation_id)?;
+        let session_id: String = tx
+            .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
+            .query_row([conversation_id], |r| r.get(0))?;
+        Ok(Appender {
+            conversation_id,
+            seq,
+            ordinal,
+            session_id,
+            now: timestamp::now_sqlite(),
+        })
+    }
+
+    /// Writes one message (row, parts, context item); returns its id and seq.
+    pub fn append(&mut self, tx: &Connection, m: &NewMessage) -> Result<(i64, i64)> {
+        let at = Position {
+            conversation_id: self.conversation_id,
+            seq: self.seq,
+            ordinal: self.ordinal,
+            session_id: &self.session_id,
+            now: &self.now,
+        };
+        let message_id = insert_one(tx, &at, m)?;
+        let seq = self.seq;
+        self.seq += 1;
+        self.ordinal += 1;
+        Ok((message_id, seq))
+    }
+
+    /// Marks the conversation updated.
+    pub fn finish(self, tx: &Connection) -> Result<()> {
+        tx.prepare_cached("UPDATE conversations SET updated_at = ?1 WHERE conversation_id = ?2")?
+            .execute(params![self.now, self.conversation_id])?;
+        Ok(())
+    }
+}
+
+/// Transcript entry ids stored in a conversation.
+pub fn entry_ids(conn: &Connection, conversation_id: i64) -> Result<HashSet<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT transcript_entry_id FROM messages WHERE conversation_id = ?1 AND transcript_entry_id IS NOT NULL",
+    )?;
+    let rows = stmt.query_map([conversation_id], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<HashSet<_>>>()?)
+}
+
+/// `(db role, plain text)` of the rows stored after the row of an entry id, in seq
+/// order.
+pub fn rows_after_entry(
+    conn: &Connection,
+    conversation_id: i64,
+    entry_id: &str,
+) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT role, content FROM messages WHERE conversation_id = ?1 AND seq >
+           (SELECT MAX(seq) FROM messages WHERE conversation_id = ?1 AND transcript_entry_id = ?2)
+         ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![conversation_id, entry_id], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// `(db role, plain text)` of the newest stored message of a conversation.
+pub fn newest_row(conn: &Connection, conversation_id: i64) -> Result<Option<(String, String)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT role, content FROM messages WHERE conversation_id = ?1 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
 }
 
 fn existing_entry_ids(
@@ -284,7 +357,7 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
     for chunk in ids.chunks(500) {
         let marks = vec!["?"; chunk.len()].join(",");
         let mut stmt = conn.prepare(&format!(
-            "SELECT message_id, role, content, lcm_envelope FROM messages WHERE message_id IN ({marks})"
+            "SELECT message_id, role, content, lcm_envelope, created_at FROM messages WHERE message_id IN ({marks})"
         ))?;
         for row in stmt.query_map(params_from_iter(chunk.iter()), |r| {
             Ok(StoredMessage {
@@ -292,6 +365,7 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
                 role: r.get(1)?,
                 content: r.get(2)?,
                 envelope: r.get(3)?,
+                created_at: r.get(4)?,
                 parts: Vec::new(),
             })
         })? {

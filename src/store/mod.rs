@@ -8,6 +8,7 @@
 //!   while the writer writes). In-memory databases route reads to the writer.
 //! - Nothing here ever runs on the JavaScript thread.
 
+pub mod browse;
 pub mod context;
 pub mod conversations;
 pub mod copy;
@@ -27,6 +28,7 @@ pub mod schema;
 mod seam;
 pub mod sources;
 pub mod summaries;
+pub mod turns;
 pub mod tx;
 
 mod busy;

@@ -136,6 +136,16 @@ CREATE TABLE IF NOT EXISTS lcm_migration_state (
   completed_at TEXT NOT NULL DEFAULT (datetime('now')),
   PRIMARY KEY (step_name, algorithm_version)
 );
+
+CREATE TABLE IF NOT EXISTS lcm_turn_receipts (
+  advancement_key TEXT PRIMARY KEY,
+  conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+  session_id TEXT NOT NULL,
+  payload_hash TEXT NOT NULL,
+  message_count INTEGER NOT NULL,
+  ingested_count INTEGER NOT NULL,
+  committed_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
 "#;
 
 /// Columns added after the first releases: `(table, column, declaration)`. Each is

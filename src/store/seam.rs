@@ -1,6 +1,6 @@
 //! The store seam holds: the feature modules that work on the summary graph
-//! (compaction, doctor, dagops), assembly, rewrite and large files run no SQL of
-//! their own — every statement they need
+//! (compaction, doctor, dagops), assembly, rewrite, large files, transcripts and
+//! turns run no SQL of their own — every statement they need
 //! is a named operation under `src/store/`. Their `tests.rs` files may still write
 //! raw rows (to damage a database on purpose).
 
@@ -47,6 +47,8 @@ fn graph_assembly_rewrite_and_largefiles_modules_run_no_sql_of_their_own() {
         "assembler",
         "rewrite",
         "largefiles",
+        "transcript",
+        "turn",
     ]
     .iter()
     .flat_map(|m| offenders(&src.join(m)))

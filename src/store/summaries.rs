@@ -6,7 +6,7 @@ use rusqlite::{params_from_iter, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
 use super::Features;
-use crate::error::Result;
+use crate::error::{LcmError, Result};
 
 /// A `summaries` row.
 #[derive(Debug, Clone, Serialize)]
@@ -261,5 +261,36 @@ pub fn replace_content(
 ) -> Result<()> {
     super::tx::write_tx(conn, |tx| {
         super::dag::update_content(tx, conversation_id, id, content, features)
+    })
+}
+
+/// [`replace_content`] only while the stored text is still `expected` (the text an
+/// operator reviewed the new one against); otherwise `LCM_INVALID_INPUT` and
+/// nothing is written. A summary no longer in the conversation is `LCM_NOT_FOUND`.
+pub fn replace_reviewed_content(
+    conn: &mut Connection,
+    conversation_id: i64,
+    id: &str,
+    expected: &str,
+    content: &str,
+    features: Features,
+) -> Result<()> {
+    super::tx::write_tx(conn, |tx| {
+        let now: Option<String> = tx
+            .query_row(
+                "SELECT content FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
+                rusqlite::params![id, conversation_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match now {
+            None => Err(LcmError::not_found(format!(
+                "summary {id} is no longer in conversation {conversation_id}"
+            ))),
+            Some(c) if c != expected => Err(LcmError::invalid(format!(
+                "{id} changed since it was rewritten; nothing was written (rewrite it again)"
+            ))),
+            Some(_) => super::dag::update_content(tx, conversation_id, id, content, features),
+        }
     })
 }

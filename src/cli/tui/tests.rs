@@ -1,0 +1,417 @@
+//! The browser's state machines without a terminal: keys and results in, commands
+//! and status lines out.
+
+use super::app::{Action, App, Flow, Msg, Node, Screen};
+use super::flow::{Cmd, Outcome, Phase, RewriteFlow};
+use super::keys::Key;
+use crate::error::{ErrorCode, LcmError};
+use crate::prompts::RenderedPrompt;
+use crate::rewrite::{PlannedSummary, RewriteEntry, RewriteFailure, RewritePreview, RewriteReport};
+
+fn planned(id: &str, depth: i64, tokens: i64) -> PlannedSummary {
+    PlannedSummary {
+        summary_id: id.into(),
+        kind: if depth == 0 { "leaf" } else { "condensed" }.into(),
+        depth,
+        child_count: 2,
+        token_count: tokens,
+        earliest_at: Some("2026-02-17T15:37:00.000Z".into()),
+        latest_at: Some("2026-02-17T21:14:00.000Z".into()),
+        created_at: "2026-02-17 21:15:00".into(),
+    }
+}
+
+fn preview(id: &str) -> RewritePreview {
+    RewritePreview {
+        summary: planned(id, 1, 1523),
+        time_range: Some("2026-02-17 15:37–21:14 UTC".into()),
+        old_content: "old text".into(),
+        old_tokens: 1523,
+        source_chars: 400,
+        source_tokens: 100,
+        has_previous_context: false,
+        prompt: RenderedPrompt {
+            prompt: "PROMPT".into(),
+            system_prompt: "SYSTEM".into(),
+            template: "condensed-d1",
+            source: "embedded".into(),
+            target_tokens: 2000,
+        },
+        skip: None,
+    }
+}
+
+fn entry(id: &str, depth: i64, old: i64, new: i64) -> RewriteEntry {
+    RewriteEntry {
+        summary_id: id.into(),
+        kind: "condensed".into(),
+        depth,
+        child_count: 2,
+        earliest_at: None,
+        latest_at: None,
+        time_range: None,
+        old_content: format!("old {id}"),
+        new_content: format!("new {id}"),
+        old_tokens: old,
+        new_tokens: new,
+        delta: new - old,
+        diff: format!("-old {id}\n+new {id}\n"),
+        level: None,
+        model: Some("m".into()),
+        applied: false,
+        skipped: None,
+    }
+}
+
+fn report(entries: Vec<RewriteEntry>, error: Option<RewriteFailure>) -> RewriteReport {
+    RewriteReport {
+        conversation_id: 7,
+        dry_run: true,
+        planned: entries.len().max(1),
+        old_tokens: entries.iter().map(|e| e.old_tokens).sum(),
+        new_tokens: entries.iter().map(|e| e.new_tokens).sum(),
+        delta: 0,
+        entries,
+        error,
+    }
+}
+
+fn rewrite_req(cmds: &[Cmd]) -> (u64, crate::compaction::CancelToken, String) {
+    match cmds {
+        [Cmd::Rewrite {
+            req,
+            cancel,
+            summary_id,
+            ..
+        }] => (*req, cancel.clone(), summary_id.clone()),
+        other => panic!("expected one Rewrite command, got {other:?}"),
+    }
+}
+
+fn apply_req(cmds: &[Cmd]) -> (u64, String, String, String) {
+    match cmds {
+        [Cmd::Apply {
+            req,
+            summary_id,
+            expected,
+            content,
+            ..
+        }] => (*req, summary_id.clone(), expected.clone(), content.clone()),
+        other => panic!("expected one Apply command, got {other:?}"),
+    }
+}
+
+#[test]
+fn w_preview_inflight_review_applied() {
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    assert!(matches!(f.phase, Phase::Preview { .. }));
+    // Scrolling the preview sends nothing.
+    let (o, cmds) = f.on_key(Key::Char('j'));
+    assert_eq!((o, cmds.len()), (Outcome::Open, 0));
+    let (o, cmds) = f.on_key(Key::Enter);
+    assert_eq!(o, Outcome::Open);
+    let (req, _, id) = rewrite_req(&cmds);
+    assert_eq!(id, "sum_a");
+    assert!(matches!(f.phase, Phase::Inflight { .. }));
+    assert_eq!(f.inflight_line(), "Rewriting sum_a with d1 prompt…");
+    // Other keys while in flight do nothing.
+    assert_eq!(f.on_key(Key::Char('y')).0, Outcome::Open);
+    let (o, cmds) = f.on_rewritten(req, Ok(report(vec![entry("sum_a", 1, 1523, 1401)], None)));
+    assert_eq!((o, cmds.len()), (Outcome::Open, 0));
+    let Phase::Review(r) = &f.phase else {
+        panic!("not in review: {:?}", f.phase)
+    };
+    assert!(!r.diff);
+    f.on_key(Key::Char('d'));
+    let Phase::Review(r) = &f.phase else { panic!() };
+    assert!(r.diff, "d toggles the diff");
+    f.on_key(Key::Char('J'));
+    f.on_key(Key::Char('J'));
+    let Phase::Review(r) = &f.phase else { panic!() };
+    assert_eq!(r.old_scroll, 2);
+    let (o, cmds) = f.on_key(Key::Char('y'));
+    assert_eq!(o, Outcome::Open);
+    let (areq, id, expected, content) = apply_req(&cmds);
+    assert_eq!(
+        (id.as_str(), expected.as_str(), content.as_str()),
+        ("sum_a", "old sum_a", "new sum_a")
+    );
+    let (o, cmds) = f.on_applied(areq, Ok(1401));
+    assert_eq!(
+        o,
+        Outcome::Closed("Rewrote sum_a: 1,523t → 1,401t (\u{2212}122)".into())
+    );
+    assert!(matches!(cmds.as_slice(), [Cmd::ReloadDag]));
+}
+
+#[test]
+fn w_discard_and_preview_cancel() {
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    assert_eq!(
+        f.on_key(Key::Esc).0,
+        Outcome::Closed("Rewrite cancelled; nothing sent.".into())
+    );
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    let (req, _, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    f.on_rewritten(req, Ok(report(vec![entry("sum_a", 1, 10, 8)], None)));
+    let (o, cmds) = f.on_key(Key::Char('n'));
+    assert_eq!(
+        o,
+        Outcome::Closed("Discarded the rewrite of sum_a; nothing written.".into())
+    );
+    assert!(cmds.is_empty(), "discarding writes nothing");
+}
+
+#[test]
+fn w_esc_in_flight_trips_the_cancel_token_and_ignores_the_late_answer() {
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    let (req, cancel, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    assert!(!cancel.is_cancelled());
+    let (o, cmds) = f.on_key(Key::Esc);
+    assert!(cancel.is_cancelled(), "Esc cancels the request itself");
+    assert!(cmds.is_empty());
+    assert_eq!(
+        o,
+        Outcome::Closed("Rewrite of sum_a cancelled: request aborted, nothing written.".into())
+    );
+    // The app drops the flow; a late answer to an old request is ignored by a flow too.
+    let mut g = RewriteFlow::single(7, preview("sum_b"));
+    let (req2, _, _) = rewrite_req(&g.on_key(Key::Enter).1);
+    let (o, cmds) = g.on_rewritten(req2 + 1, Ok(report(vec![entry("sum_b", 1, 1, 1)], None)));
+    assert_eq!((o, cmds.len()), (Outcome::Open, 0));
+    assert!(matches!(g.phase, Phase::Inflight { .. }));
+    let _ = req;
+}
+
+#[test]
+fn w_failed_call_closes_with_the_error() {
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    let (req, _, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    let fail = RewriteFailure {
+        summary_id: "sum_a".into(),
+        depth: 1,
+        code: ErrorCode::LlmAuth,
+        message: "invalid api key".into(),
+    };
+    let (o, _) = f.on_rewritten(req, Ok(report(vec![], Some(fail))));
+    assert_eq!(
+        o,
+        Outcome::Closed("Rewrite of sum_a failed: LCM_LLM_AUTH: invalid api key".into())
+    );
+    // A stale text (changed since the review) is reported, not written twice.
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    let (req, _, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    f.on_rewritten(req, Ok(report(vec![entry("sum_a", 1, 5, 4)], None)));
+    let (areq, ..) = apply_req(&f.on_key(Key::Enter).1);
+    let (o, cmds) = f.on_applied(areq, Err(LcmError::invalid("sum_a changed")));
+    assert_eq!(
+        o,
+        Outcome::Closed("Rewrite of sum_a failed: sum_a changed".into())
+    );
+    assert!(cmds.is_empty());
+}
+
+#[test]
+fn subtree_with_accept_all() {
+    let plan = vec![
+        planned("sum_l1", 0, 100),
+        planned("sum_l2", 0, 100),
+        planned("sum_top", 1, 300),
+    ];
+    let mut f = RewriteFlow::subtree(7, plan);
+    assert_eq!(
+        f.plan_summary(),
+        "Rewrite 3 summaries (2 leaves, 1 d1), bottom-up; ~500t stored now"
+    );
+    let (req, _, id) = rewrite_req(&f.on_key(Key::Char('y')).1);
+    assert_eq!(id, "sum_l1", "leaves first");
+    assert_eq!(
+        f.inflight_line(),
+        "Rewriting sum_l1 with leaf prompt… (1 of 3)"
+    );
+    f.on_rewritten(req, Ok(report(vec![entry("sum_l1", 0, 100, 80)], None)));
+    // Review the first, then accept all the rest.
+    let (areq, id, ..) = apply_req(&f.on_key(Key::Char('A')).1);
+    assert_eq!(id, "sum_l1");
+    let (o, cmds) = f.on_applied(areq, Ok(80));
+    assert_eq!(o, Outcome::Open);
+    // The next one is asked for only after the child was written (children feed parents).
+    let (req, _, id) = rewrite_req(&cmds);
+    assert_eq!((id.as_str(), f.progress().as_str()), ("sum_l2", "2 of 3"));
+    let (o, cmds) = f.on_rewritten(req, Ok(report(vec![entry("sum_l2", 0, 100, 90)], None)));
+    assert_eq!(o, Outcome::Open);
+    let (areq, id, ..) = apply_req(&cmds);
+    assert_eq!(id, "sum_l2", "accepted without review");
+    let (_, cmds) = f.on_applied(areq, Ok(90));
+    let (req, _, id) = rewrite_req(&cmds);
+    assert_eq!(id, "sum_top");
+    let (_, cmds) = f.on_rewritten(req, Ok(report(vec![entry("sum_top", 1, 300, 200)], None)));
+    let (areq, ..) = apply_req(&cmds);
+    let (o, cmds) = f.on_applied(areq, Ok(200));
+    assert_eq!(
+        o,
+        Outcome::Closed(
+            "Rewrote 3 of 3 summaries, 0 discarded. Total: 500t → 370t (\u{2212}130)".into()
+        )
+    );
+    assert!(matches!(cmds.as_slice(), [Cmd::ReloadDag]));
+}
+
+#[test]
+fn subtree_esc_stops_after_the_current_one() {
+    let plan = vec![planned("sum_l1", 0, 100), planned("sum_top", 1, 300)];
+    let mut f = RewriteFlow::subtree(7, plan);
+    let (req, cancel, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    let (o, cmds) = f.on_key(Key::Esc);
+    assert_eq!((o, cmds.len()), (Outcome::Open, 0));
+    assert!(
+        f.stopping && !cancel.is_cancelled(),
+        "the current call goes on"
+    );
+    f.on_rewritten(req, Ok(report(vec![entry("sum_l1", 0, 100, 70)], None)));
+    assert!(
+        matches!(f.phase, Phase::Review(_)),
+        "the current one is still reviewed"
+    );
+    let (areq, ..) = apply_req(&f.on_key(Key::Char('y')).1);
+    let (o, cmds) = f.on_applied(areq, Ok(70));
+    assert_eq!(
+        o,
+        Outcome::Closed(
+            "Rewrote 1 of 2 summaries (stopped at 2 of 2), 0 discarded. Total: 100t → 70t (\u{2212}30)"
+                .into()
+        )
+    );
+    assert!(matches!(cmds.as_slice(), [Cmd::ReloadDag]));
+    // n discards one and goes on; a second Esc in flight cancels the request.
+    let plan = vec![planned("sum_l1", 0, 100), planned("sum_top", 1, 300)];
+    let mut f = RewriteFlow::subtree(7, plan);
+    let (req, _, _) = rewrite_req(&f.on_key(Key::Enter).1);
+    f.on_rewritten(req, Ok(report(vec![entry("sum_l1", 0, 100, 70)], None)));
+    let (_, cmds) = f.on_key(Key::Char('n'));
+    let (_, cancel, id) = rewrite_req(&cmds);
+    assert_eq!(id, "sum_top");
+    f.on_key(Key::Esc);
+    let (o, _) = f.on_key(Key::Esc);
+    assert!(cancel.is_cancelled());
+    assert!(
+        matches!(o, Outcome::Closed(s) if s.contains("sum_top cancelled, request aborted") && s.contains("1 discarded"))
+    );
+}
+
+fn conversation(id: i64) -> crate::store::browse::ConversationOverview {
+    crate::store::browse::ConversationOverview {
+        conversation_id: id,
+        session_id: format!("session-{id}"),
+        session_key: Some(format!("agent:main:{id}")),
+        ..Default::default()
+    }
+}
+
+fn with_links(
+    id: &str,
+    depth: i64,
+    parents: &[&str],
+    messages: &[i64],
+) -> crate::engine::SummaryWithLinks {
+    crate::engine::SummaryWithLinks {
+        summary: crate::store::summaries::SummaryRecord {
+            summary_id: id.into(),
+            conversation_id: 7,
+            kind: if depth == 0 { "leaf" } else { "condensed" }.into(),
+            depth,
+            content: format!("content of {id}"),
+            token_count: 10,
+            earliest_at: None,
+            latest_at: None,
+            descendant_count: parents.len() as i64,
+            descendant_token_count: 0,
+            source_message_token_count: 0,
+            created_at: "2026-02-17 21:15:00".into(),
+            file_ids: Vec::new(),
+            model: "m".into(),
+        },
+        parent_ids: parents.iter().map(|s| s.to_string()).collect(),
+        message_ids: messages.to_vec(),
+    }
+}
+
+#[test]
+fn app_filter_open_expand_and_actions() {
+    let (mut app, first) = App::new("db".into(), "offline".into());
+    assert!(matches!(first.as_slice(), [Action::LoadConversations]));
+    app.on_msg(Msg::Conversations(Ok(vec![
+        conversation(7),
+        conversation(12),
+    ])));
+    for c in "12".chars() {
+        app.on_key(Key::Char(c));
+    }
+    assert_eq!(app.filtered().len(), 1);
+    let acts = app.on_key(Key::Enter);
+    assert!(matches!(acts.as_slice(), [Action::LoadDag(12)]));
+    assert_eq!(app.screen, Screen::Dag);
+    let ctx = vec![crate::store::messages::ContextItem {
+        ordinal: 0,
+        item_type: "summary".into(),
+        message_id: None,
+        summary_id: Some("sum_top".into()),
+        token_count: 10,
+        depth: Some(1),
+        role: None,
+    }];
+    let sums = vec![
+        with_links("sum_top", 1, &["sum_l1"], &[]),
+        with_links("sum_l1", 0, &[], &[1, 2]),
+    ];
+    app.on_msg(Msg::Dag(12, Ok((ctx, sums))));
+    assert_eq!(app.rows().len(), 1);
+    app.on_key(Key::Right);
+    app.on_key(Key::Down);
+    app.on_key(Key::Right);
+    let rows = app.rows();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        rows[2].node,
+        Node::Messages {
+            summary_id: "sum_l1".into(),
+            count: 2
+        }
+    );
+    // d only dissolves context summaries.
+    assert!(app.on_key(Key::Char('d')).is_empty());
+    assert!(app.status.contains("not on the context list"));
+    assert!(
+        matches!(app.on_key(Key::Char('w')).as_slice(), [Action::Preview { summary_id, .. }] if summary_id == "sum_l1")
+    );
+    app.on_msg(Msg::Preview(Ok(preview("sum_l1"))));
+    assert!(matches!(app.flow, Some(Flow::Rewrite(_))));
+    // While a flow is open, screen keys go to the flow.
+    assert!(app.on_key(Key::Char('q')).is_empty());
+    assert!(app.flow.is_none() && !app.quit);
+    app.on_key(Key::Left);
+    app.on_key(Key::Left);
+    assert_eq!(app.dag_sel, 0);
+    let acts = app.on_key(Key::Char('d'));
+    assert!(matches!(
+        acts.as_slice(),
+        [Action::Flow(Cmd::Dissolve { apply: false, .. })]
+    ));
+    app.on_key(Key::Esc);
+    assert!(app.flow.is_none());
+    app.on_key(Key::Esc);
+    assert_eq!(app.screen, Screen::Conversations);
+    app.on_key(Key::Interrupt);
+    assert!(app.quit);
+}
+
+#[test]
+fn alt_char_is_esc_then_the_char() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let ev = KeyEvent::new(KeyCode::Char('f'), KeyModifiers::ALT);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Esc, Key::Char('f')]);
+    let ev = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Interrupt]);
+    let ev = KeyEvent::new(KeyCode::Char('W'), KeyModifiers::SHIFT);
+    assert_eq!(super::keys::from_event(ev), vec![Key::Char('W')]);
+}
