@@ -114,21 +114,27 @@ pub fn run(conn: &mut Connection, mut jobs: Vec<Box<dyn GroupJob>>) {
 
 fn run_in_transaction(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<()> {
     super::busy::begin_immediate(conn)?;
-    let body = run_jobs(conn, jobs).and_then(|()| Ok(conn.execute_batch("COMMIT")?));
+    let body = run_jobs(conn, jobs).and_then(|committed| {
+        if committed {
+            conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    });
     if body.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
     body
 }
 
-fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<()> {
+/// Runs the jobs; returns whether the transaction is still open to commit (a lone
+/// failing job rolls the whole transaction back: its savepoint is the transaction).
+fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<bool> {
     if let [only] = jobs {
-        // One job: the transaction is its savepoint.
         if !only.run(conn) {
             conn.execute_batch("ROLLBACK")?;
-            super::busy::begin_immediate(conn)?;
+            return Ok(false);
         }
-        return Ok(());
+        return Ok(true);
     }
     for job in jobs.iter_mut() {
         conn.execute_batch("SAVEPOINT lcm_job")?;
@@ -138,7 +144,7 @@ fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<()> {
             conn.execute_batch("ROLLBACK TO lcm_job; RELEASE lcm_job")?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]
