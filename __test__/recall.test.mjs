@@ -66,6 +66,30 @@ describe('grep', () => {
     expect(all.messageStats.strategy).toBe('trigram-filter')
   })
 
+  it('answers the same right after a restart as once warm', async () => {
+    // A second engine on the same file: its first calls come before its catalog is
+    // built (answered from SQLite alone); the first engine's catalog is warm.
+    const queries = needles.slice(0, 6).flatMap((n) => {
+      const id = n.text.match(/NEEDLE-\d+-\d+-\d+/)[0]
+      return [
+        { pattern: escapeRe(id), mode: 'regex' },
+        { pattern: id, mode: 'full_text' },
+      ]
+    })
+    queries.push({ pattern: 'zebracorn', mode: 'full_text' }, { pattern: 'NEEDLE-7-\\d+-1\\d{3}', mode: 'regex' })
+    const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+    try {
+      for (const q of queries) {
+        const p = { ...q, allConversations: true, scope: 'messages', limit: 20 }
+        const cold = await fresh.grep(p)
+        const warm = await e.grep(p)
+        expect(cold.messages, `${q.mode} ${q.pattern}`).toEqual(warm.messages)
+      }
+    } finally {
+      await fresh.close()
+    }
+  })
+
   it('renders the reference text layout', async () => {
     const r = await e.grep({ pattern: 'zebracorn', mode: 'full_text', conversationId: other })
     const lines = r.text.split('\n')

@@ -3,13 +3,18 @@
 // loop's max delay while the queries run.
 //
 //   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5] [--no-summaries]
+//                       [--keep DIR] [--reopen-only] [--reopens 5]
 //
-// Ingests the shared generator's workload (gen-workload.mjs) into a temp database,
-// then times grep calls end to end from JavaScript (binding + core), after one
-// warm-up call that builds the in-memory catalog (reported as "cold"). "core" columns
-// are the engine's own time (elapsedMs), without the binding and event-loop hops.
+// Ingests the shared generator's workload (gen-workload.mjs) into a temp database
+// (or reuses DIR from an earlier --keep run), then times grep calls end to end from
+// JavaScript (binding + core). "core" columns are the engine's own time
+// (elapsedMs), without the binding and event-loop hops. Before the warm table it
+// measures restarts: per mode, a fresh LcmEngine.open, the first grep right after
+// it (the catalog is still being built in the background), and the median of the
+// next 20 (--reopen-only stops there).
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { createReadStream, mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,14 +31,30 @@ const ITER = Number(args.iterations ?? 5)
 
 const gen = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')].find(existsSync)
 if (!gen) throw new Error('gen-workload.mjs not found (../shared/bench)')
-const dir = mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+const keep = args.keep
+const dir = keep ?? mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+mkdirSync(dir, { recursive: true })
 const out = join(dir, 'conv.jsonl')
 const needleFile = join(dir, 'needles.jsonl')
-execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
-const messages = readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const reuse = keep && existsSync(join(dir, 'lcm.db')) && existsSync(needleFile)
+if (!reuse) execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
+// Read line by line: a million-message workload is larger than one JS string.
+async function* chunksOf(file, size) {
+  let chunk = []
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (!line) continue
+    chunk.push(JSON.parse(line))
+    if (chunk.length === size) {
+      yield chunk
+      chunk = []
+    }
+  }
+  if (chunk.length) yield chunk
+}
 const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const openOpts = { dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') }
 
-const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+let e = await LcmEngine.open(openOpts)
 // Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
 // messages' worth (100 messages each) and one condensed summary over those leaves,
 // so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
@@ -42,8 +63,9 @@ const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content ||
 let t0 = performance.now()
 let conversationId
 let summaryCount = 0
-for (let i = 0; i < messages.length; i += 1000) {
-  const chunk = messages.slice(i, i + 1000)
+let i = 0
+for await (const chunk of reuse ? [] : chunksOf(out, 1000)) {
+  i += chunk.length
   const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
   conversationId = r.conversationId
   if (!withSummaries || chunk.length < 1000) continue
@@ -52,14 +74,54 @@ for (let i = 0; i < messages.length; i += 1000) {
   for (let k = 0; k < 10; k++) {
     const part = chunk.slice(k * 100, k * 100 + 100)
     const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
-    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${i / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
+    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${(i - 1000) / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
   }
-  await e.insertSummary({ conversationId, content: `Condensed ${i / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
+  await e.insertSummary({ conversationId, content: `Condensed ${(i - 1000) / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
   summaryCount += 11
 }
 const ingestMs = performance.now() - t0
+if (reuse) conversationId = (await e.getConversation({ sessionId: 'bench' })).conversationId
+await e.close()
 
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const needleIds = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
+const med = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const REOPENS = Number(args.reopens ?? 5)
+console.log(`grep after a restart: ${N} messages, scope "both", limit 50; ${REOPENS} restarts per mode, medians (open / first grep / next 20 greps, ms)`)
+for (const mode of ['regex', 'full_text']) {
+  const opens = []
+  const firsts = []
+  const nexts = []
+  const loops = []
+  const how = new Map()
+  let info
+  for (let k = 0; k < REOPENS; k++) {
+    const t = performance.now()
+    e = await LcmEngine.open(openOpts)
+    opens.push(performance.now() - t)
+    const lat = []
+    const h = monitorEventLoopDelay({ resolution: 1 })
+    h.enable()
+    for (let i = 0; i < 21; i++) {
+      const p = needleIds[(k * 31 + i * 7919) % needleIds.length]
+      const s = performance.now()
+      const r = await e.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 50 })
+      lat.push(performance.now() - s)
+      if (i === 0) how.set(r.messageStats.strategy, (how.get(r.messageStats.strategy) ?? 0) + 1)
+    }
+    h.disable()
+    firsts.push(lat[0])
+    nexts.push(med(lat.slice(1)))
+    loops.push(h.max / 1e6)
+    info = await e.warmRecallIndex()
+    await e.close()
+  }
+  const f = (xs) => med(xs).toFixed(2)
+  console.log(`  ${mode.padEnd(10)} open ${f(opens)}  first ${f(firsts)} (min ${Math.min(...firsts).toFixed(2)}; ${[...how].map(([k, v]) => `${k} ×${v}`).join(', ')})  next ${f(nexts)}  event-loop max ${f(loops)}  catalog ${(info.indexBytes / 1048576).toFixed(1)} MiB for ${info.indexedMessages} messages`)
+}
+if (process.argv.includes('--reopen-only')) process.exit(0)
+e = await LcmEngine.open(openOpts)
+
 const ids = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
 const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 40)) === 0).slice(0, 40)
 
@@ -67,6 +129,7 @@ const rssBefore = process.memoryUsage().rss
 t0 = performance.now()
 const cold = await e.grep({ pattern: esc(sample[0]), conversationId })
 const coldMs = performance.now() - t0
+const built = await e.warmRecallIndex()
 const rssAfter = process.memoryUsage().rss
 
 const sets = [
@@ -108,7 +171,7 @@ for (const [mode, label, patterns] of sets) {
 h.disable()
 
 console.log(`grep bench: ${N} messages (seed ${SEED}) + ${summaryCount} summaries, ingest ${(ingestMs / 1000).toFixed(1)} s, needles ${needles.length}, scope "both", limit 50`)
-console.log(`cold first grep (builds the in-memory catalog): ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(cold.messageStats.indexBytes / 1048576).toFixed(1)} MiB for ${cold.messageStats.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
+console.log(`first grep after open: ${coldMs.toFixed(1)} ms, found ${cold.totalMatches}; catalog ${(built.indexBytes / 1048576).toFixed(1)} MiB for ${built.indexedMessages} messages (process RSS +${((rssAfter - rssBefore) / 1048576).toFixed(1)} MiB incl. SQLite page cache)`)
 console.log('')
 console.log('mode       queries                        calls   p50 ms   p99 ms   max ms  core p50  core p99   hits  max scanned  truncated')
 for (const r of rows) {
@@ -117,4 +180,4 @@ for (const r of rows) {
 console.log('')
 console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
 await e.close()
-rmSync(dir, { recursive: true, force: true })
+if (!keep) rmSync(dir, { recursive: true, force: true })

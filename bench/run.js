@@ -183,6 +183,48 @@ async function ingestRun(wl, sessions = 1) {
   return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count, tables }
 }
 
+
+// grep after a restart: per mode, RUNS fresh opens, each followed by the first
+// grep (the catalog is still being built in the background) and 20 more; medians
+// of the first calls and of the rest, and the catalog's memory once built. Needles
+// are the workload's planted ids.
+async function grepAfterReopen(dir, label, needles, conversationId) {
+  const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const out = {}
+  for (const mode of ['regex', 'full_text']) {
+    const opens = []
+    const firsts = []
+    const rest = []
+    let loopMax = 0
+    let info
+    for (let k = 0; k < Math.max(3, RUNS); k++) {
+      const t0 = performance.now()
+      const engine = await open(dir)
+      opens.push(performance.now() - t0)
+      const lat = []
+      const m = await measureLoop(async () => {
+        for (let i = 0; i < 21; i++) {
+          const p = needles[(k * 31 + i * 7919) % needles.length]
+          const t = performance.now()
+          await engine.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 20 })
+          lat.push(performance.now() - t)
+        }
+      })
+      info = await engine.warmRecallIndex()
+      await engine.close()
+      firsts.push(lat[0])
+      rest.push(...lat.slice(1))
+      loopMax = Math.max(loopMax, m.loopMax)
+    }
+    const first = stat(firsts)
+    const next = stat(rest)
+    rows.push({ name: `grep ${label} ${mode} after reopen: first / median`, unit: 'ms', min: Number(first.median.toFixed(2)), median: Number(next.median.toFixed(2)) })
+    out[mode] = { openMs: stat(opens).median, first, next, loopMax, indexBytes: info.indexBytes, indexedMessages: info.indexedMessages }
+  }
+  rows.push({ name: `  open / recall catalog at ${label}`, unit: 'ms / MiB', min: Number(out.regex.openMs.toFixed(1)), median: Number((out.regex.indexBytes / 1048576).toFixed(1)) })
+  return out
+}
+
 async function main() {
   // ---- idle event loop of this process: the baseline every phase is held to
   const idle = await measureLoop(() => new Promise((r) => setTimeout(r, 3000)))
@@ -203,6 +245,17 @@ async function main() {
   const tables = ing[0].tables
   if (tables) {
     for (const [name, b] of Object.entries(tables)) if (b >= 5) rows.push({ name: `  bytes/msg in ${name}`, unit: 'B/msg', min: b })
+  }
+
+  // ---- grep after a restart, 10k
+  {
+    const dir = mkdtempSync(join(work, 'grep10k-'))
+    const engine = await open(dir)
+    for (const t of toTurns(w10.messages)) await engine.ingestBatch({ sessionId: 'bench', messages: t })
+    const conv = await engine.getConversation({ sessionId: 'bench' })
+    await engine.close()
+    results.sections.grepReopen10k = await grepAfterReopen(dir, '10k', w10.needles.map((n) => n.id), conv.conversationId)
+    rmSync(dir, { recursive: true, force: true })
   }
 
   // ---- raw SQLite on the same rows (the physical reference)
@@ -329,6 +382,7 @@ while time.time() < end:
     loops.push([`grep ${mode}`, m.loopMax, m.loopP99])
   }
   await engine.close()
+  results.sections.grepReopenBig = await grepAfterReopen(dir, `${BIG / 1000}k`, needles, conv.conversationId)
   const dbBytes = dirBytes(join(dir, 'lcm.db'))
   rows.push({ name: `db bytes/message at ${BIG / 1000}k (after sweep)`, unit: 'B/msg', min: Math.round(dbBytes / BIG), median: Math.round((dbBytes + dirBytes(join(dir, 'lcm-files'))) / BIG) })
   rmSync(dir, { recursive: true, force: true })

@@ -722,7 +722,8 @@ export interface SummaryHit {
 
 /** How one scope of a grep ran. */
 export interface GrepScopeStats {
-  /** 'fts' | 'fts-trigram' | 'like' | 'trigram-filter' | 'scan' */
+  /** 'fts' | 'fts-trigram' | 'like' | 'trigram-filter' | 'scan' | 'fts-words' (a regex
+   * answered before the catalog is built, through the whole words of its literals) */
   strategy: string
   /** Rows that passed scope, time and literal filters. */
   candidates: number
@@ -730,9 +731,10 @@ export interface GrepScopeStats {
   scanned: number
   /** The scan budget (10,000 rows) stopped the search before its scope was covered. */
   truncated: boolean
-  /** Messages in the engine's in-memory catalog (message scope only). */
+  /** Messages in the engine's in-memory catalog (message scope only; null when the
+   * search was answered from SQLite before the catalog was built). */
   indexedMessages?: number | null
-  /** Approximate bytes of memory the catalog holds (message scope only). */
+  /** Approximate bytes of memory the catalog holds (message scope only; null as above). */
   indexBytes?: number | null
 }
 

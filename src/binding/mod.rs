@@ -72,7 +72,9 @@ impl LcmEngine {
                     let opts = EngineOptions::from_json(v)?;
                     let timeout = std::time::Duration::from_millis(opts.summary_timeout_ms);
                     let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
-                    Engine::open_with(opts, cb).await
+                    let engine = Engine::open_with(opts, cb).await?;
+                    engine.build_recall_index_in_background();
+                    Ok(engine)
                 }
                 .await;
                 Ok(opened)

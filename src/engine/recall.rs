@@ -64,6 +64,13 @@ impl Engine {
         self.recall().warm_recall_index().await
     }
 
+    /// Starts building the recall catalogs on a read connection in the
+    /// background, so the first `grep` after a restart rarely waits for them (the
+    /// binding calls it right after open; the CLI does not need it).
+    pub fn build_recall_index_in_background(&self) {
+        self.recall().build_index_in_background()
+    }
+
     /// The agent tool definitions.
     pub fn recall_tool_definitions(&self) -> Value {
         crate::retrieval::tools::definitions()

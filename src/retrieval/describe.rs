@@ -8,12 +8,13 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::largefiles::blocks::group_thousands;
 use crate::largefiles::storage::{self, LargeFileRecord};
+use crate::store::recall;
 use crate::store::summaries::{self, SummaryRecord};
 use crate::timefmt::Zone;
 use crate::tokens;
@@ -146,7 +147,7 @@ pub fn summary(
     let message_ids = summaries::source_message_ids(conn, id)?;
     let (manifest, omitted) = manifest(conn, id, budget_cap)?;
     Ok(Some(SummaryDescription {
-        source_message_count: source_message_count(conn, id)?,
+        source_message_count: recall::source_message_count(conn, id)?,
         record,
         parent_ids,
         child_ids,
@@ -159,59 +160,33 @@ pub fn summary(
     }))
 }
 
-fn source_message_count(conn: &Connection, id: &str) -> Result<i64> {
-    Ok(conn
-        .prepare_cached(
-            "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION SELECT sp.parent_summary_id FROM summary_parents sp JOIN sub ON sp.summary_id = sub.id)
-             SELECT COUNT(DISTINCT sm.message_id) FROM summary_messages sm WHERE sm.summary_id IN (SELECT id FROM sub)",
-        )?
-        .query_row([id], |r| r.get(0))?)
-}
-
 fn manifest(conn: &Connection, id: &str, cap: i64) -> Result<(Vec<ManifestNode>, usize)> {
-    let mut stmt = conn.prepare_cached(
-        "WITH RECURSIVE sub(summary_id, parent, d, path) AS (
-           SELECT ?1, NULL, 0, ''
-           UNION ALL
-           SELECT sp.parent_summary_id, sub.summary_id, sub.d + 1,
-                  CASE WHEN sub.path = '' THEN printf('%04d', sp.ordinal) ELSE sub.path || '.' || printf('%04d', sp.ordinal) END
-           FROM summary_parents sp JOIN sub ON sp.summary_id = sub.summary_id WHERE sub.d < 64)
-         SELECT s.summary_id, sub.parent, sub.d, s.kind, s.depth, s.token_count, s.descendant_count,
-                s.descendant_token_count, s.source_message_token_count, s.earliest_at, s.latest_at, sub.path,
-                (SELECT COUNT(*) FROM summary_parents p WHERE p.summary_id = s.summary_id)
-                  + (SELECT COUNT(*) FROM summary_messages m WHERE m.summary_id = s.summary_id)
-         FROM sub JOIN summaries s ON s.summary_id = sub.summary_id
-         ORDER BY sub.d, sub.path",
-    )?;
-    let mut rows = stmt.query([id])?;
     let mut seen = std::collections::HashSet::new();
     let (mut nodes, mut omitted) = (Vec::new(), 0);
-    while let Some(r) = rows.next()? {
-        let sid: String = r.get(0)?;
-        if !seen.insert(sid.clone()) {
+    for n in recall::subtree_nodes(conn, id)? {
+        if !seen.insert(n.summary_id.clone()) {
             continue;
         }
         if nodes.len() == MAX_MANIFEST_NODES {
             omitted += 1;
             continue;
         }
-        let (tok, desc_tok, src_tok): (i64, i64, i64) = (r.get(5)?, r.get(7)?, r.get(8)?);
-        let s_cost = (tok + desc_tok).max(0);
-        let m_cost = (s_cost + src_tok).max(0);
+        let s_cost = (n.token_count + n.descendant_token_count).max(0);
+        let m_cost = (s_cost + n.source_message_token_count).max(0);
         nodes.push(ManifestNode {
-            summary_id: sid,
-            parent_summary_id: r.get(1)?,
-            depth_from_root: r.get(2)?,
-            kind: r.get(3)?,
-            depth: r.get(4)?,
-            token_count: tok,
-            descendant_count: r.get(6)?,
-            descendant_token_count: desc_tok,
-            source_message_token_count: src_tok,
-            child_count: r.get(12)?,
-            earliest_at: r.get(9)?,
-            latest_at: r.get(10)?,
-            path: r.get(11)?,
+            summary_id: n.summary_id,
+            parent_summary_id: n.parent_summary_id,
+            depth_from_root: n.depth_from_root,
+            kind: n.kind,
+            depth: n.depth,
+            token_count: n.token_count,
+            descendant_count: n.descendant_count,
+            descendant_token_count: n.descendant_token_count,
+            source_message_token_count: n.source_message_token_count,
+            child_count: n.child_count,
+            earliest_at: n.earliest_at,
+            latest_at: n.latest_at,
+            path: n.path,
             cost_summaries_only: s_cost,
             cost_with_messages: m_cost,
             fits_summaries_only: s_cost <= cap,
@@ -264,15 +239,7 @@ pub fn file(
 
 /// The conversation of a summary or file id, if it exists.
 pub fn conversation_of(conn: &Connection, id: &str) -> Result<Option<i64>> {
-    let sql = if id.starts_with("file_") {
-        "SELECT conversation_id FROM large_files WHERE file_id = ?1"
-    } else {
-        "SELECT conversation_id FROM summaries WHERE summary_id = ?1"
-    };
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+    recall::conversation_of(conn, id)
 }
 
 /// Whether `id` is one of `roots` or lies in the source subtree of one of them.
@@ -280,13 +247,7 @@ pub fn within_subtrees(conn: &Connection, id: &str, roots: &[String]) -> Result<
     if roots.is_empty() || roots.iter().any(|r| r == id) {
         return Ok(true);
     }
-    let mut stmt = conn.prepare_cached(
-        "WITH RECURSIVE up(id, d) AS (SELECT ?1, 0 UNION SELECT sp.summary_id, up.d + 1 FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id WHERE up.d < 64)
-         SELECT id FROM up",
-    )?;
-    let ancestors = stmt
-        .query_map([id], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let ancestors = recall::ancestor_ids(conn, id)?;
     Ok(ancestors.iter().any(|a| roots.contains(a)))
 }
 

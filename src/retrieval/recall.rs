@@ -19,6 +19,7 @@ use crate::config::EngineOptions;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::largefiles::restore::{message_has_reference, Restorer};
 use crate::message::rebuild;
+use crate::store::recall as store_recall;
 use crate::store::{messages, summaries, Store};
 use crate::timefmt::Zone;
 use crate::tokens;
@@ -154,10 +155,13 @@ impl Recall<'_> {
             before_ms,
         };
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
-        if p.mode == Mode::FullText && p.scope != Scope::Summaries {
+        if p.scope != Scope::Summaries
+            && (p.mode == Mode::FullText || !self.recall().catalog_ready())
+        {
             // Message indexing is batched off the ingest path: make every
-            // acknowledged message searchable first (a broken index is not fatal:
-            // the search then falls back to substring matching).
+            // acknowledged message searchable first (full text, and regex before
+            // the catalog is built; a broken index is not fatal: the search then
+            // falls back to the catalog's substring matching).
             if let Err(e) = self.store().flush_fts().await {
                 if e.code == ErrorCode::Closed {
                     return Err(e);
@@ -170,12 +174,9 @@ impl Recall<'_> {
         let (msgs, sums) = self
             .store()
             .read(move |conn| {
-                conn.execute_batch("BEGIN")?;
-                let out = (|| -> Result<_> {
+                store_recall::snapshot(conn, || {
                     let m = if which != Scope::Summaries {
-                        state.sync_catalog(conn)?;
-                        let cat = state.catalog.read().map_err(|_| poisoned())?;
-                        Some(grep::search_messages(conn, &cat, &q, features)?)
+                        Some(state.search_messages(conn, &q, features)?)
                     } else {
                         None
                     };
@@ -185,9 +186,7 @@ impl Recall<'_> {
                         None
                     };
                     Ok((m, s))
-                })();
-                let _ = conn.execute_batch("COMMIT");
-                out
+                })
             })
             .await?;
         let (messages, message_stats) = msgs.map_or((Vec::new(), None), |(h, s)| (h, Some(s)));
@@ -466,6 +465,12 @@ impl Recall<'_> {
             index_bytes: bytes,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         })
+    }
+
+    /// Starts building the recall catalogs in the background (see
+    /// [`RecallState::build_in_background`]).
+    pub fn build_index_in_background(&self) {
+        self.recall().build_in_background(self.store());
     }
 
     /// Every message of a conversation in seq order: as ingested (large files

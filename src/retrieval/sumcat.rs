@@ -10,6 +10,7 @@ use rusqlite::Connection;
 
 use super::catalog::parse_time_ms;
 use crate::error::Result;
+use crate::store::recall;
 
 /// The summaries known to the engine, in rowid order.
 #[derive(Debug, Default)]
@@ -54,9 +55,7 @@ impl SummaryCatalog {
 
     /// Brings the catalog up to date with `conn`'s snapshot.
     pub fn sync(&mut self, conn: &Connection) -> Result<()> {
-        let (count, max): (i64, i64) = conn
-            .prepare_cached("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM summaries")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let (count, max) = recall::summary_count_and_max_rowid(conn)?;
         let last = self.rowid.last().copied().unwrap_or(0);
         if count as usize == self.len() && max == last {
             return Ok(());
@@ -74,20 +73,13 @@ impl SummaryCatalog {
     }
 
     fn load_after(&mut self, conn: &Connection, after: i64) -> Result<()> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE rowid > ?1 ORDER BY rowid",
-        )?;
-        let mut rows = stmt.query([after])?;
-        while let Some(r) = rows.next()? {
-            let id: String = r.get(1)?;
-            self.by_id.insert(id.clone(), self.ids.len());
-            self.rowid.push(r.get(0)?);
-            self.ids.push(id);
-            self.conv.push(r.get(2)?);
-            self.time
-                .push(parse_time_ms(r.get_ref(3)?.as_str().unwrap_or("")));
-        }
-        Ok(())
+        recall::for_each_summary_after(conn, after, |r| {
+            self.by_id.insert(r.summary_id.to_owned(), self.ids.len());
+            self.rowid.push(r.rowid);
+            self.ids.push(r.summary_id.to_owned());
+            self.conv.push(r.conversation_id);
+            self.time.push(parse_time_ms(r.time));
+        })
     }
 }
 
@@ -104,9 +96,7 @@ mod tests {
         assert_eq!(c.len(), 7);
         let root = c.position(&s[0]).unwrap();
         assert!(c.time(root) > 0);
-        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
-        conn.execute("DELETE FROM summaries WHERE summary_id = ?1", [&s[0]])
-            .unwrap();
+        crate::store::recall::damage::delete_summary(&conn, &s[0]).unwrap();
         c.sync(&conn).unwrap();
         assert_eq!(c.len(), 6);
         assert!(c.position(&s[0]).is_none());

@@ -1,0 +1,275 @@
+//! `grep` over messages from SQLite alone, for the calls that come before the
+//! in-memory catalog is built (right after open, the catalog is built in the
+//! background). Candidates come from `messages_fts`: the sanitized expression for
+//! full text, and for a regex the whole words its literals contain (see
+//! [`word_expression`]); each candidate's conversation, role and time are read by
+//! id. Only queries with few candidates ([`MAX_CANDIDATES`]) are answered here,
+//! and then exactly: every candidate is checked, so the hits and their order are
+//! those the catalog path gives (recency ties broken by id, relevance in FTS5
+//! order). Anything else is left to the catalog (`Ok(None)`).
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use super::{iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, SNIPPET_CHARS};
+use crate::error::Result;
+use crate::retrieval::catalog::parse_time_ms;
+use crate::retrieval::literals::Req;
+use crate::retrieval::text::{term_snippet, window};
+use crate::store::recall::{self, MessageMeta};
+use crate::store::Features;
+
+/// Most full-text matches the cold path reads before it leaves a query to the
+/// catalog.
+pub const MAX_CANDIDATES: usize = 1_000;
+
+/// Searches messages without the catalog when that can be done exactly and
+/// cheaply; `Ok(None)` when the query needs the catalog.
+pub fn search_messages_cold(
+    conn: &Connection,
+    q: &Query,
+    features: Features,
+) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
+    if !features.fts5 {
+        return Ok(None);
+    }
+    let found = match q.mode {
+        Mode::FullText if !q.cjk => match &q.fts {
+            Some(expr) => full_text(conn, q, expr),
+            None => return Ok(None),
+        },
+        Mode::FullText => return Ok(None),
+        Mode::Regex => match &q.words {
+            Some(expr) => regex(conn, q, expr),
+            None => return Ok(None),
+        },
+    };
+    // A damaged index is the catalog path's business (it falls back to substrings).
+    Ok(found.ok().flatten())
+}
+
+/// One candidate with what ordering and filtering need.
+struct Candidate {
+    meta: MessageMeta,
+    time: i64,
+    rank: Option<f64>,
+}
+
+/// Reads every match of `expr` (newest id first, or best rank first when
+/// `ranked`) with its metadata, keeping those in scope; `None` when there are
+/// more than [`MAX_CANDIDATES`] matches. With `stop_at`, reading ends once that
+/// many are in scope (relevance order needs no more).
+fn candidates(
+    conn: &Connection,
+    q: &Query,
+    expr: &str,
+    ranked: bool,
+    stop_at: Option<usize>,
+) -> Result<Option<Vec<Candidate>>> {
+    let mut matched: Vec<(i64, Option<f64>)> = Vec::new();
+    let mut over = false;
+    let mut take = |id: i64, rank: Option<f64>| {
+        if matched.len() == MAX_CANDIDATES {
+            over = true;
+            return false;
+        }
+        matched.push((id, rank));
+        true
+    };
+    if ranked {
+        recall::fts_message_ids_by_rank(conn, expr, |id, rank| take(id, Some(rank)))?;
+    } else {
+        recall::fts_message_ids_desc(conn, expr, |id| take(id, None))?;
+    }
+    let ids: Vec<i64> = matched.iter().map(|m| m.0).collect();
+    let mut meta = recall::message_meta(conn, &ids)?;
+    let mut out = Vec::new();
+    for (id, rank) in matched {
+        let Some(m) = meta.remove(&id) else { continue };
+        let time = parse_time_ms(&m.created_at);
+        if !q.filter.accepts_at(m.conversation_id, time) {
+            continue;
+        }
+        out.push(Candidate {
+            meta: m,
+            time,
+            rank,
+        });
+        if stop_at.is_some_and(|n| out.len() >= n) {
+            return Ok(Some(out));
+        }
+    }
+    Ok((!over).then_some(out))
+}
+
+fn full_text(
+    conn: &Connection,
+    q: &Query,
+    expr: &str,
+) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
+    let ranked = q.sort != Sort::Recency;
+    let stop_at = (q.sort == Sort::Relevance).then_some(q.limit);
+    let Some(found) = candidates(conn, q, expr, ranked, stop_at)? else {
+        return Ok(None);
+    };
+    let mut stats = ScopeStats {
+        strategy: "fts".into(),
+        candidates: found.len(),
+        ..ScopeStats::default()
+    };
+    let chosen: Vec<&Candidate> = match q.sort {
+        Sort::Recency => newest(&found, q.limit, |_| true),
+        _ => {
+            let now = crate::retrieval::grants::now_ms();
+            let mut s: Vec<(f64, &Candidate)> = found
+                .iter()
+                .map(|c| (score(q.sort, c.rank.unwrap_or(0.0), now, c.time), c))
+                .collect();
+            s.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.into_iter().take(q.limit).map(|(_, c)| c).collect()
+        }
+    };
+    let ids: Vec<i64> = chosen.iter().map(|c| c.meta.id).collect();
+    let texts = recall::message_contents(conn, &ids)?;
+    stats.scanned = texts.len();
+    let hits = chosen
+        .into_iter()
+        .map(|c| {
+            let snippet = texts
+                .get(&c.meta.id)
+                .map(|t| term_snippet(t, &q.terms, SNIPPET_CHARS))
+                .unwrap_or_default();
+            hit(c, snippet)
+        })
+        .collect();
+    Ok(Some((hits, stats)))
+}
+
+fn regex(
+    conn: &Connection,
+    q: &Query,
+    expr: &str,
+) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
+    let Some(re) = q.regex.as_ref() else {
+        return Ok(None);
+    };
+    let Some(found) = candidates(conn, q, expr, false, None)? else {
+        return Ok(None);
+    };
+    let ids: Vec<i64> = found.iter().map(|c| c.meta.id).collect();
+    let texts = recall::message_contents(conn, &ids)?;
+    let mut snippets: HashMap<i64, String> = HashMap::new();
+    for c in &found {
+        let Some(t) = texts.get(&c.meta.id) else {
+            continue;
+        };
+        if let Some(m) = re.find(t) {
+            snippets.insert(c.meta.id, window(t, m.start(), m.end(), 50, SNIPPET_CHARS));
+        }
+    }
+    let stats = ScopeStats {
+        strategy: "fts-words".into(),
+        candidates: found.len(),
+        scanned: texts.len(),
+        ..ScopeStats::default()
+    };
+    let hits = newest(&found, q.limit, |c| snippets.contains_key(&c.meta.id))
+        .into_iter()
+        .map(|c| {
+            let s = snippets.remove(&c.meta.id).unwrap_or_default();
+            hit(c, s)
+        })
+        .collect();
+    Ok(Some((hits, stats)))
+}
+
+/// The newest `limit` candidates that `keep` accepts, by time then id.
+fn newest(found: &[Candidate], limit: usize, keep: impl Fn(&Candidate) -> bool) -> Vec<&Candidate> {
+    let mut top = TopK::new(limit);
+    for (i, c) in found.iter().enumerate() {
+        if keep(c) {
+            top.push(c.time, c.meta.id, i);
+        }
+    }
+    top.into_sorted().into_iter().map(|i| &found[i]).collect()
+}
+
+fn hit(c: &Candidate, snippet: String) -> MessageHit {
+    MessageHit {
+        message_id: c.meta.id,
+        conversation_id: c.meta.conversation_id,
+        role: c.meta.role.clone(),
+        created_at: iso_ms(c.time),
+        snippet,
+        rank: c.rank,
+    }
+}
+
+/// An FTS5 expression over `messages_fts` (unicode61 words) that every text
+/// satisfying the requirement matches: for each literal, the words it contains
+/// whole (a separator on both sides inside the literal), as one phrase. A word
+/// touching either end of the literal may be part of a longer word in the text,
+/// so it is left out; non-ASCII literals are not used (the tokenizer's idea of a
+/// word is then not ours). `None` when the requirement gives no such words.
+pub fn word_expression(r: &Req) -> Option<String> {
+    match r {
+        Req::Lit(s) => {
+            let words = inner_words(s);
+            (!words.is_empty()).then(|| format!("\"{}\"", words.join(" ")))
+        }
+        Req::All(v) => {
+            let parts: Vec<String> = v.iter().filter_map(word_expression).collect();
+            (!parts.is_empty()).then(|| format!("({})", parts.join(" AND ")))
+        }
+        Req::Any(v) => {
+            let parts: Option<Vec<String>> = v.iter().map(word_expression).collect();
+            parts.map(|p| format!("({})", p.join(" OR ")))
+        }
+    }
+}
+
+/// The ASCII alphanumeric runs of `s` with a separator on both sides within `s`.
+fn inner_words(s: &str) -> Vec<&str> {
+    if !s.is_ascii() {
+        return Vec::new();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if start > 0 && i < b.len() {
+            out.push(&s[start..i]);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::literals;
+
+    #[test]
+    fn words_are_taken_only_when_whole() {
+        let e = |p: &str| literals::of_pattern(p).as_ref().and_then(word_expression);
+        assert_eq!(e("NEEDLE-12-345-x"), Some("\"12 345\"".into()));
+        assert_eq!(e("ECONNRESET"), None);
+        assert_eq!(
+            e("SQLITE_BUSY: database is locked"),
+            Some("\"busy database is\"".into())
+        );
+        assert_eq!(e("foo bar baz|x-y-z"), Some("(\"bar\" OR \"y\")".into()));
+        assert_eq!(e("foo bar baz|xyz"), None);
+        assert_eq!(e("a b c.*d e f"), Some("(\"b\" AND \"e\")".into()));
+        assert_eq!(e("é café é"), None);
+    }
+}

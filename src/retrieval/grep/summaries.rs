@@ -1,0 +1,223 @@
+//! `grep` over summaries. Scope, time and order come from the in-memory
+//! [`SummaryCatalog`]; the matches come from `summaries_fts`, the trigram table
+//! `summaries_fts_cjk` (or LIKE) for CJK, and for regex from the trigram table
+//! narrowed by the pattern's literals, else every summary in scope (bounded).
+//! Content is read only for the rows returned or checked.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+
+use super::{
+    iso_ms, Mode, Query, ScopeStats, Sort, SummaryHit, BATCH, MAX_SCAN_ROWS, SNIPPET_CHARS,
+};
+use crate::error::{LcmError, Result};
+use crate::retrieval::catalog::parse_time_ms;
+use crate::retrieval::sumcat::SummaryCatalog;
+use crate::retrieval::text::{term_snippet, window};
+use crate::store::recall::{self, SummaryIndex, SummaryLike, SummaryMatch};
+use crate::store::Features;
+use rusqlite::Connection;
+
+/// Searches summaries (scope and order from the in-memory summary catalog).
+pub fn search_summaries(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    features: Features,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    match q.mode {
+        Mode::Regex => {
+            let re = q
+                .regex
+                .as_ref()
+                .ok_or_else(|| LcmError::internal("regex missing"))?;
+            let verify = |c: &str| re.find(c).map(|m| (m.start(), m.end()));
+            let narrowed = q
+                .trigram
+                .as_deref()
+                .filter(|_| features.trigram)
+                .and_then(|e| fts_positions(conn, sc, SummaryIndex::Trigram, e, false).ok());
+            let strategy = if narrowed.is_some() {
+                "trigram-index"
+            } else {
+                "scan"
+            };
+            let ords = match narrowed {
+                Some(found) => found.into_iter().map(|(o, _)| o).collect(),
+                None => (0..sc.len()).collect(),
+            };
+            check_summaries(conn, sc, q, ords, strategy, verify)
+        }
+        Mode::FullText => {
+            let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
+            let index = match &q.fts {
+                Some(e) if !q.cjk && features.fts5 => Some((e, SummaryIndex::Words, "fts")),
+                Some(e) if q.cjk && features.trigram && terms_ok => {
+                    Some((e, SummaryIndex::Trigram, "fts-trigram"))
+                }
+                _ => None,
+            };
+            if let Some((expr, index, strategy)) = index {
+                let ranked = q.sort != Sort::Recency;
+                if let Ok(found) = fts_positions(conn, sc, index, expr, ranked) {
+                    return ranked_summary_hits(conn, sc, q, found, strategy);
+                }
+            }
+            like_summaries(conn, q)
+        }
+    }
+}
+
+/// Catalog positions (and ranks) of the summaries an FTS table matches.
+fn fts_positions(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    index: SummaryIndex,
+    expr: &str,
+    ranked: bool,
+) -> Result<Vec<(usize, Option<f64>)>> {
+    let mut out = Vec::new();
+    recall::summary_fts_matches(conn, index, expr, ranked, |id, rank| {
+        if let Some(ord) = sc.position(id) {
+            out.push((ord, rank));
+        }
+    })?;
+    Ok(out)
+}
+
+fn ranked_summary_hits(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    found: Vec<(usize, Option<f64>)>,
+    strategy: &str,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let mut c: Vec<(usize, Option<f64>)> = found
+        .into_iter()
+        .filter(|(o, _)| q.filter.accepts_at(sc.conversation(*o), sc.time(*o)))
+        .collect();
+    let candidates = c.len();
+    let now = crate::retrieval::grants::now_ms();
+    let score = |(o, r): &(usize, Option<f64>)| {
+        let rank = r.unwrap_or(0.0);
+        match q.sort {
+            Sort::Hybrid => rank / (1.0 + ((now - sc.time(*o)).max(0) as f64 / 3.6e6) * 0.001),
+            _ => rank,
+        }
+    };
+    match q.sort {
+        Sort::Recency => c.sort_by_key(|(o, _)| Reverse((sc.time(*o), sc.rowid(*o)))),
+        _ => c.sort_by(|a, b| score(a).total_cmp(&score(b))),
+    }
+    c.truncate(q.limit);
+    let chosen = c.iter().map(|(o, r)| (sc.rowid(*o), *r)).collect();
+    let (hits, mut stats) = term_hits(conn, q, chosen, strategy)?;
+    stats.candidates = candidates;
+    Ok((hits, stats))
+}
+
+/// A hit (without snippet) from a stored summary.
+fn hit_of(m: &SummaryMatch, rank: Option<f64>) -> SummaryHit {
+    SummaryHit {
+        summary_id: m.summary_id.clone(),
+        conversation_id: m.conversation_id,
+        kind: m.kind.clone(),
+        depth: m.depth,
+        created_at: iso_ms(parse_time_ms(&m.time)),
+        earliest_at: m.earliest_at.clone(),
+        latest_at: m.latest_at.clone(),
+        snippet: String::new(),
+        rank,
+    }
+}
+
+/// Checks summaries newest first against the pattern, reading content in batches,
+/// until `limit` match or the scan budget is spent.
+fn check_summaries<F>(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    mut ords: Vec<usize>,
+    strategy: &str,
+    verify: F,
+) -> Result<(Vec<SummaryHit>, ScopeStats)>
+where
+    F: Fn(&str) -> Option<(usize, usize)>,
+{
+    ords.retain(|&o| q.filter.accepts_at(sc.conversation(o), sc.time(o)));
+    ords.sort_by_key(|&o| Reverse((sc.time(o), sc.rowid(o))));
+    let mut stats = ScopeStats {
+        strategy: strategy.into(),
+        candidates: ords.len(),
+        truncated: ords.len() > MAX_SCAN_ROWS,
+        ..ScopeStats::default()
+    };
+    ords.truncate(MAX_SCAN_ROWS);
+    let mut hits = Vec::new();
+    'batches: for chunk in ords.chunks(BATCH) {
+        let ids: Vec<i64> = chunk.iter().map(|&o| sc.rowid(o)).collect();
+        let rows = recall::summaries_by_rowid(conn, &ids)?;
+        for id in ids {
+            stats.scanned += 1;
+            let Some(row) = rows.get(&id) else {
+                continue;
+            };
+            if let Some((s, e)) = verify(&row.content) {
+                let mut hit = hit_of(row, None);
+                hit.snippet = window(&row.content, s, e, 50, SNIPPET_CHARS);
+                hits.push(hit);
+                if hits.len() == q.limit {
+                    stats.truncated = false;
+                    break 'batches;
+                }
+            }
+        }
+    }
+    Ok((hits, stats))
+}
+
+/// Builds hits for rowids chosen in order, with term snippets.
+fn term_hits(
+    conn: &Connection,
+    q: &Query,
+    chosen: Vec<(i64, Option<f64>)>,
+    strategy: &str,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let ids: Vec<i64> = chosen.iter().map(|c| c.0).collect();
+    let rows: HashMap<i64, SummaryMatch> = recall::summaries_by_rowid(conn, &ids)?;
+    let stats = ScopeStats {
+        strategy: strategy.into(),
+        candidates: chosen.len(),
+        scanned: chosen.len(),
+        ..ScopeStats::default()
+    };
+    let hits = chosen
+        .into_iter()
+        .filter_map(|(id, rank)| {
+            let r = rows.get(&id)?;
+            let mut hit = hit_of(r, rank);
+            hit.snippet = term_snippet(&r.content, &q.terms, SNIPPET_CHARS);
+            Some(hit)
+        })
+        .collect();
+    Ok((hits, stats))
+}
+
+/// Full text without a usable index: every term as a LIKE substring.
+fn like_summaries(conn: &Connection, q: &Query) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    if q.terms.is_empty() {
+        return term_hits(conn, q, Vec::new(), "like");
+    }
+    let like = SummaryLike {
+        conversations: q.filter.conversations.as_deref(),
+        since: q.filter.since_ms.map(iso_ms),
+        before: q.filter.before_ms.map(iso_ms),
+        terms: &q.terms,
+        limit: q.limit,
+    };
+    let chosen = recall::summaries_like(conn, &like)?
+        .into_iter()
+        .map(|id| (id, None))
+        .collect();
+    term_hits(conn, q, chosen, "like")
+}

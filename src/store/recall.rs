@@ -1,0 +1,480 @@
+//! The reads recall is made of, as named operations: the message stream that
+//! builds the in-memory catalogs, full-text matches (`messages_fts`,
+//! `summaries_fts`, `summaries_fts_cjk`), content by id, LIKE over summaries, and
+//! the summary-graph reads of `describe`. `retrieval` decides what to ask and in
+//! which order; only this module knows the SQL.
+
+use std::collections::HashMap;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params_from_iter, Connection, OptionalExtension};
+
+use crate::error::Result;
+
+/// Ids looked up per statement by the batched reads.
+const BATCH: usize = 32;
+
+/// Runs `f` inside one read transaction, so every read it makes sees the same
+/// snapshot (the transaction is ended whatever `f` returns).
+pub fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    conn.execute_batch("BEGIN")?;
+    let out = f();
+    let _ = conn.execute_batch("COMMIT");
+    out
+}
+
+/// A message as the catalog reads it (borrowed from the statement's row).
+pub struct MessageRow<'a> {
+    /// message_id
+    pub id: i64,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// DB role.
+    pub role: &'a str,
+    /// created_at as stored.
+    pub created_at: &'a str,
+    /// Plain-text content.
+    pub content: &'a str,
+}
+
+/// Calls `f` with every message whose id is above `after`, in id order. Returns
+/// how many were read.
+pub fn for_each_message_after(
+    conn: &Connection,
+    after: i64,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<usize> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
+    )?;
+    let mut rows = stmt.query([after])?;
+    let mut n = 0;
+    while let Some(r) = rows.next()? {
+        f(&MessageRow {
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            role: r.get_ref(2)?.as_str().unwrap_or("user"),
+            created_at: r.get_ref(3)?.as_str().unwrap_or(""),
+            content: r.get_ref(4)?.as_str().unwrap_or(""),
+        });
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The content of messages by id (unknown ids are absent from the map).
+pub fn message_contents(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, String>> {
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT message_id, content FROM messages WHERE message_id IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(0))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            out.insert(r.get(0)?, r.get(1)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Calls `f` with the id of every message `messages_fts` matches for `expr`,
+/// highest id first, until `f` returns false.
+pub fn fts_message_ids_desc(
+    conn: &Connection,
+    expr: &str,
+    mut f: impl FnMut(i64) -> bool,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC",
+    )?;
+    let mut rows = stmt.query([expr])?;
+    while let Some(r) = rows.next()? {
+        if !f(r.get(0)?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Calls `f` with the id and FTS5 rank of every message `messages_fts` matches
+/// for `expr`, best rank first, until `f` returns false.
+pub fn fts_message_ids_by_rank(
+    conn: &Connection,
+    expr: &str,
+    mut f: impl FnMut(i64, f64) -> bool,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank",
+    )?;
+    let mut rows = stmt.query([expr])?;
+    while let Some(r) = rows.next()? {
+        if !f(r.get(0)?, r.get(1)?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// What a search needs of a message besides its text.
+#[derive(Debug, Clone)]
+pub struct MessageMeta {
+    /// message_id
+    pub id: i64,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// DB role.
+    pub role: String,
+    /// created_at as stored.
+    pub created_at: String,
+}
+
+/// Id, conversation, role and time of messages by id (unknown ids are absent).
+pub fn message_meta(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, MessageMeta>> {
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT message_id, conversation_id, role, created_at FROM messages WHERE message_id IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(0))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            let m = MessageMeta {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                role: r.get(2)?,
+                created_at: r.get(3)?,
+            };
+            out.insert(m.id, m);
+        }
+    }
+    Ok(out)
+}
+
+/// How many summaries exist and their highest rowid (0 when none).
+pub fn summary_count_and_max_rowid(conn: &Connection) -> Result<(i64, i64)> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM summaries")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
+/// A summary as the summary catalog reads it.
+pub struct SummaryKey<'a> {
+    /// rowid
+    pub rowid: i64,
+    /// sum_…
+    pub summary_id: &'a str,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// Latest source time, else creation time, as stored.
+    pub time: &'a str,
+}
+
+/// Calls `f` with every summary whose rowid is above `after`, in rowid order.
+pub fn for_each_summary_after(
+    conn: &Connection,
+    after: i64,
+    mut f: impl FnMut(&SummaryKey),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE rowid > ?1 ORDER BY rowid",
+    )?;
+    let mut rows = stmt.query([after])?;
+    while let Some(r) = rows.next()? {
+        f(&SummaryKey {
+            rowid: r.get(0)?,
+            summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
+            conversation_id: r.get(2)?,
+            time: r.get_ref(3)?.as_str().unwrap_or(""),
+        });
+    }
+    Ok(())
+}
+
+/// The full-text tables over summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryIndex {
+    /// `summaries_fts` (porter, unicode61 words).
+    Words,
+    /// `summaries_fts_cjk` (trigram tokenizer: substrings of 3+ characters).
+    Trigram,
+}
+
+impl SummaryIndex {
+    fn table(self) -> &'static str {
+        match self {
+            SummaryIndex::Words => "summaries_fts",
+            SummaryIndex::Trigram => "summaries_fts_cjk",
+        }
+    }
+}
+
+/// Calls `f` with the summary id (and the FTS5 rank when `ranked`) of every
+/// summary `index` matches for `expr`, in the index's order.
+pub fn summary_fts_matches(
+    conn: &Connection,
+    index: SummaryIndex,
+    expr: &str,
+    ranked: bool,
+    mut f: impl FnMut(&str, Option<f64>),
+) -> Result<()> {
+    let table = index.table();
+    let cols = if ranked {
+        "summary_id, rank"
+    } else {
+        "summary_id"
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {cols} FROM {table} WHERE {table} MATCH ?1"
+    ))?;
+    let mut rows = stmt.query([expr])?;
+    while let Some(r) = rows.next()? {
+        let rank = if ranked { r.get(1)? } else { None };
+        f(r.get_ref(0)?.as_str().unwrap_or(""), rank);
+    }
+    Ok(())
+}
+
+/// A summary as a search returns it.
+#[derive(Debug, Clone)]
+pub struct SummaryMatch {
+    /// sum_…
+    pub summary_id: String,
+    /// conversation_id
+    pub conversation_id: i64,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// Depth in the DAG.
+    pub depth: i64,
+    /// Latest source time, else creation time, as stored.
+    pub time: String,
+    /// Earliest source time.
+    pub earliest_at: Option<String>,
+    /// Latest source time.
+    pub latest_at: Option<String>,
+    /// The text.
+    pub content: String,
+}
+
+/// Summaries by rowid (unknown rowids are absent from the map).
+pub fn summaries_by_rowid(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, SummaryMatch>> {
+    let mut out = HashMap::with_capacity(rowids.len());
+    for chunk in rowids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT summary_id, conversation_id, kind, depth, COALESCE(latest_at, created_at), earliest_at, latest_at, content, rowid FROM summaries WHERE rowid IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(-1))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            let m = SummaryMatch {
+                summary_id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                kind: r.get(2)?,
+                depth: r.get(3)?,
+                time: r.get(4)?,
+                earliest_at: r.get(5)?,
+                latest_at: r.get(6)?,
+                content: r.get(7)?,
+            };
+            out.insert(r.get(8)?, m);
+        }
+    }
+    Ok(out)
+}
+
+/// A substring search over summaries without a usable full-text index.
+pub struct SummaryLike<'a> {
+    /// Allowed conversations (`None` = all).
+    pub conversations: Option<&'a [i64]>,
+    /// Inclusive lower time bound (ISO).
+    pub since: Option<String>,
+    /// Exclusive upper time bound (ISO).
+    pub before: Option<String>,
+    /// Every one must occur (case-insensitively for ASCII, as LIKE does).
+    pub terms: &'a [String],
+    /// Most rowids returned.
+    pub limit: usize,
+}
+
+/// Rowids of the summaries containing every term, newest (latest source time,
+/// else creation time) first.
+pub fn summaries_like(conn: &Connection, q: &SummaryLike) -> Result<Vec<i64>> {
+    const TIME: &str = "julianday(COALESCE(latest_at, created_at))";
+    let mut args: Vec<SqlValue> = Vec::new();
+    let mut conds = Vec::new();
+    if let Some(c) = q.conversations {
+        let list: Vec<String> = c.iter().map(i64::to_string).collect();
+        conds.push(format!("conversation_id IN ({})", list.join(",")));
+    }
+    for (bound, op) in [(&q.since, ">="), (&q.before, "<")] {
+        if let Some(iso) = bound {
+            args.push(SqlValue::Text(iso.clone()));
+            conds.push(format!("{TIME} {op} julianday(?{})", args.len()));
+        }
+    }
+    for t in q.terms {
+        let escaped = t
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        args.push(SqlValue::Text(format!("%{escaped}%")));
+        conds.push(format!("content LIKE ?{} ESCAPE '\\'", args.len()));
+    }
+    args.push(SqlValue::Integer(q.limit as i64));
+    let filter = if conds.is_empty() {
+        "1".to_owned()
+    } else {
+        conds.join(" AND ")
+    };
+    let sql = format!(
+        "SELECT rowid FROM summaries WHERE {filter} ORDER BY {TIME} DESC, rowid DESC LIMIT ?{}",
+        args.len()
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(args.iter()), |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(rows)
+}
+
+/// The conversation of a summary (`sum_…`) or large file (`file_…`) id.
+pub fn conversation_of(conn: &Connection, id: &str) -> Result<Option<i64>> {
+    let sql = if id.starts_with("file_") {
+        "SELECT conversation_id FROM large_files WHERE file_id = ?1"
+    } else {
+        "SELECT conversation_id FROM summaries WHERE summary_id = ?1"
+    };
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+/// Distinct messages under a summary's whole source subtree.
+pub fn source_message_count(conn: &Connection, id: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION SELECT sp.parent_summary_id FROM summary_parents sp JOIN sub ON sp.summary_id = sub.id)
+             SELECT COUNT(DISTINCT sm.message_id) FROM summary_messages sm WHERE sm.summary_id IN (SELECT id FROM sub)",
+        )?
+        .query_row([id], |r| r.get(0))?)
+}
+
+/// The summary itself and every summary reached through its sources (each path
+/// once, 64 levels at most), shallowest first then by source path.
+pub fn subtree_nodes(conn: &Connection, id: &str) -> Result<Vec<SubtreeNode>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH RECURSIVE sub(summary_id, parent, d, path) AS (
+           SELECT ?1, NULL, 0, ''
+           UNION ALL
+           SELECT sp.parent_summary_id, sub.summary_id, sub.d + 1,
+                  CASE WHEN sub.path = '' THEN printf('%04d', sp.ordinal) ELSE sub.path || '.' || printf('%04d', sp.ordinal) END
+           FROM summary_parents sp JOIN sub ON sp.summary_id = sub.summary_id WHERE sub.d < 64)
+         SELECT s.summary_id, sub.parent, sub.d, s.kind, s.depth, s.token_count, s.descendant_count,
+                s.descendant_token_count, s.source_message_token_count, s.earliest_at, s.latest_at, sub.path,
+                (SELECT COUNT(*) FROM summary_parents p WHERE p.summary_id = s.summary_id)
+                  + (SELECT COUNT(*) FROM summary_messages m WHERE m.summary_id = s.summary_id)
+         FROM sub JOIN summaries s ON s.summary_id = sub.summary_id
+         ORDER BY sub.d, sub.path",
+    )?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok(SubtreeNode {
+                summary_id: r.get(0)?,
+                parent_summary_id: r.get(1)?,
+                depth_from_root: r.get(2)?,
+                kind: r.get(3)?,
+                depth: r.get(4)?,
+                token_count: r.get(5)?,
+                descendant_count: r.get(6)?,
+                descendant_token_count: r.get(7)?,
+                source_message_token_count: r.get(8)?,
+                earliest_at: r.get(9)?,
+                latest_at: r.get(10)?,
+                path: r.get(11)?,
+                child_count: r.get(12)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// One summary of a source subtree, as [`subtree_nodes`] reads it.
+#[derive(Debug, Clone)]
+pub struct SubtreeNode {
+    /// sum_…
+    pub summary_id: String,
+    /// The summary it was reached from (`None` for the root).
+    pub parent_summary_id: Option<String>,
+    /// Levels below the root.
+    pub depth_from_root: i64,
+    /// `leaf` or `condensed`.
+    pub kind: String,
+    /// Depth in the DAG.
+    pub depth: i64,
+    /// Tokens of the summary.
+    pub token_count: i64,
+    /// Stored descendant count.
+    pub descendant_count: i64,
+    /// Stored descendant token sum.
+    pub descendant_token_count: i64,
+    /// Stored source message tokens.
+    pub source_message_token_count: i64,
+    /// Earliest source time.
+    pub earliest_at: Option<String>,
+    /// Latest source time.
+    pub latest_at: Option<String>,
+    /// Source-ordinal path from the root (`0001.0003`).
+    pub path: String,
+    /// Sources (summaries + messages) linked to it.
+    pub child_count: i64,
+}
+
+/// `id` and every summary that has it in its source subtree (64 levels at most).
+pub fn ancestor_ids(conn: &Connection, id: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH RECURSIVE up(id, d) AS (SELECT ?1, 0 UNION SELECT sp.summary_id, up.d + 1 FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id WHERE up.d < 64)
+         SELECT id FROM up",
+    )?;
+    let ids = stmt
+        .query_map([id], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(ids)
+}
+
+/// Damage recall's tests inflict on a database, to check what searches do then
+/// (test builds only).
+#[cfg(test)]
+pub mod damage {
+    use rusqlite::Connection;
+
+    use crate::error::Result;
+
+    /// Deletes a summary row (foreign keys off: its links are left dangling).
+    pub fn delete_summary(conn: &Connection, id: &str) -> Result<()> {
+        conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+        conn.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
+        Ok(())
+    }
+
+    /// Drops the word full-text tables of messages and summaries.
+    pub fn drop_fts_tables(conn: &Connection) -> Result<()> {
+        conn.execute_batch("DROP TABLE messages_fts; DROP TABLE summaries_fts;")?;
+        Ok(())
+    }
+}
