@@ -2,8 +2,21 @@
 //! parameters: one parser for every entry point, with errors naming the call.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::error::{LcmError, Result};
+
+/// How an error names the kind of a JSON value ("a string", "null", …).
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
 
 /// Parses a JSON text of parameters into `T`, naming what was wrong.
 pub fn parse_params<T: for<'de> Deserialize<'de>>(what: &str, json: &str) -> Result<T> {

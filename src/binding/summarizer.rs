@@ -14,6 +14,7 @@ use napi::bindgen_prelude::*;
 use serde_json::Value;
 
 use crate::error::{ErrorCode, LcmError};
+use crate::params::json_kind;
 use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
 
 /// Model recorded when the callback names none.
@@ -113,7 +114,7 @@ fn response_from(v: Value, fallback_model: Option<&str>) -> crate::error::Result
         },
         other => Err(callback_err(format!(
             "must return a string or {{ content, model? }}, got {}",
-            json_type(&other)
+            json_kind(&other)
         ))),
     }
 }
@@ -125,17 +126,6 @@ fn rejection(reason: &str) -> LcmError {
         return callback_err("returned a Promise that never settled (it was garbage-collected)");
     }
     callback_err(format!("rejected: {reason}"))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl CallbackSummarizer {

@@ -8,11 +8,12 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use super::error::CliError;
 use crate::config::{expand_home, EngineOptions};
 use crate::engine::Engine;
+use crate::store::operator;
 
 /// Where the database path came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,25 +109,8 @@ impl CliError {
 /// Opens an existing database read-only (`SQLITE_OPEN_READ_ONLY` and
 /// `query_only`), checking that it has the lcm tables.
 pub fn open_read_only(path: &Path) -> Result<Connection, CliError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| sqlite_err(path, e))?;
-    conn.busy_timeout(std::time::Duration::from_secs(30))
-        .map_err(|e| sqlite_err(path, e))?;
-    conn.execute_batch("PRAGMA query_only = 1;")
-        .map_err(|e| sqlite_err(path, e))?;
-    let present: Vec<String> = {
-        let mut st = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .map_err(|e| sqlite_err(path, e))?;
-        let rows = st
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| sqlite_err(path, e))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(|e| sqlite_err(path, e))?
-    };
+    let conn = operator::open_read_only(path).map_err(|e| sqlite_err(path, e))?;
+    let present = operator::table_names(&conn).map_err(|e| sqlite_err(path, e))?;
     let missing: Vec<&str> = REQUIRED_TABLES
         .iter()
         .copied()

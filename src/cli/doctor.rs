@@ -93,16 +93,7 @@ fn dry_run(a: &DoctorArgs, ctx: &mut Ctx) -> Result<DoctorReport, CliError> {
     });
     let found = operator::drive(ctx, rx, job)?
         .map_err(|e| CliError::failure(format!("the check stopped: {e}")))??;
-    Ok(DoctorReport {
-        ok: found.is_clean(),
-        applied: false,
-        conversation_ids: ids,
-        found,
-        repairs: Vec::new(),
-        resummarized: Vec::new(),
-        error: None,
-        remaining: None,
-    })
+    Ok(DoctorReport::dry_run(ids, found))
 }
 
 fn apply(a: &DoctorArgs, ctx: &mut Ctx) -> Result<(DoctorReport, Option<String>), CliError> {

@@ -23,7 +23,7 @@ use crate::summarize::SummarizerChoice;
 pub fn open_dry_run(ctx: &Ctx) -> Result<Connection, CliError> {
     let path = ctx.db_path()?;
     let conn = ctx.open_read_only(&path)?;
-    conn.execute_batch("PRAGMA query_only = 0;")
+    crate::store::operator::allow_temp_tables(&conn)
         .map_err(|e| CliError::from(crate::error::LcmError::from(e)))?;
     crate::doctor::require_current_schema(&conn)?;
     Ok(conn)
@@ -35,13 +35,7 @@ pub fn open_dry_run(ctx: &Ctx) -> Result<Connection, CliError> {
 /// check then compares index rows only.
 pub fn open_fts_probe(ctx: &Ctx) -> Option<Connection> {
     let path = ctx.db_path().ok()?;
-    let c = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .ok()?;
-    c.busy_timeout(std::time::Duration::from_secs(30)).ok()?;
-    Some(c)
+    crate::store::operator::open_fts_probe(&path).ok()
 }
 
 /// Opens the engine on the database for `--apply`.

@@ -116,7 +116,8 @@ fn json_errors_are_one_document() {
 /// A database file with one conversation: 12 messages, 4 leaves over the first 8,
 /// two d1 nodes and one d2 node. Returns (conversation id, summary ids in plan order).
 pub(crate) fn build_db(path: &std::path::Path) -> (i64, Vec<String>) {
-    use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
+    use crate::engine::tests::ingest_messages;
+    use crate::engine::{Engine, InsertSummaryParams};
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let e = Engine::open(db::engine_options(path)).await.unwrap();
@@ -130,18 +131,7 @@ pub(crate) fn build_db(path: &std::path::Path) -> (i64, Vec<String>) {
                 })
             })
             .collect();
-        let r = e
-            .ingest_batch(IngestBatchParams {
-                session_id: "cli-test".into(),
-                session_key: None,
-                messages,
-                entry_ids: None,
-                is_heartbeat: false,
-            })
-            .await
-            .unwrap();
-        let conv = r.conversation_id.unwrap();
-        let ids: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+        let (conv, ids) = ingest_messages(&e, "cli-test", messages).await;
         let mut all = Vec::new();
         let mut leaves = Vec::new();
         for k in 0..4 {

@@ -333,6 +333,3 @@ impl Compactor {
             .await
     }
 }
-
-#[cfg(test)]
-mod tests;

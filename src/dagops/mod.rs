@@ -11,9 +11,6 @@ pub mod dissolve;
 pub mod run;
 pub mod transplant;
 
-#[cfg(test)]
-mod tests;
-
 use std::collections::HashSet;
 
 use rusqlite::Connection;

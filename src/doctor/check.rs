@@ -2,68 +2,15 @@
 //! links, cycles, coverage of every message exactly once, and derived columns.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::fmt;
 
 use serde_json::json;
 
+use super::analysis::Restore;
+pub use super::analysis::{Analysis, Holder, Unit};
 use super::meta;
-use super::relink::{self, Restore};
+use super::relink;
 use super::violation::{list, Kind, Violation};
-use crate::store::derived::Meta;
 use crate::store::graph::Graph;
-
-/// What holds a message or a summary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Holder {
-    /// The context item at this ordinal.
-    Context(i64),
-    /// A summary that lists it as a source.
-    Summary(String),
-}
-
-impl fmt::Display for Holder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Holder::Context(o) => write!(f, "context item {o}"),
-            Holder::Summary(s) => f.write_str(s),
-        }
-    }
-}
-
-/// Rows nothing reachable covers, restorable as one piece.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unit {
-    /// An unreachable summary all of whose messages are uncovered.
-    Summary {
-        /// The topmost unreachable summary.
-        id: String,
-        /// Its messages.
-        messages: Vec<i64>,
-    },
-    /// A message under no summary at all.
-    Message(i64),
-}
-
-/// The results of checking one conversation.
-#[derive(Debug, Default)]
-pub struct Analysis {
-    /// Own summaries, sources before the summaries built from them (cycles left out).
-    pub order: Vec<String>,
-    /// Summaries on a cycle.
-    pub cycle: Vec<String>,
-    /// Recomputed derived columns.
-    pub expected: HashMap<String, Meta>,
-    /// What reaches each reachable summary.
-    pub reached: HashMap<String, Vec<Holder>>,
-    /// What covers each covered message.
-    pub covered: HashMap<i64, Vec<Holder>>,
-    /// Uncovered rows, grouped for repair.
-    pub units: Vec<Unit>,
-    /// How each unit will be restored.
-    pub restores: Vec<Restore>,
-    /// Everything found.
-    pub violations: Vec<Violation>,
-}
 
 /// Checks one conversation's graph.
 pub fn analyze(g: &Graph) -> Analysis {

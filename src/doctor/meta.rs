@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::store::derived::{condensed, leaf, stored, Meta, SourceView};
+use crate::store::derived::{condensed_of, leaf, stored, Meta};
 use crate::store::graph::{Graph, MsgRow};
 use crate::store::summaries::SummaryRecord;
 use crate::timestamp;
@@ -126,16 +126,7 @@ pub fn recompute_in(g: &Graph, s: &SummaryRecord, done: &HashMap<String, Meta>) 
                         .unwrap_or_else(|| stored(r))
                 })
                 .collect();
-            let views: Vec<SourceView> = metas
-                .iter()
-                .zip(&rows)
-                .map(|(meta, r)| SourceView {
-                    meta,
-                    content: &r.content,
-                    created_at: &r.created_at,
-                })
-                .collect();
-            Some(condensed(&s.content, &views))
+            Some(condensed_of(&s.content, &metas, rows.iter().copied()))
         }
         _ => None,
     }

@@ -11,6 +11,7 @@
 //! - Apply: one transaction repairs links, coverage, columns, ordinals and FTS rows;
 //!   then each broken summary is summarized again in its own transaction.
 
+pub mod analysis;
 pub mod check;
 pub mod fts;
 pub mod global;
@@ -136,6 +137,22 @@ pub struct DoctorReport {
     pub error: Option<StopError>,
     /// What a check after the repairs found (`apply`).
     pub remaining: Option<Findings>,
+}
+
+impl DoctorReport {
+    /// The report of a check without repairs: what it found, nothing applied.
+    pub fn dry_run(conversation_ids: Vec<i64>, found: Findings) -> DoctorReport {
+        DoctorReport {
+            ok: found.is_clean(),
+            applied: false,
+            conversation_ids,
+            found,
+            repairs: Vec::new(),
+            resummarized: Vec::new(),
+            error: None,
+            remaining: None,
+        }
+    }
 }
 
 /// Every conversation id, ascending.
@@ -351,6 +368,3 @@ pub fn sort(v: &mut [Violation]) {
         ))
     });
 }
-
-#[cfg(test)]
-pub(crate) mod tests;

@@ -7,24 +7,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::check::{Analysis, Unit};
+pub use super::analysis::Restore;
+use super::analysis::{Analysis, Unit};
 use crate::store::derived::{self, max_opt, min_opt, Meta};
 use crate::store::graph::Graph;
 use crate::timestamp;
-
-/// How an uncovered unit is restored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Restore {
-    /// Linked back to the summary that provably held it.
-    Link {
-        /// The holder.
-        holder: String,
-        /// What it held.
-        unit: Unit,
-    },
-    /// Put back into the context list.
-    Context(Unit),
-}
 
 /// The restoration of every unit of `a` (uses `a.expected` without the restores).
 pub fn plan(g: &Graph, a: &Analysis) -> Vec<Restore> {

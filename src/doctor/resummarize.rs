@@ -14,7 +14,7 @@ use super::repair;
 use crate::compaction::source;
 use crate::error::{LcmError, Result};
 use crate::store::graph::{self, Graph};
-use crate::store::{self, dag, dag::Sources, links, Features};
+use crate::store::{self, dag::Sources, links, summaries, Features};
 use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
 
@@ -225,7 +225,7 @@ pub fn write(
         return Ok(false);
     };
     links::write_text(tx, id, content, model)?;
-    dag::index_summary(tx, id, content, features)?;
+    summaries::index_summary(tx, id, content, features)?;
     let g = graph::load(tx, current.conversation_id)?;
     let a = check::analyze(&g);
     repair::fix_metadata(tx, &g, &a, &mut Vec::new())?;

@@ -49,16 +49,7 @@ impl Doctor {
         let (ids, scope) = self.doctor_scope(&p).await?;
         let found = self.doctor_check(&ids, scope, progress.as_ref()).await?;
         if !p.apply {
-            return Ok(DoctorReport {
-                ok: found.is_clean(),
-                applied: false,
-                conversation_ids: ids,
-                found,
-                repairs: Vec::new(),
-                resummarized: Vec::new(),
-                error: None,
-                remaining: None,
-            });
+            return Ok(DoctorReport::dry_run(ids, found));
         }
         let mut repairs = Vec::new();
         if found.violations.iter().any(|v| v.repairable) {

@@ -53,12 +53,7 @@ impl Engine {
     where
         F: FnOnce() -> Result<CompactParams> + Send + 'static,
     {
-        let reg = self.register(session, &hooks);
-        let compactor = self.compactor(self.pipeline());
-        async move {
-            let _reg = reg;
-            compactor.compact(make()?, &hooks).await
-        }
+        self.compact_registered(self.pipeline(), session, hooks, make)
     }
 
     /// Compacts with the given pipeline; cancellable by session from the moment it
@@ -69,11 +64,27 @@ impl Engine {
         p: CompactParams,
         hooks: Hooks,
     ) -> impl Future<Output = Result<CompactResult>> + Send + 'static {
-        let reg = self.register(&SessionIds::of(&p.session_id, &p.session_key), &hooks);
+        let session = SessionIds::of(&p.session_id, &p.session_key);
+        self.compact_registered(pipeline, &session, hooks, move || Ok(p))
+    }
+
+    /// Registers the call for `cancel` under `session` now, then compacts with
+    /// `pipeline` and the parameters `make` returns.
+    fn compact_registered<F>(
+        &self,
+        pipeline: Arc<dyn SummaryPipeline>,
+        session: &SessionIds,
+        hooks: Hooks,
+        make: F,
+    ) -> impl Future<Output = Result<CompactResult>> + Send + 'static
+    where
+        F: FnOnce() -> Result<CompactParams> + Send + 'static,
+    {
+        let reg = self.register(session, &hooks);
         let compactor = self.compactor(pipeline);
         async move {
             let _reg = reg;
-            compactor.compact(p, &hooks).await
+            compactor.compact(make()?, &hooks).await
         }
     }
 

@@ -286,4 +286,4 @@ pub struct SummaryWithLinks {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,44 +1,34 @@
-//! Engine round trips in memory.
+//! Tests that need the whole engine: each opens an [`Engine`](super::Engine) and
+//! drives a feature through the async API. They live here, in the engine layer,
+//! because feature modules never import the engine (not even in tests).
 
-use super::*;
-use crate::config::EngineOptions;
-use serde_json::json;
+mod compaction;
+mod dagops;
+mod doctor;
+mod rewrite;
+mod round_trip;
 
-#[tokio::test]
-async fn ingest_and_round_trip_in_memory() {
-    let opts = EngineOptions {
-        db_path: Some(":memory:".into()),
-        ..Default::default()
-    };
-    let engine = Engine::open(opts).await.unwrap();
-    let msgs = vec![
-        json!({"role":"user","content":"hello","timestamp":1771313820000i64}),
-        json!({"role":"assistant","content":[{"type":"text","text":"hi"}]}),
-    ];
+use serde_json::Value;
+
+use super::{Engine, IngestBatchParams};
+
+/// Ingests `messages` as one batch of session `session`: the conversation and the
+/// new message ids, in order.
+pub(crate) async fn ingest_messages(
+    engine: &Engine,
+    session: &str,
+    messages: Vec<Value>,
+) -> (i64, Vec<i64>) {
     let r = engine
         .ingest_batch(IngestBatchParams {
-            session_id: "s1".into(),
+            session_id: session.into(),
             session_key: None,
-            messages: msgs.clone(),
+            messages,
             entry_ids: None,
             is_heartbeat: false,
         })
         .await
         .unwrap();
-    assert_eq!(r.ingested_count, 2);
-    let back = engine
-        .get_messages(r.conversation_id.unwrap())
-        .await
-        .unwrap();
-    assert_eq!(back, msgs);
-    let items = engine
-        .get_context_items(r.conversation_id.unwrap())
-        .await
-        .unwrap();
-    assert_eq!(items.iter().map(|i| i.ordinal).collect::<Vec<_>>(), [0, 1]);
-    engine.close().await.unwrap();
-    assert_eq!(
-        engine.get_messages(1).await.unwrap_err().code,
-        crate::error::ErrorCode::Closed
-    );
+    let ids = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+    (r.conversation_id.unwrap(), ids)
 }

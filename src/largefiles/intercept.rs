@@ -112,18 +112,7 @@ pub fn intercept_batch(
     }
     write_tx(conn, |tx| {
         let conversation_id = conversations::find_or_create(tx, session)?;
-        let ctx = Ctx {
-            conn: tx,
-            conversation_id,
-            settings,
-        };
-        let mut replaced = 0;
-        for m in messages.iter_mut() {
-            if may_qualify(m, settings.threshold) {
-                replaced += ctx.message(m)?;
-            }
-        }
-        Ok(replaced)
+        intercept_in(tx, conversation_id, messages, settings)
     })
 }
 

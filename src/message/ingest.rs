@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::{db_role, REASONING_TYPES, RUNTIME_ROLES, TOOL_CALL_TYPES, TOOL_RESULT_TYPES};
 use crate::error::{LcmError, Result};
+use crate::params::json_kind;
 use crate::{timestamp, tokens};
 
 /// Envelope marker: the content was a string.
@@ -77,7 +78,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
     let obj = message.as_object().ok_or_else(|| {
         LcmError::invalid(format!(
             "message must be an object, got {}",
-            kind_of(message)
+            json_kind(message)
         ))
     })?;
     let runtime_role = match obj.get("role") {
@@ -86,7 +87,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         Some(other) => {
             return Err(LcmError::invalid(format!(
                 "message.role must be a string, got {}",
-                kind_of(other)
+                json_kind(other)
             )))
         }
         None => return Err(LcmError::invalid("message has no role")),
@@ -141,17 +142,7 @@ fn contentless(obj: &Map<String, Value>, runtime_role: &str) -> (String, Vec<New
         Some(Value::String(s)) => s.clone(),
         _ => String::new(),
     };
-    let mut meta = base_metadata(runtime_role, obj);
-    meta.insert("rawType".into(), json!(runtime_role));
-    let part = NewPart {
-        part_type: "agent",
-        ordinal: 0,
-        text_content: Some(text.clone()),
-        metadata: Value::Object(meta).to_string(),
-        ..NewPart::default()
-    };
-    let n = tokens::estimate(&text);
-    (text, vec![part], n)
+    agent_part(text, runtime_role, runtime_role, obj)
 }
 
 /// Content that is neither a string nor an array (kept verbatim: its JSON is the
@@ -161,29 +152,7 @@ fn verbatim_content(
     runtime_role: &str,
     obj: &Map<String, Value>,
 ) -> (String, Vec<NewPart>, i64) {
-    let text = content.to_string();
-    let mut meta = base_metadata(runtime_role, obj);
-    meta.insert("rawType".into(), json!("verbatim"));
-    let part = NewPart {
-        part_type: "agent",
-        ordinal: 0,
-        text_content: Some(text.clone()),
-        metadata: Value::Object(meta).to_string(),
-        ..NewPart::default()
-    };
-    let n = tokens::estimate(&text);
-    (text, vec![part], n)
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    agent_part(content.to_string(), "verbatim", runtime_role, obj)
 }
 
 fn created_at(obj: &Map<String, Value>) -> Option<String> {
@@ -277,17 +246,28 @@ fn bash_execution(obj: &Map<String, Value>, runtime_role: &str) -> (String, Vec<
     let command = obj.get("command").map(value_text).unwrap_or_default();
     let output = obj.get("output").map(value_text).unwrap_or_default();
     let content = format!("$ {command}\n{output}");
+    agent_part(content, "bashExecution", runtime_role, obj)
+}
+
+/// A message stored as one `agent` part holding `text` (its `rawType` named in the
+/// part's metadata): the text, the part, the text's tokens.
+fn agent_part(
+    text: String,
+    raw_type: &str,
+    runtime_role: &str,
+    obj: &Map<String, Value>,
+) -> (String, Vec<NewPart>, i64) {
     let mut meta = base_metadata(runtime_role, obj);
-    meta.insert("rawType".into(), json!("bashExecution"));
+    meta.insert("rawType".into(), json!(raw_type));
     let part = NewPart {
         part_type: "agent",
         ordinal: 0,
-        text_content: Some(content.clone()),
+        text_content: Some(text.clone()),
         metadata: Value::Object(meta).to_string(),
         ..NewPart::default()
     };
-    let tokens = tokens::estimate(&content);
-    (content, vec![part], tokens)
+    let n = tokens::estimate(&text);
+    (text, vec![part], n)
 }
 
 fn value_text(v: &Value) -> String {

@@ -206,6 +206,3 @@ impl RewriteParams {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection, Transaction};
 
 use super::dag::{self, new_summary_id};
 use super::messages::part_id;
+use super::summaries;
 use super::Features;
 use crate::error::{LcmError, Result};
 
@@ -108,7 +109,7 @@ pub fn summaries(
         )?;
         let new = new_summary_id(&content);
         copy.execute(params![new, dst, old])?;
-        dag::index_summary(tx, &new, &content, features)?;
+        summaries::index_summary(tx, &new, &content, features)?;
         link_parents(tx, &new, old, &map)?;
         link_messages(tx, &new, old, msgs)?;
         map.insert(old.clone(), new);

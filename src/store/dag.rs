@@ -5,13 +5,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use regex::Regex;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::derived::{self, Meta, SourceView};
-use super::graph::MsgRow;
+use super::derived::{self, Meta};
+use super::graph::{self, MsgRow};
 use super::{summaries, Features};
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::{timestamp, tokens};
@@ -47,17 +47,6 @@ pub fn new_summary_id(content: &str) -> String {
     format!("sum_{}", &hex::encode(h.finalize())[..16])
 }
 
-/// Ordered, de-duplicated `file_…` ids mentioned in a text.
-pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
-    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"file_[a-f0-9]{16}").expect("valid regex"));
-    for m in re.find_iter(text) {
-        if !out.iter().any(|x| x == m.as_str()) {
-            out.push(m.as_str().to_owned());
-        }
-    }
-}
-
 fn marks(n: usize) -> String {
     vec!["?"; n].join(",")
 }
@@ -66,23 +55,13 @@ fn marks(n: usize) -> String {
 /// and belong to the conversation.
 fn leaf_meta(tx: &Transaction, conversation_id: i64, content: &str, ids: &[i64]) -> Result<Meta> {
     let sql = format!(
-        "SELECT message_id, conversation_id, seq, token_count, created_at, content FROM messages WHERE message_id IN ({})",
+        "SELECT {} FROM messages WHERE message_id IN ({})",
+        graph::MSG_COLUMNS,
         marks(ids.len())
     );
     let mut stmt = tx.prepare(&sql)?;
     let rows: Vec<MsgRow> = stmt
-        .query_map(params_from_iter(ids.iter()), |r| {
-            let mut file_ids = Vec::new();
-            file_ids_in(&r.get::<_, String>(5)?, &mut file_ids);
-            Ok(MsgRow {
-                id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                seq: r.get(2)?,
-                tokens: r.get(3)?,
-                created_at: r.get(4)?,
-                file_ids,
-            })
-        })?
+        .query_map(params_from_iter(ids.iter()), graph::message_from)?
         .collect::<rusqlite::Result<_>>()?;
     if rows.len() != ids.len() {
         return Err(LcmError::not_found(
@@ -119,16 +98,7 @@ fn condensed_meta(
         ));
     }
     let metas: Vec<Meta> = rows.iter().map(derived::stored).collect();
-    let views: Vec<SourceView> = metas
-        .iter()
-        .zip(&rows)
-        .map(|(meta, r)| SourceView {
-            meta,
-            content: &r.content,
-            created_at: &r.created_at,
-        })
-        .collect();
-    Ok(derived::condensed(content, &views))
+    Ok(derived::condensed_of(content, &metas, &rows))
 }
 
 /// Whether `sources` sit exactly at ordinals `start..start + len` of the context
@@ -511,86 +481,22 @@ fn insert_row(
     m: &Meta,
     features: Features,
 ) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,
-            descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)
+    let head = [
+        Value::from(id.to_owned()),
+        Value::from(s.conversation_id),
+        Value::from(s.content.clone()),
+        Value::from(timestamp::now_sqlite()),
+        Value::from(s.model.clone()),
+    ];
+    tx.prepare_cached(&format!(
+        "INSERT INTO summaries (summary_id, conversation_id, content, created_at, model, {})
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        id,
-        s.conversation_id,
-        m.kind,
-        m.depth,
-        s.content,
-        m.token_count,
-        m.earliest.map(timestamp::to_iso),
-        m.latest.map(timestamp::to_iso),
-        m.descendant_count,
-        m.descendant_tokens,
-        m.source_message_tokens,
-        timestamp::now_sqlite(),
-        serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into()),
-        s.model
-    ])?;
-    index_summary(tx, id, &s.content, features)
-}
-
-/// Replaces a summary's text in place (its id, links and context items stay): the
-/// content, its token count, its full-text rows, and the `descendant_token_count`
-/// of every summary built on it, which changes by the same delta — so invariant 3
-/// (stored metadata equals its recomputation) holds after the rewrite.
-pub fn update_content(
-    tx: &Transaction,
-    conversation_id: i64,
-    id: &str,
-    content: &str,
-    features: Features,
-) -> Result<()> {
-    let old: Option<i64> = tx
-        .query_row(
-            "SELECT token_count FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
-            params![id, conversation_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(old) = old else {
-        return Err(LcmError::not_found(format!(
-            "summary {id} is no longer in conversation {conversation_id}"
-        )));
-    };
-    let new = tokens::estimate(content);
-    tx.execute(
-        "UPDATE summaries SET content = ?1, token_count = ?2 WHERE summary_id = ?3",
-        params![content, new, id],
-    )?;
-    if new != old {
-        tx.execute(
-            "WITH RECURSIVE up(id) AS (
-               SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?1
-               UNION SELECT sp.summary_id FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id)
-             UPDATE summaries SET descendant_token_count = descendant_token_count + ?2
-             WHERE summary_id IN (SELECT id FROM up)",
-            params![id, new - old],
-        )?;
-    }
-    index_summary(tx, id, content, features)
-}
-
-/// Writes (or rewrites) a summary's rows in the full-text tables.
-pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Features) -> Result<()> {
-    if features.fts5 {
-        tx.prepare_cached("DELETE FROM summaries_fts WHERE summary_id = ?1")?
-            .execute([id])?;
-        tx.prepare_cached("INSERT INTO summaries_fts (summary_id, content) VALUES (?1, ?2)")?
-            .execute(params![id, content])?;
-    }
-    if features.trigram {
-        tx.prepare_cached("DELETE FROM summaries_fts_cjk WHERE summary_id = ?1")?
-            .execute([id])?;
-        tx.prepare_cached("INSERT INTO summaries_fts_cjk (summary_id, content) VALUES (?1, ?2)")?
-            .execute(params![id, content])?;
-    }
-    Ok(())
+        derived::STORED_COLUMNS
+    ))?
+    .execute(params_from_iter(
+        head.into_iter().chain(derived::stored_values(m)),
+    ))?;
+    summaries::index_summary(tx, id, &s.content, features)
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! writes a summary, the doctor when it checks and repairs one.
 
 use chrono::{DateTime, Utc};
+use regex::Regex;
+use rusqlite::types::Value;
 
-use super::dag::file_ids_in;
-use super::graph::MsgRow;
 use super::summaries::SummaryRecord;
 use crate::{timestamp, tokens};
 
@@ -35,6 +35,34 @@ pub struct Meta {
     pub first_seq: Option<i64>,
 }
 
+/// What the doctor needs of a message.
+#[derive(Debug, Clone)]
+pub struct MsgRow {
+    /// message_id
+    pub id: i64,
+    /// Owning conversation.
+    pub conversation_id: i64,
+    /// Sequence number.
+    pub seq: i64,
+    /// Stored token count.
+    pub tokens: i64,
+    /// Stored creation time.
+    pub created_at: String,
+    /// `file_…` ids its content mentions.
+    pub file_ids: Vec<String>,
+}
+
+/// Ordered, de-duplicated `file_…` ids mentioned in a text.
+pub fn file_ids_in(text: &str, out: &mut Vec<String>) {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"file_[a-f0-9]{16}").expect("valid regex"));
+    for m in re.find_iter(text) {
+        if !out.iter().any(|x| x == m.as_str()) {
+            out.push(m.as_str().to_owned());
+        }
+    }
+}
+
 /// The smaller of two optional values (a missing one is ignored).
 pub fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
@@ -61,10 +89,10 @@ fn push_unique(out: &mut Vec<String>, ids: &[String]) {
     }
 }
 
-/// A leaf's columns from its source messages (in link order).
-pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
-    let mut m = Meta {
-        kind: "leaf",
+/// A summary's columns before its sources are folded in.
+fn no_sources(kind: &'static str, content: &str) -> Meta {
+    Meta {
+        kind,
         depth: 0,
         token_count: tokens::estimate(content),
         earliest: None,
@@ -74,7 +102,12 @@ pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
         source_message_tokens: 0,
         file_ids: Vec::new(),
         first_seq: None,
-    };
+    }
+}
+
+/// A leaf's columns from its source messages (in link order).
+pub fn leaf(content: &str, messages: &[&MsgRow]) -> Meta {
+    let mut m = no_sources("leaf", content);
     for msg in messages {
         let t = timestamp::parse(&msg.created_at);
         m.earliest = min_opt(m.earliest, t);
@@ -99,18 +132,7 @@ pub struct SourceView<'a> {
 
 /// A condensed node's columns from its source summaries (in link order).
 pub fn condensed(content: &str, sources: &[SourceView]) -> Meta {
-    let mut m = Meta {
-        kind: "condensed",
-        depth: 0,
-        token_count: tokens::estimate(content),
-        earliest: None,
-        latest: None,
-        descendant_count: 0,
-        descendant_tokens: 0,
-        source_message_tokens: 0,
-        file_ids: Vec::new(),
-        first_seq: None,
-    };
+    let mut m = no_sources("condensed", content);
     for s in sources {
         let created = timestamp::parse(s.created_at);
         m.depth = m.depth.max(s.meta.depth + 1);
@@ -124,6 +146,45 @@ pub fn condensed(content: &str, sources: &[SourceView]) -> Meta {
         m.first_seq = min_opt(m.first_seq, s.meta.first_seq);
     }
     m
+}
+
+/// A condensed node's columns from its source summaries (in link order) and
+/// their columns (`metas[i]` belongs to the `i`-th source).
+pub fn condensed_of<'a>(
+    content: &str,
+    metas: &[Meta],
+    sources: impl IntoIterator<Item = &'a SummaryRecord>,
+) -> Meta {
+    let views: Vec<SourceView> = metas
+        .iter()
+        .zip(sources)
+        .map(|(meta, r)| SourceView {
+            meta,
+            content: &r.content,
+            created_at: &r.created_at,
+        })
+        .collect();
+    condensed(content, &views)
+}
+
+/// The `summaries` columns [`stored_values`] fills, in its order.
+pub const STORED_COLUMNS: &str = "kind, depth, token_count, earliest_at, latest_at, \
+    descendant_count, descendant_token_count, source_message_token_count, file_ids";
+
+/// The columns as they are stored (the inverse of [`stored`]), in the order of
+/// [`STORED_COLUMNS`]: times as ISO-8601 text, file ids as a JSON array.
+pub fn stored_values(m: &Meta) -> [Value; 9] {
+    [
+        Value::from(m.kind.to_owned()),
+        Value::from(m.depth),
+        Value::from(m.token_count),
+        Value::from(m.earliest.map(timestamp::to_iso)),
+        Value::from(m.latest.map(timestamp::to_iso)),
+        Value::from(m.descendant_count),
+        Value::from(m.descendant_tokens),
+        Value::from(m.source_message_tokens),
+        Value::from(serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into())),
+    ]
 }
 
 /// The columns as stored.

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::dag::file_ids_in;
+use super::derived::file_ids_in;
+pub use super::derived::MsgRow;
 use super::summaries::{self, SummaryRecord, COLUMNS};
 use crate::error::Result;
 
@@ -23,23 +24,6 @@ pub struct CtxRow {
     pub created_at: String,
     /// Conversation of the referenced row; `None` when the row does not exist.
     pub target_conversation: Option<i64>,
-}
-
-/// What the doctor needs of a message.
-#[derive(Debug, Clone)]
-pub struct MsgRow {
-    /// message_id
-    pub id: i64,
-    /// Owning conversation.
-    pub conversation_id: i64,
-    /// Sequence number.
-    pub seq: i64,
-    /// Stored token count.
-    pub tokens: i64,
-    /// Stored creation time.
-    pub created_at: String,
-    /// `file_…` ids its content mentions.
-    pub file_ids: Vec<String>,
 }
 
 /// A link whose other end is missing or lives in another conversation.
@@ -158,7 +142,7 @@ fn load_context(conn: &Connection, g: &mut Graph) -> Result<()> {
     Ok(())
 }
 
-fn message_from(r: &rusqlite::Row) -> rusqlite::Result<MsgRow> {
+pub(super) fn message_from(r: &rusqlite::Row) -> rusqlite::Result<MsgRow> {
     let content: Option<String> = r.get(5)?;
     let mut file_ids = Vec::new();
     if let Some(c) = content {
@@ -175,7 +159,7 @@ fn message_from(r: &rusqlite::Row) -> rusqlite::Result<MsgRow> {
 }
 
 /// Message columns for [`message_from`]; the content only when it names a file.
-const MSG_COLUMNS: &str = "message_id, conversation_id, seq, token_count, created_at,
+pub(super) const MSG_COLUMNS: &str = "message_id, conversation_id, seq, token_count, created_at,
     CASE WHEN instr(content, 'file_') > 0 THEN content END";
 
 fn load_messages(conn: &Connection, g: &mut Graph) -> Result<()> {
@@ -350,6 +334,18 @@ pub struct LinkedSource {
     pub content: String,
 }
 
+/// What both kinds of linked source read alike: the conversation (column 1), the
+/// tokens (column 4, 0 when the source is missing) and the text (column 5, empty
+/// when missing).
+fn linked_source(r: &rusqlite::Row) -> rusqlite::Result<LinkedSource> {
+    Ok(LinkedSource {
+        conversation_id: r.get(1)?,
+        token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+        content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+        ..LinkedSource::default()
+    })
+}
+
 /// The source messages of leaf `id`, in link order.
 pub fn linked_messages(conn: &Connection, id: &str) -> Result<Vec<LinkedSource>> {
     let mut stmt = conn.prepare_cached(
@@ -361,12 +357,9 @@ pub fn linked_messages(conn: &Connection, id: &str) -> Result<Vec<LinkedSource>>
         .query_map([id], |r| {
             Ok(LinkedSource {
                 message_id: r.get(0)?,
-                conversation_id: r.get(1)?,
                 role: r.get(2)?,
                 seq: r.get(3)?,
-                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                ..LinkedSource::default()
+                ..linked_source(r)?
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -384,12 +377,9 @@ pub fn linked_summaries(conn: &Connection, id: &str) -> Result<Vec<LinkedSource>
         .query_map([id], |r| {
             Ok(LinkedSource {
                 summary_id: r.get(0)?,
-                conversation_id: r.get(1)?,
                 kind: r.get(2)?,
                 depth: r.get(3)?,
-                token_count: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                ..LinkedSource::default()
+                ..linked_source(r)?
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

@@ -3,14 +3,15 @@
 //! list rewritten), and a summary's derived columns. The doctor's repairs and the
 //! DAG operations (dissolve, transplant) are made of these.
 
-use rusqlite::{params, Transaction};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Transaction};
 
 use super::dag;
-use super::derived::Meta;
+use super::derived::{self, Meta};
 use super::fts_check::summary_tables;
 use super::Features;
 use crate::error::Result;
-use crate::{timestamp, tokens};
+use crate::tokens;
 
 /// An entry of a rewritten context list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,23 +113,14 @@ pub fn replace_context(
 /// Writes a summary's derived columns (kind, depth, token count, time range,
 /// descendant and token counts, file ids).
 pub fn write_derived(tx: &Transaction, summary_id: &str, m: &Meta) -> Result<()> {
-    tx.prepare_cached(
-        "UPDATE summaries SET kind = ?2, depth = ?3, token_count = ?4, earliest_at = ?5, latest_at = ?6,
-            descendant_count = ?7, descendant_token_count = ?8, source_message_token_count = ?9, file_ids = ?10
-         WHERE summary_id = ?1",
-    )?
-    .execute(params![
-        summary_id,
-        m.kind,
-        m.depth,
-        m.token_count,
-        m.earliest.map(timestamp::to_iso),
-        m.latest.map(timestamp::to_iso),
-        m.descendant_count,
-        m.descendant_tokens,
-        m.source_message_tokens,
-        serde_json::to_string(&m.file_ids).unwrap_or_else(|_| "[]".into()),
-    ])?;
+    let id = Value::from(summary_id.to_owned());
+    tx.prepare_cached(&format!(
+        "UPDATE summaries SET ({}) = (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) WHERE summary_id = ?1",
+        derived::STORED_COLUMNS
+    ))?
+    .execute(params_from_iter(
+        std::iter::once(id).chain(derived::stored_values(m)),
+    ))?;
     Ok(())
 }
 

@@ -23,6 +23,7 @@ pub mod largefiles;
 pub mod links;
 pub mod messages;
 pub mod migrate;
+pub mod operator;
 pub mod recall;
 pub mod schema;
 #[cfg(test)]

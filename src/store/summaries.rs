@@ -2,11 +2,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params_from_iter, Connection, OptionalExtension, Row};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction};
 use serde::Serialize;
 
 use super::Features;
 use crate::error::{LcmError, Result};
+use crate::tokens;
 
 /// A `summaries` row.
 #[derive(Debug, Clone, Serialize)]
@@ -260,7 +261,7 @@ pub fn replace_content(
     features: Features,
 ) -> Result<()> {
     super::tx::write_tx(conn, |tx| {
-        super::dag::update_content(tx, conversation_id, id, content, features)
+        update_content(tx, conversation_id, id, content, features)
     })
 }
 
@@ -290,7 +291,65 @@ pub fn replace_reviewed_content(
             Some(c) if c != expected => Err(LcmError::invalid(format!(
                 "{id} changed since it was rewritten; nothing was written (rewrite it again)"
             ))),
-            Some(_) => super::dag::update_content(tx, conversation_id, id, content, features),
+            Some(_) => update_content(tx, conversation_id, id, content, features),
         }
     })
+}
+
+/// Replaces a summary's text in place (its id, links and context items stay): the
+/// content, its token count, its full-text rows, and the `descendant_token_count`
+/// of every summary built on it, which changes by the same delta — so invariant 3
+/// (stored metadata equals its recomputation) holds after the rewrite.
+pub fn update_content(
+    tx: &Transaction,
+    conversation_id: i64,
+    id: &str,
+    content: &str,
+    features: Features,
+) -> Result<()> {
+    let old: Option<i64> = tx
+        .query_row(
+            "SELECT token_count FROM summaries WHERE summary_id = ?1 AND conversation_id = ?2",
+            params![id, conversation_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(old) = old else {
+        return Err(LcmError::not_found(format!(
+            "summary {id} is no longer in conversation {conversation_id}"
+        )));
+    };
+    let new = tokens::estimate(content);
+    tx.execute(
+        "UPDATE summaries SET content = ?1, token_count = ?2 WHERE summary_id = ?3",
+        params![content, new, id],
+    )?;
+    if new != old {
+        tx.execute(
+            "WITH RECURSIVE up(id) AS (
+               SELECT summary_id FROM summary_parents WHERE parent_summary_id = ?1
+               UNION SELECT sp.summary_id FROM summary_parents sp JOIN up ON sp.parent_summary_id = up.id)
+             UPDATE summaries SET descendant_token_count = descendant_token_count + ?2
+             WHERE summary_id IN (SELECT id FROM up)",
+            params![id, new - old],
+        )?;
+    }
+    index_summary(tx, id, content, features)
+}
+
+/// Writes (or rewrites) a summary's rows in the full-text tables.
+pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Features) -> Result<()> {
+    if features.fts5 {
+        tx.prepare_cached("DELETE FROM summaries_fts WHERE summary_id = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("INSERT INTO summaries_fts (summary_id, content) VALUES (?1, ?2)")?
+            .execute(params![id, content])?;
+    }
+    if features.trigram {
+        tx.prepare_cached("DELETE FROM summaries_fts_cjk WHERE summary_id = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("INSERT INTO summaries_fts_cjk (summary_id, content) VALUES (?1, ?2)")?
+            .execute(params![id, content])?;
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::http::Transport;
 use super::{
@@ -84,11 +84,7 @@ impl Summarizer for AnthropicSummarizer {
         };
         Ok(SummaryResponse {
             content: normalize::summary_text(content),
-            model: v
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(&model)
-                .to_owned(),
+            model: normalize::answer_model(&v, &model),
         })
     }
 

@@ -152,6 +152,16 @@ pub fn summary_text(v: &Value) -> String {
     strip_reasoning(&collect_text(v))
 }
 
+/// The model a provider says answered (`model` of the response), else the one
+/// asked for.
+pub fn answer_model(response: &Value, requested: &str) -> String {
+    response
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(requested)
+        .to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

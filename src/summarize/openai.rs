@@ -149,11 +149,7 @@ impl Summarizer for OpenAiSummarizer {
             .await?;
         Ok(SummaryResponse {
             content: self.extract(&v)?,
-            model: v
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or(&model)
-                .to_owned(),
+            model: normalize::answer_model(&v, &model),
         })
     }
 

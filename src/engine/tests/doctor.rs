@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
+use super::ingest_messages;
 use crate::config::EngineOptions;
+use crate::doctor::*;
 use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
+use crate::error::{LcmError, Result};
 use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
 
 /// Answers with a short fixed text, or fails when the source mentions `fail_on`.
@@ -68,18 +70,7 @@ pub(crate) async fn fixture() -> Fixture {
     let messages = (0..10)
         .map(|i| json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "content": words(i), "timestamp": 1771313820000i64 + i as i64 * 60000}))
         .collect();
-    let r = engine
-        .ingest_batch(IngestBatchParams {
-            session_id: "s".into(),
-            session_key: None,
-            messages,
-            entry_ids: None,
-            is_heartbeat: false,
-        })
-        .await
-        .unwrap();
-    let conv = r.conversation_id.unwrap();
-    let msgs: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+    let (conv, msgs) = ingest_messages(&engine, "s", messages).await;
     let mut leaves = Vec::new();
     for (k, range) in [(0, 0..3), (1, 3..6), (2, 6..8)] {
         leaves.push(

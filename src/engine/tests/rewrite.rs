@@ -3,10 +3,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
+use super::ingest_messages;
 use crate::config::EngineOptions;
-use crate::engine::{Engine, IngestBatchParams, InsertSummaryParams};
+use crate::engine::{Engine, InsertSummaryParams};
 use crate::error::ErrorCode;
+use crate::rewrite::*;
 use crate::summarize::{Summarizer, SummaryRequest, SummaryResponse};
 
 /// Answers `R<depth>-<hash of the source>` (deterministic, short) and records
@@ -76,18 +77,7 @@ async fn fixture(fail_depth: Option<i64>) -> Fixture {
             json!({"role": role, "content": format!("message {i} about the garden shed plan"), "timestamp": t0 + i * 600_000})
         })
         .collect();
-    let r = engine
-        .ingest_batch(IngestBatchParams {
-            session_id: "s".into(),
-            session_key: None,
-            messages,
-            entry_ids: None,
-            is_heartbeat: false,
-        })
-        .await
-        .unwrap();
-    let conv = r.conversation_id.unwrap();
-    let ids: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+    let (conv, ids) = ingest_messages(&engine, "s", messages).await;
     let mut leaves = Vec::new();
     for k in 0..4 {
         let id = engine

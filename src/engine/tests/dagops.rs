@@ -3,11 +3,12 @@
 
 use serde_json::json;
 
-use super::dissolve::DissolveParams;
-use super::transplant::TransplantParams;
-use crate::doctor::tests::{doctor, fixture, snapshot, sql, Fixture};
+use super::doctor::{doctor, fixture, snapshot, sql, Fixture};
+use super::ingest_messages;
+use crate::dagops::dissolve::DissolveParams;
+use crate::dagops::transplant::TransplantParams;
 use crate::doctor::DoctorParams;
-use crate::engine::{IngestBatchParams, InsertSummaryParams};
+use crate::engine::InsertSummaryParams;
 use crate::error::ErrorCode;
 
 fn dissolve(f: &Fixture, id: &str, apply: bool, keep: bool) -> DissolveParams {
@@ -226,19 +227,7 @@ async fn target(f: &Fixture) -> (i64, String) {
     let messages = (0..4)
         .map(|i| json!({"role": "user", "content": format!("target message {i} ").repeat(20), "timestamp": 1771400000000i64 + i * 60000}))
         .collect();
-    let r = f
-        .engine
-        .ingest_batch(IngestBatchParams {
-            session_id: "t".into(),
-            session_key: None,
-            messages,
-            entry_ids: None,
-            is_heartbeat: false,
-        })
-        .await
-        .unwrap();
-    let conv = r.conversation_id.unwrap();
-    let ids: Vec<i64> = r.results.iter().map(|m| m.message_id.unwrap()).collect();
+    let (conv, ids) = ingest_messages(&f.engine, "t", messages).await;
     let leaf = f
         .engine
         .insert_summary(InsertSummaryParams {

@@ -9,9 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::*;
+use crate::compaction::*;
+use crate::config::EngineOptions;
 use crate::engine::{Engine, IngestBatchParams};
 use crate::error::{ErrorCode, LcmError};
+use crate::summarize::SummaryPipeline;
 use crate::summarize::{Level, SummarizeInput, SummarizeOutput};
 use crate::tokens;
 
