@@ -1,0 +1,245 @@
+// Types of `lcm-native/openclaw`. Structural (no import of the `openclaw`
+// package, which users of the plain library do not install); checked against
+// OpenClaw's own `ContextEngine` and `OpenClawPluginApi` in __test__/types/.
+
+import type { AgentMessage, LcmOptions } from '../index.js'
+
+/** A host LLM: the shape of OpenClaw's `api.runtime.llm`. */
+export interface HostLlm {
+  complete(params: {
+    messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>
+    systemPrompt?: string
+    maxTokens?: number
+    model?: string
+    purpose?: string
+    signal?: AbortSignal
+  }): Promise<{ text: string; model?: string }>
+}
+
+/** The plugin configuration (`plugins.entries.lcm-native.config`); every key is optional. */
+export interface LcmPluginConfig {
+  enabled?: boolean
+  databasePath?: string
+  /** Alias of `databasePath`. */
+  dbPath?: string
+  largeFilesDir?: string
+  ignoreSessionPatterns?: string[]
+  statelessSessionPatterns?: string[]
+  skipStatelessSessions?: boolean
+  contextThreshold?: number
+  freshTailCount?: number
+  freshTailMaxTokens?: number
+  leafMinFanout?: number
+  condensedMinFanout?: number
+  condensedMinFanoutHard?: number
+  sweepMaxDepth?: number
+  /** Alias of `sweepMaxDepth`. */
+  incrementalMaxDepth?: number
+  leafChunkTokens?: number
+  maxSweepIterations?: number
+  sweepDeadlineMs?: number
+  leafTargetTokens?: number
+  condensedTargetTokens?: number
+  summaryMaxOverageFactor?: number
+  fallbackMaxTokens?: number
+  largeFileThresholdTokens?: number
+  /** Alias of `largeFileThresholdTokens`. */
+  largeFileTokenThreshold?: number
+  maxAssemblyTokenBudget?: number
+  maxExpandTokens?: number
+  summaryModel?: string
+  summaryProvider?: string
+  expansionModel?: string
+  delegationTimeoutMs?: number
+  summaryTimeoutMs?: number
+  customInstructions?: string
+  circuitBreakerThreshold?: number
+  circuitBreakerCooldownMs?: number
+  defaultTokenBudget?: number
+  timezone?: string
+}
+
+/** The resolved configuration (env over plugin config over defaults). */
+export interface ResolvedLcmPluginConfig extends LcmPluginConfig {
+  enabled: boolean
+  ignoreSessionPatterns: string[]
+  statelessSessionPatterns: string[]
+  skipStatelessSessions: boolean
+  maxExpandTokens: number
+  delegationTimeoutMs: number
+  circuitBreakerThreshold: number
+  circuitBreakerCooldownMs: number
+  defaultTokenBudget: number
+  /** What `LcmEngine.open` receives. */
+  engineOptions: LcmOptions
+  /** Unknown keys and unparsable values (ignored). */
+  warnings: string[]
+}
+
+/** Options of `createContextEngine`. */
+export interface CreateContextEngineOptions {
+  /** Plugin config object (reference key names). */
+  config?: LcmPluginConfig | Record<string, unknown>
+  /** Environment to read `LCM_*` variables from (default `process.env`). */
+  env?: Record<string, string | undefined>
+  /** Host LLM for summaries (default: the configured provider, else offline). */
+  llm?: HostLlm
+  logger?: { info?: (msg: string) => void; warn?: (msg: string) => void; error?: (msg: string) => void }
+  /** An already resolved configuration (wins over `config` / `env`). */
+  resolvedConfig?: ResolvedLcmPluginConfig
+}
+
+/** `info` of the engine. */
+export interface LcmEngineInfo {
+  id: string
+  name: string
+  version: string
+  ownsCompaction: boolean
+  turnMaintenanceMode: 'background'
+  transcriptSemantics: {
+    currentTurnFence: 'before-current-turn-entry-v1'
+    turnAdvancementIdempotency: 'atomic-idempotent-v1'
+  }
+  acceptedHostParams: string[]
+}
+
+/** A transcript anchor (OpenClaw's `TranscriptEntryAnchor`). */
+export interface TurnAnchor {
+  readonly agentId: string
+  readonly sessionId: string
+  readonly sessionKey: string
+  readonly storePath: string
+  readonly generation: string
+  readonly entryId: string
+  readonly rawSeq: number
+  readonly effectiveParentId: string | null
+  readonly activeMessagePosition: number
+  readonly idempotencyKey?: string
+}
+
+/** The admitted user entry of a durable turn. */
+export interface TurnAdmission extends TurnAnchor {
+  readonly logicalTurnId: string
+  readonly role: 'user'
+}
+
+/** Host context passed to most lifecycle calls. */
+export interface HostCallContext {
+  runtimeSettings?: { limits?: { promptTokenBudget?: number | null } } & Record<string, unknown>
+  runtimeContext?: Record<string, unknown> & { tokenBudget?: number; currentTokenCount?: number }
+  sessionTarget?: Record<string, unknown>
+}
+
+export interface CompactOutcome {
+  ok: boolean
+  compacted: boolean
+  reason?: string
+  result?: { tokensBefore: number; tokensAfter?: number; details?: unknown }
+}
+
+export interface MaintenanceOutcome {
+  changed: boolean
+  bytesFreed: number
+  rewrittenEntries: number
+  reason?: string
+}
+
+/** The lcm-native context engine. */
+export declare class LcmContextEngine {
+  constructor(options?: CreateContextEngineOptions)
+  readonly info: LcmEngineInfo
+  /** Resolves once the shared database opened (or failed to). */
+  readonly ready: Promise<void>
+  ingest(params: { sessionId: string; sessionKey?: string; message: AgentMessage | object; isHeartbeat?: boolean }): Promise<{ ingested: boolean }>
+  ingestBatch(params: { sessionId: string; sessionKey?: string; messages: Array<AgentMessage | object>; isHeartbeat?: boolean }): Promise<{ ingestedCount: number }>
+  assemble(params: HostCallContext & { sessionId: string; sessionKey?: string; messages: Array<AgentMessage | object>; tokenBudget?: number }): Promise<{ messages: any[]; estimatedTokens: number; systemPromptAddition?: string }>
+  compact(params: HostCallContext & {
+    sessionId: string
+    sessionKey?: string
+    tokenBudget?: number
+    force?: boolean
+    currentTokenCount?: number
+    compactionTarget?: 'budget' | 'threshold'
+    customInstructions?: string
+    abortSignal?: AbortSignal
+  }): Promise<CompactOutcome>
+  afterTurn(params: HostCallContext & {
+    sessionId: string
+    sessionKey?: string
+    sessionFile?: string
+    messages: Array<AgentMessage | object>
+    prePromptMessageCount: number
+    isHeartbeat?: boolean
+    tokenBudget?: number
+  }): Promise<void>
+  commitTurn(params: HostCallContext & {
+    advancementKey: string
+    admission: TurnAdmission
+    terminal: TurnAnchor
+    messages: Array<AgentMessage | object>
+    sessionId: string
+    sessionKey?: string
+    isHeartbeat?: boolean
+  }): Promise<{ status: 'committed' | 'duplicate' }>
+  bootstrap(params: HostCallContext & { sessionId: string; sessionKey?: string; sessionFile: string }): Promise<{ bootstrapped: boolean; importedMessages?: number; reason?: string }>
+  maintain(params: HostCallContext & { sessionId: string; sessionKey?: string; sessionFile: string; abortSignal?: AbortSignal }): Promise<MaintenanceOutcome>
+  prepareSubagentSpawn(params: {
+    parentSessionKey: string
+    childSessionKey: string
+    contextMode?: 'isolated' | 'fork'
+    ttlMs?: number
+  }): Promise<{ rollback: () => void | Promise<void> } | undefined>
+  onSubagentEnded(params: { childSessionKey: string; reason: 'deleted' | 'completed' | 'swept' | 'released' }): Promise<void>
+  dispose(): Promise<void>
+}
+
+/** Builds the context engine over the shared database of the configuration. */
+export declare function createContextEngine(options?: CreateContextEngineOptions): LcmContextEngine
+
+/** An agent tool as OpenClaw runs it. */
+export interface LcmRecallTool {
+  name: string
+  label: string
+  description: string
+  parameters: Record<string, unknown>
+  execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<{ content: Array<{ type: 'text'; text: string }>; details: unknown }>
+}
+
+/** The part of OpenClaw's `OpenClawPluginApi` that `register` uses. */
+export interface LcmPluginHostApi {
+  pluginConfig?: Record<string, unknown>
+  registrationMode?: string
+  logger?: { info?: (msg: string) => void; warn?: (msg: string) => void; error?: (msg: string) => void }
+  runtime?: unknown
+  registerContextEngine(id: string, factory: (ctx: any) => LcmContextEngine | Promise<LcmContextEngine>): void
+  registerTool(factory: (ctx: { sessionKey?: string; sessionId?: string }) => LcmRecallTool | null, opts?: { name?: string }): void
+  on?(hookName: 'gateway_stop' | 'gateway_start', handler: () => Promise<void>): void
+}
+
+/**
+ * Registers the engine `lcm-native`, the four recall tools and the shutdown on
+ * `gateway_stop`. Resolves `ready` once the database opened.
+ */
+export declare function register(
+  api: LcmPluginHostApi,
+  options?: { config?: LcmPluginConfig; env?: Record<string, string | undefined>; llm?: HostLlm },
+): { ready: Promise<void>; shutdown: () => Promise<void> }
+
+export declare const ENGINE_ID: 'lcm-native'
+export declare const ENGINE_NAME: string
+export declare const ACCEPTED_HOST_PARAMS: readonly string[]
+export declare const TOOL_NAMES: readonly ['lcm_grep', 'lcm_describe', 'lcm_expand', 'lcm_expand_query']
+export declare const DEFAULT_TOKEN_BUDGET: number
+export declare const CONFIG_KEYS: ReadonlyArray<{ key: string; aliases?: string[]; env?: string; type: string; option?: string }>
+export declare function resolveConfig(pluginConfig?: Record<string, unknown>, env?: Record<string, string | undefined>): ResolvedLcmPluginConfig
+export declare function resolveTokenBudget(params: HostCallContext & { tokenBudget?: number }, config: ResolvedLcmPluginConfig): number
+/** Throws `LCM_INVALID_INPUT` unless both anchors name the same agent, session, store and generation as the call. */
+export declare function checkTurnAnchors(params: { sessionId: string; admission?: unknown; terminal?: unknown }): void
+
+declare const entry: {
+  id: 'lcm-native'
+  name: string
+  description: string
+  register: typeof register
+}
+export default entry

@@ -1,0 +1,187 @@
+// One open LcmEngine per database file, shared by every context-engine instance
+// the host creates (it builds one per logical turn) and by the recall tools.
+// Reference-counted: the last release closes the database.
+
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+
+const require = createRequire(import.meta.url)
+const { LcmEngine } = require('../index.js')
+
+/** @type {Map<string, SharedHandle>} */
+const handles = new Map()
+
+/** The sharing key of a database: the resolved path, or the default location. */
+export function databaseKey(dbPath) {
+  if (!dbPath) return '(default)'
+  if (dbPath === ':memory:') return ':memory:'
+  return resolve(dbPath)
+}
+
+/**
+ * Consecutive summarizer authentication failures trip the breaker: compaction is
+ * then skipped (with a reason) until the cooldown has passed, instead of asking a
+ * provider that refuses the credentials on every turn.
+ */
+export class AuthBreaker {
+  constructor(threshold, cooldownMs, now = Date.now) {
+    this.threshold = threshold
+    this.cooldownMs = cooldownMs
+    this.now = now
+    this.failures = 0
+    this.openUntil = 0
+  }
+
+  /** True while the breaker is open. */
+  isOpen() {
+    if (this.openUntil && this.now() >= this.openUntil) {
+      this.openUntil = 0
+      this.failures = 0
+    }
+    return this.openUntil > 0
+  }
+
+  /** Milliseconds until the breaker closes (0 when closed). */
+  remainingMs() {
+    return this.isOpen() ? this.openUntil - this.now() : 0
+  }
+
+  /** Counts a compaction outcome: an auth failure, or anything else (which resets). */
+  record({ authFailure, summarized }) {
+    if (authFailure) {
+      this.failures += 1
+      if (this.failures >= this.threshold) this.openUntil = this.now() + this.cooldownMs
+    } else if (summarized) {
+      this.failures = 0
+    }
+  }
+}
+
+/** Whether an error thrown by a host LLM looks like refused credentials. */
+export function isAuthError(err) {
+  const status = err?.status ?? err?.statusCode ?? err?.response?.status
+  if (status === 401 || status === 403) return true
+  const text = `${err?.code ?? ''} ${err?.name ?? ''} ${err?.message ?? ''}`
+  return /\b(401|403|unauthori[sz]ed|forbidden|invalid[ _-]?api[ _-]?key|authentication|auth[ _-]?(error|failed|failure))\b/i.test(text)
+}
+
+/**
+ * A summarizer callback over the host's `llm.complete`. Marks refused
+ * credentials on `state` so the breaker can count them.
+ */
+export function hostSummarizer(llm, { model, state }) {
+  return async (request) => {
+    try {
+      const result = await llm.complete({
+        messages: [{ role: 'user', content: request.prompt }],
+        systemPrompt: request.systemPrompt,
+        maxTokens: Math.max(256, Math.ceil(request.targetTokens * 1.5)),
+        ...(model ? { model } : {}),
+        purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
+      })
+      state.lastAuthFailure = false
+      return { content: String(result?.text ?? ''), ...(result?.model ? { model: result.model } : {}) }
+    } catch (err) {
+      state.lastAuthFailure = isAuthError(err)
+      throw err
+    }
+  }
+}
+
+/** An open (or opening) engine and the state every instance over it shares. */
+export class SharedHandle {
+  constructor(key, options, breakerConfig, summarizerState) {
+    this.key = key
+    this.refs = 0
+    this.closed = false
+    /** @type {import('../index.js').LcmEngine | null} */
+    this.engine = null
+    this.error = null
+    /** Grants of sub-agent sessions: child session key → grant id. */
+    this.bindings = new Map()
+    this.breaker = new AuthBreaker(breakerConfig.threshold, breakerConfig.cooldownMs)
+    /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
+    this.summarizerState = summarizerState
+    this.toolDefinitions = null
+    this.ready = LcmEngine.open(options).then(
+      (engine) => {
+        this.engine = engine
+        this.toolDefinitions = engine.getRecallToolDefinitions()
+        if (this.closed) return engine.close().then(() => null)
+        return engine
+      },
+      (err) => {
+        // The next acquire opens again (a busy or briefly missing file may recover).
+        this.error = err
+        if (handles.get(this.key) === this) handles.delete(this.key)
+        return null
+      },
+    )
+  }
+
+  /** True once the database opened (and until it is closed). */
+  get opened() {
+    return this.engine !== null && !this.closed
+  }
+
+  /** The engine, or throws the reason it is unavailable. */
+  async use() {
+    const engine = await this.ready
+    if (this.closed) throw Object.assign(new Error('lcm-native engine was shut down'), { code: 'LCM_CLOSED' })
+    if (!engine) throw this.error
+    return engine
+  }
+
+  /** Feeds a compaction result to the auth breaker. */
+  recordCompaction(result) {
+    const auth = result.errorCode === 'LCM_LLM_AUTH' || (result.errorCode === 'LCM_CALLBACK' && this.summarizerState.lastAuthFailure)
+    this.breaker.record({ authFailure: auth, summarized: result.passes?.length > 0 })
+  }
+
+  /** Closes the database now, whoever still holds it (gateway stop). */
+  async close() {
+    if (this.closed) return
+    this.closed = true
+    if (handles.get(this.key) === this) handles.delete(this.key)
+    const engine = await this.ready
+    if (engine) await engine.close()
+  }
+}
+
+/**
+ * Takes a reference on the shared engine of `options.dbPath`, opening it on first
+ * use. `summarizer` (a host LLM callback) is installed only by the opener.
+ * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
+ */
+export function acquire(options, { breaker, llm, summaryModel } = {}) {
+  const key = databaseKey(options.dbPath)
+  let handle = handles.get(key)
+  if (!handle) {
+    const breakerConfig = breaker ?? { threshold: 5, cooldownMs: 1_800_000 }
+    const state = { lastAuthFailure: false }
+    // The host's LLM wins over a configured provider (whose name the host may own).
+    let open = options
+    if (llm) {
+      const { summaryProvider: _p, ...rest } = options
+      open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state }) }
+    }
+    handle = new SharedHandle(key, open, breakerConfig, state)
+    handles.set(key, handle)
+  }
+  handle.refs += 1
+  let released = false
+  return {
+    handle,
+    release: async () => {
+      if (released) return
+      released = true
+      handle.refs -= 1
+      if (handle.refs <= 0) await handle.close()
+    },
+  }
+}
+
+/** How many databases are open through this module (for tests and diagnostics). */
+export function openHandleCount() {
+  return handles.size
+}
