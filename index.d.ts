@@ -979,10 +979,18 @@ export interface AssembleStats {
   repair: AssembleRepairStats
 }
 
+/**
+ * A summary as `assemble` presents it: a user message whose content is the `<summary>` element
+ * (XML or compact format) and whose `timestamp` (epoch ms) is the latest time of the messages it
+ * covers (else its earliest, else when it was written). OpenClaw's `UserMessage` accepts it.
+ */
+export type SummaryMessage = { role: 'user'; content: string; timestamp: number }
+
 /** Result of `assemble`. */
 export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
-  /** Messages for the model, oldest first: summaries are user messages wrapped in `<summary>`. */
-  messages: M[]
+  /** Messages for the model, oldest first: the stored or live messages and the summaries
+   *  ({@link SummaryMessage}) that stand in for older ones. */
+  messages: Array<M | SummaryMessage>
   /** Estimated tokens of `messages`, XML wrappers included. */
   estimatedTokens: number
   stats: AssembleStats

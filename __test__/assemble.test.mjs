@@ -85,6 +85,35 @@ describe('assemble: ordering, budget and tail', () => {
     await e.close()
   })
 
+  it('gives every summary message a timestamp: its latest source time, in both formats and from the cache', async () => {
+    for (const summaryFormat of ['xml', 'compact']) {
+      const msgs = stamp([user('m0'), say('m1'), user('m2'), say('m3'), user('m4'), say('m5')])
+      const { e, conv, ids } = await setup(msgs, { freshTailCount: 2, summaryFormat })
+      await e.insertSummary({ conversationId: conv, content: 'summary of m0-m1', messageIds: ids.slice(0, 2) })
+      await e.insertSummary({ conversationId: conv, content: 'summary of m2-m3', messageIds: ids.slice(2, 4) })
+      const first = await assemble(e)
+      // The second assembly presents the summaries from the previous turn's cache.
+      const again = await assemble(e)
+      for (const r of [first, again]) {
+        expect(r.stats.summariesIncluded).toBe(2)
+        expect(r.messages.slice(0, 2)).toEqual([
+          { role: 'user', content: expect.stringMatching(/^<summary id="sum_/), timestamp: T0 + 60_000 },
+          { role: 'user', content: expect.stringMatching(/^<summary id="sum_/), timestamp: T0 + 3 * 60_000 },
+        ])
+      }
+      await e.close()
+    }
+    // Sources without host timestamps: the summary still carries a number (the stored times).
+    const { e, conv, ids } = await setup([user('a'), say('b'), user('c'), say('d')], { freshTailCount: 2 })
+    await e.insertSummary({ conversationId: conv, content: 'a and b', messageIds: ids.slice(0, 2) })
+    const before = Date.now()
+    const [summary] = (await assemble(e)).messages
+    expect(summary.content).toMatch(/^<summary /)
+    expect(Number.isInteger(summary.timestamp)).toBe(true)
+    expect(Math.abs(summary.timestamp - before)).toBeLessThan(120_000)
+    await e.close()
+  })
+
   it('drops the oldest items first and keeps a contiguous newest run', async () => {
     // Each message costs 10 tokens (40 characters).
     const msgs = Array.from({ length: 12 }, (_, i) => (i % 2 ? say : user)(`${i}`.padEnd(40, '.')))
@@ -249,7 +278,10 @@ describe('assemble: summary XML', () => {
         '  </content>',
         '</summary>',
       ].join('\n'),
+      // latest_at of the condensed node (15:42 PST), in epoch ms.
+      timestamp: T0 + 5 * 60_000,
     })
+    expect(r.messages[1].timestamp).toBe(T0 + 7 * 60_000)
     expect(r.messages[1].content).toBe(
       [
         `<summary id="${d}" kind="leaf" depth="0" descendant_count="0" trust="untrusted" earliest_at="2026-02-17T15:43:00" latest_at="2026-02-17T15:44:00">`,

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
-// `node bench/bootstrap.mjs [--mb 200] [--no-build]`: bootstraps a session JSONL of
-// about --mb megabytes (and one of a quarter of that size) in a fresh child process
-// each, and prints elapsed time, messages per second and the child's peak RSS. The
-// file is streamed, never loaded whole: peak RSS must stay flat as the file grows
-// (printed as the ratio big / small). The physical reference is raw SQLite inserting
-// the same leaf-path messages in one transaction (examples/raw_sqlite), same run.
+// `node bench/bootstrap.mjs [--mb 200] [--profile release|fastrelease] [--no-build]`:
+// bootstraps a session JSONL of about --mb megabytes (and one of a quarter of that
+// size) in a fresh child process each, and prints elapsed time, messages per second
+// and the child's peak RSS. The file is streamed, never loaded whole: peak RSS must
+// stay flat as the file grows (printed as the ratio big / small). The physical
+// reference is raw SQLite inserting the same leaf-path messages in one transaction
+// (examples/raw_sqlite), same run, printed as engine / raw.
+//
+// Both the addon and the reference are built with the chosen cargo profile
+// (`release` by default; `fastrelease` builds much faster, for local iterations).
+// `--no-build` keeps the addon as it is; the reference is still built when its
+// binary for that profile is missing, so the ratio is always printed.
 //
 // The transcript: the shared workload generator's messages repeated until the size
 // is reached, as `message` entries with ids and parents, with model changes, custom
@@ -22,15 +28,27 @@ const { targetTriple } = require(join(root, 'scripts', 'platform.js'))
 const argv = process.argv.slice(2)
 const num = (k, d) => (argv.includes(k) ? Number(argv[argv.indexOf(k) + 1]) : d)
 const MB = num('--mb', 200)
+const PROFILE = argv.includes('--profile') ? argv[argv.indexOf('--profile') + 1] : 'release'
+const rawBin = join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
 
-if (!argv.includes('--no-build')) {
-  console.log('building the release addon and the raw-SQLite reference…')
-  const run = (cmd, args) => {
-    const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, CARGO_BUILD_TARGET: targetTriple() || '' } })
-    if (r.status !== 0) process.exit(1)
+/** Runs a build step in the repository with the seeded target triple; exits on failure. */
+function build(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, CARGO_BUILD_TARGET: targetTriple() || '' } })
+  if (r.status !== 0) {
+    console.error(`failed: ${cmd} ${args.join(' ')}`)
+    process.exit(1)
   }
-  run(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--release', '--target', targetTriple()])
-  run('cargo', ['build', '--release', '--example', 'raw_sqlite'])
+}
+
+if (argv[0] !== '--child') {
+  if (!argv.includes('--no-build')) {
+    console.log(`building the addon (profile ${PROFILE})…`)
+    build(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--profile', PROFILE, '--target', targetTriple()])
+  }
+  if (!argv.includes('--no-build') || !existsSync(rawBin)) {
+    console.log(`building the raw-SQLite reference (cargo build --profile ${PROFILE} --example raw_sqlite)…`)
+    build('cargo', ['build', '--profile', PROFILE, '--example', 'raw_sqlite'])
+  }
 }
 
 // The child: bootstraps the file and reports its own peak RSS.
@@ -99,13 +117,10 @@ function measure(mb) {
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', file, db, '--no-build'], { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`bootstrap child failed: ${r.stderr}`)
   const child = JSON.parse(r.stdout.trim().split('\n').pop())
-  let rawMs = null
-  const rawBin = join(root, 'target', targetTriple(), 'release', 'examples', 'raw_sqlite')
-  if (existsSync(rawBin)) {
-    const t0 = performance.now()
-    const raw = spawnSync(rawBin, ['insert', leafFile, join(work, `raw-${mb}.db`)], { encoding: 'utf8' })
-    if (raw.status === 0) rawMs = performance.now() - t0
-  }
+  const t0 = performance.now()
+  const raw = spawnSync(rawBin, ['insert', leafFile, join(work, `raw-${mb}.db`)], { encoding: 'utf8' })
+  const rawMs = performance.now() - t0
+  if (raw.status !== 0) throw new Error(`raw SQLite reference failed (${rawBin}): ${raw.error ?? raw.stderr}`)
   rmSync(file)
   rmSync(leafFile)
   return { mb, size, messages, ...child, rawMs }
@@ -114,10 +129,10 @@ function measure(mb) {
 const small = measure(Math.max(1, Math.round(MB / 4)))
 const big = measure(MB)
 const mbs = (x) => (x.size / 1e6).toFixed(1)
-console.log('\nbootstrap of a session JSONL (streaming, one transaction)')
+console.log(`\nbootstrap of a session JSONL (streaming, one transaction; profile ${PROFILE})`)
 for (const x of [small, big]) {
   const rate = Math.round(x.imported / (x.ms / 1000))
-  const raw = x.rawMs ? `, raw SQLite ${Math.round(x.rawMs)} ms (engine / raw = ${(x.ms / x.rawMs).toFixed(2)}×)` : ''
+  const raw = `, raw SQLite ${Math.round(x.rawMs)} ms (engine / raw = ${(x.ms / x.rawMs).toFixed(2)}×)`
   console.log(`  ${mbs(x)} MB, ${x.imported} messages (${x.skipped} entries skipped): ${Math.round(x.ms)} ms, ${rate} msgs/s, peak RSS ${(x.maxRssKb / 1024).toFixed(0)} MB${raw}`)
 }
 console.log(`  peak RSS big / small: ${(big.maxRssKb / small.maxRssKb).toFixed(2)} (file size ratio ${(big.size / small.size).toFixed(2)})`)

@@ -23,6 +23,7 @@ import {
   type CommitTurnResult,
   type CompactResult,
   type RenderedPrompt,
+  type SummaryMessage,
 } from 'lcm-native'
 
 type HostIngest = Parameters<HarnessContextEngine['ingest']>[0]
@@ -55,6 +56,11 @@ export async function lifecycle(
   void booted.importedMessages
   const stored: HostMessage[] = await engine.getMessages<HostMessage>(committed.conversationId ?? 1)
   return [...forModel, ...stored]
+}
+
+// A summary `assemble` presents is one of OpenClaw's user messages (timestamp included).
+export function summariesAreHostMessages(m: SummaryMessage): HostMessage {
+  return m
 }
 
 export function ownMessagesAcceptHostMessages(m: HostMessage): AgentMessage {

@@ -549,9 +549,10 @@ fn entries(
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let (message, source) = match item.body {
-            select::Body::Summary(Some(text)) => {
-                (json!({"role": "user", "content": text}), Source::Summary)
-            }
+            select::Body::Summary(Some(s)) => (
+                json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms}),
+                Source::Summary,
+            ),
             select::Body::Message(Some(stored)) => {
                 let (message, downgraded) = message_for(stored, &mut parts, reuse);
                 repair.downgraded_tool_results += usize::from(downgraded);

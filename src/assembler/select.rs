@@ -21,7 +21,16 @@ pub enum Body {
     /// A message (parts not yet attached); None when the row is missing.
     Message(Option<StoredMessage>),
     /// A summary's presentation; None when the row is missing.
-    Summary(Option<String>),
+    Summary(Option<Presented>),
+}
+
+/// A summary as it enters the context.
+#[derive(Debug)]
+pub struct Presented {
+    /// The rendered element (XML or compact).
+    pub text: String,
+    /// The message's `timestamp` ([`xml::timestamp_ms`]).
+    pub timestamp_ms: i64,
 }
 
 /// Where an item ended up.
@@ -57,8 +66,9 @@ impl Item {
         let (cost, body) = match (row.is_message, row.summary) {
             (true, _) => (row.tokens.max(0), Body::Message(row.message)),
             (false, Some(view)) => {
+                let timestamp_ms = xml::timestamp_ms(&view);
                 let (text, cost) = present_summary(conn, view, row.parents_loaded, s, reuse)?;
-                (cost, Body::Summary(Some(text)))
+                (cost, Body::Summary(Some(Presented { text, timestamp_ms })))
             }
             (false, None) => (0, Body::Summary(None)),
         };

@@ -239,6 +239,7 @@ fn oracle(d: &Db, budget: i64, s: &Settings) -> (i64, Vec<i64>, usize) {
                 descendant_count: r.descendant_count,
                 earliest_at: r.earliest_at,
                 latest_at: r.latest_at,
+                created_at: Some(r.created_at),
                 parents: summaries::source_summary_ids(&d.conn, id).unwrap(),
                 content: r.content,
             };

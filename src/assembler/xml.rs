@@ -24,6 +24,16 @@ pub fn render(s: &SummaryView, format: SummaryFormat, zone: Zone) -> String {
     }
 }
 
+/// The `timestamp` (epoch ms) of the message presenting a summary: the latest time
+/// of what it covers, else its earliest, else when it was written; 0 when none of
+/// them parses (a host's message type requires a number).
+pub fn timestamp_ms(s: &SummaryView) -> i64 {
+    [&s.latest_at, &s.earliest_at, &s.created_at]
+        .into_iter()
+        .find_map(|v| v.as_deref().and_then(timestamp::parse))
+        .map_or(0, |t| t.timestamp_millis())
+}
+
 /// Where the (escaped) content sits in an element [`render`] made. Attribute values
 /// and source ids are escaped, so the first content opener is the real one.
 pub fn content_range(text: &str, format: SummaryFormat) -> Option<Range<usize>> {
@@ -175,9 +185,22 @@ mod tests {
             descendant_count: 0,
             earliest_at: Some("2026-02-17T23:37:00.000Z".into()),
             latest_at: Some("2026-02-18T00:23:00.000Z".into()),
+            created_at: Some("2026-02-18 00:30:00".into()),
             parents: vec![],
             content: "Fixed the build.\nExpand for details about: exact errors".into(),
         }
+    }
+
+    #[test]
+    fn timestamp_is_the_latest_source_time_else_earliest_else_creation() {
+        let mut s = leaf();
+        assert_eq!(timestamp_ms(&s), 1_771_374_180_000);
+        s.latest_at = Some("not a time".into());
+        assert_eq!(timestamp_ms(&s), 1_771_371_420_000);
+        s.earliest_at = None;
+        assert_eq!(timestamp_ms(&s), 1_771_374_600_000);
+        s.created_at = None;
+        assert_eq!(timestamp_ms(&s), 0);
     }
 
     #[test]
@@ -198,6 +221,7 @@ mod tests {
             descendant_count: 2,
             earliest_at: None,
             latest_at: None,
+            created_at: None,
             parents: vec!["sum_b".into(), "sum_a".into()],
             content: "up".into(),
         };

@@ -27,6 +27,8 @@ pub struct ContextSummary {
     pub earliest_at: Option<String>,
     /// Latest source time as stored (ISO).
     pub latest_at: Option<String>,
+    /// When the summary row was written (SQLite UTC text).
+    pub created_at: Option<String>,
     /// Source summaries of a condensed node, in link order.
     pub parents: Vec<String>,
     /// The summary text.
@@ -83,7 +85,7 @@ pub fn newest_first(
                   (SELECT json_group_array(json_array(ordinal, parent_summary_id))
                    FROM summary_parents WHERE summary_id = s.summary_id)
                 END,
-                ci.message_id IS NOT NULL
+                ci.message_id IS NOT NULL, s.created_at
          FROM context_items ci
          LEFT JOIN messages m ON m.message_id = ci.message_id AND ci.item_type = 'message'
          LEFT JOIN summaries s ON s.summary_id = ci.summary_id AND ci.item_type = 'summary'
@@ -127,6 +129,7 @@ fn read_row(r: &Row) -> Result<ContextRow> {
             descendant_count: r.get(10)?,
             earliest_at: r.get(11)?,
             latest_at: r.get(12)?,
+            created_at: r.get(17)?,
             content: r.get(13)?,
             parents: parents_in_link_order(links.as_deref()),
         }),
