@@ -137,7 +137,12 @@ describe('transplant', () => {
     expect(err.message).toContain(`${f.top} = ${done.mapping[0].to}`)
     await e.close()
     const parts = query(f.path, 'SELECT COUNT(*) AS n FROM message_parts p JOIN messages m ON m.message_id = p.message_id WHERE m.conversation_id = ? AND p.session_id = ?', [t.conv, 'target'])
-    expect(parts[0].n).toBeGreaterThanOrEqual(48)
+    // The copies (seq 11..58 of the target) carry exactly the source messages' parts.
+    const copiedParts = query(f.path, 'SELECT COUNT(*) AS n FROM message_parts p JOIN messages m ON m.message_id = p.message_id WHERE m.conversation_id = ? AND m.seq BETWEEN 11 AND 58', [t.conv])
+    const srcParts = query(f.path, 'SELECT COUNT(*) AS n FROM message_parts p WHERE p.message_id IN (SELECT message_id FROM messages WHERE conversation_id = ? ORDER BY seq LIMIT 48)', [f.conv])
+    expect(copiedParts[0].n).toBeGreaterThan(0)
+    expect(copiedParts[0].n).toBe(srcParts[0].n)
+    expect(parts[0].n).toBeGreaterThanOrEqual(copiedParts[0].n)
     expect(query(f.path, 'SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ? AND transcript_entry_id IS NOT NULL', [t.conv])[0].n).toBe(0)
   })
 

@@ -182,3 +182,48 @@ describe('the event loop stays free', () => {
     await e.close()
   })
 })
+
+describe('group commit', () => {
+  it('unawaited ingests of several sessions commit together; a bad one fails alone', async () => {
+    const dir = tempDir()
+    const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const calls = []
+    for (let i = 0; i < 12; i++) {
+      const message = i === 5 ? 42 : user(`message ${i}`)
+      calls.push(e.ingestBatch({ sessionId: `s${i % 4}`, messages: [message, user(`second ${i}`)] }))
+    }
+    const settled = await Promise.allSettled(calls)
+    expect(settled[5].status).toBe('rejected')
+    expect(settled[5].reason.code).toBe('LCM_INVALID_INPUT')
+    expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(11)
+    await e.close()
+    // Every acknowledged batch is durable (read back after close) and the failed
+    // one left nothing, not even its valid second message.
+    const again = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const texts = []
+    for (let s = 0; s < 4; s++) {
+      const conv = await again.getConversation({ sessionId: `s${s}` })
+      for (const m of await again.getMessages(conv.conversationId)) texts.push(m.content)
+    }
+    expect(texts).toHaveLength(22)
+    expect(texts).not.toContain('second 5')
+    expect(texts).toContain('second 11')
+    await again.close()
+  })
+
+  it('no ingest resolves before its commit: a reader sees it at once', async () => {
+    const dir = tempDir()
+    const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db') })
+    const seen = []
+    const calls = Array.from({ length: 20 }, (_, i) => e.ingest({ sessionId: 'one', message: user(`m${i}`) }).then(async (r) => {
+      // Reads run on a separate read connection: only committed rows are visible.
+      const msgs = await e.getMessages(r.conversationId)
+      seen.push(msgs.some((m) => m.content === `m${i}`))
+      return r
+    }))
+    const results = await Promise.all(calls)
+    expect(results.map((r) => r.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+    expect(seen).toEqual(Array(20).fill(true))
+    await e.close()
+  })
+})

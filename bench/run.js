@@ -8,7 +8,10 @@
 //   bytes per message, event-loop delay during each, ingest while another process
 //   holds write locks, peak RSS, and raw SQLite on the same rows as the reference.
 // Prints a table and writes bench/results/<date>.json (not committed).
-//   node bench/run.js [--no-build] [--runs 3] [--big 100000]   (--big 1000000: the 1M-message run)
+//   node bench/run.js [--no-build] [--runs 3] [--big 100000] [--profile fastrelease]
+//   (--big 1000000: the 1M-message run; --profile: the cargo profile to build and load,
+//   `fastrelease` builds in a fraction of the LTO time for iterations)
+// Ends with the issue's targets, each beside its ratio (ours / raw, ours / target).
 const { spawnSync, spawn } = require('node:child_process')
 const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, existsSync, readdirSync, rmSync } = require('node:fs')
 const { tmpdir } = require('node:os')
@@ -22,6 +25,7 @@ const flag = (k) => argv.includes(k)
 const num = (k, d) => (argv.includes(k) ? Number(argv[argv.indexOf(k) + 1]) : d)
 const RUNS = num('--runs', 3)
 const BIG = num('--big', 100000)
+const PROFILE = argv.includes('--profile') ? argv[argv.indexOf('--profile') + 1] : 'release'
 const env = { ...process.env, CARGO_BUILD_TARGET: targetTriple() || '' }
 
 function sh(cmd, args, opts = {}) {
@@ -30,10 +34,11 @@ function sh(cmd, args, opts = {}) {
   return r.stdout || ''
 }
 
-if (!flag('--no-build')) {
-  console.log('building the release addon and the raw-SQLite reference (a few minutes the first time)…')
-  sh(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', '--release', '--target', targetTriple()])
-  sh('cargo', ['build', '--release', '--example', 'raw_sqlite'])
+const profileArgs = PROFILE === 'release' ? ['--release'] : ['--profile', PROFILE]
+if (!flag('--no-build') && !flag('--child')) {
+  console.log(`building the ${PROFILE} addon and the raw-SQLite reference (a few minutes the first time)…`)
+  sh(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', ...profileArgs, '--target', targetTriple()])
+  sh('cargo', ['build', ...profileArgs, '--example', 'raw_sqlite'])
 }
 const { LcmEngine } = require(join(root, 'index.js'))
 
@@ -93,8 +98,66 @@ function instantSummarizer(req) {
   summarizerMs += performance.now() - t
   return text
 }
+const rawBin = join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
 async function open(dir, extra = {}) {
   return LcmEngine.open({ dbPath: join(dir, 'lcm.db'), summarizer: instantSummarizer, ...extra })
+}
+
+// One process of the shared-file run: `--child <dbPath> <sessionId> <jsonl> <count> <startAtEpochMs>`.
+// Opens the engine, waits for the common start, ingests turn by turn, prints its timing.
+async function child() {
+  const [db, session, file, count, startAt] = argv.slice(argv.indexOf('--child') + 1)
+  const msgs = readFileSync(file, 'utf8').split('\n').filter(Boolean).slice(0, Number(count)).map((l) => JSON.parse(l))
+  const engine = await LcmEngine.open({ dbPath: db, summarizer: instantSummarizer })
+  await new Promise((r) => setTimeout(r, Math.max(0, Number(startAt) - Date.now())))
+  const start = Date.now()
+  for (const t of toTurns(msgs)) await engine.ingestBatch({ sessionId: session, messages: t })
+  const end = Date.now()
+  await engine.close()
+  console.log(JSON.stringify({ start, end, count: msgs.length }))
+  rmSync(work, { recursive: true, force: true })
+}
+
+// `n` processes ingesting `count` messages each (own session) into one file at once:
+// the aggregate rate over the common wall time.
+async function processesRun(wl, n, count) {
+  const dir = mkdtempSync(join(work, 'procs-'))
+  const db = join(dir, 'lcm.db')
+  const seed = await LcmEngine.open({ dbPath: db, summarizer: instantSummarizer })
+  await seed.close()
+  const startAt = Date.now() + 1500
+  const outs = await Promise.all(Array.from({ length: n }, (_, k) => new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [__filename, '--profile', PROFILE, '--child', db, `proc-${k}`, wl.file, String(count), String(startAt)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    p.stdout.on('data', (d) => { out += d })
+    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`child ${k} exited with ${code}`))))
+  })))
+  rmSync(dir, { recursive: true, force: true })
+  const start = Math.min(...outs.map((o) => o.start))
+  const end = Math.max(...outs.map((o) => o.end))
+  return { msgsPerSec: (n * count) / ((end - start) / 1000), perProcess: outs.map((o) => o.count / ((o.end - o.start) / 1000)) }
+}
+
+// Bytes per message of every table and index (SQLite's dbstat, through the raw binary).
+function bytesPerTable(db, count) {
+  if (!existsSync(rawBin)) return null
+  const out = sh(rawBin, ['dbstat', db], { quiet: true })
+  const by = {}
+  for (const m of out.matchAll(/name=(\S+) bytes=(\d+)/g)) by[m[1]] = Math.round(Number(m[2]) / count)
+  return by
+}
+
+// A sweep of everything eligible right after ingesting `wl` per turn; wall − summarizer.
+async function sweepRun(wl) {
+  const dir = mkdtempSync(join(work, 'sweep-'))
+  const engine = await open(dir, { maxSweepIterations: 1000000, sweepDeadlineMs: 3600000 })
+  for (const t of toTurns(wl.messages)) await engine.ingestBatch({ sessionId: 'sw', messages: t })
+  summarizerMs = 0
+  const m = await measureLoop(() => engine.compact({ sessionId: 'sw', tokenBudget: 200000, mode: 'sweep', force: true }))
+  const overhead = m.ms - summarizerMs
+  await engine.close()
+  rmSync(dir, { recursive: true, force: true })
+  return { overheadMs: overhead, per10k: overhead / (wl.messages.length / 10000), passes: m.value.passes.length, loopMax: m.loopMax, loopP99: m.loopP99 }
 }
 
 const results = { date: new Date().toISOString(), node: process.version, machine: `${require('node:os').cpus().length} cores`, sections: {} }
@@ -113,10 +176,11 @@ async function ingestRun(wl, sessions = 1) {
   })
   await engine.close()
   const count = wl.messages.length * sessions
+  const tables = bytesPerTable(join(dir, 'lcm.db'), count)
   const bytes = dirBytes(join(dir, 'lcm.db')) + dirBytes(join(dir, 'lcm.db-wal'))
   const files = dirBytes(join(dir, 'lcm-files'))
   rmSync(dir, { recursive: true, force: true })
-  return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count }
+  return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count, tables }
 }
 
 
@@ -162,6 +226,12 @@ async function grepAfterReopen(dir, label, needles, conversationId) {
 }
 
 async function main() {
+  // ---- idle event loop of this process: the baseline every phase is held to
+  const idle = await measureLoop(() => new Promise((r) => setTimeout(r, 3000)))
+  rows.push({ name: 'event loop idle (3 s): max / p99', unit: 'ms', min: Number(idle.loopMax.toFixed(2)), median: Number(idle.loopP99.toFixed(2)) })
+  results.sections.idle = { loopMax: idle.loopMax, loopP99: idle.loopP99 }
+  const loops = [] // [phase, max, p99]
+
   // ---- ingest, 10k
   const w10 = workload(10000)
   console.log(`\nworkload: ${w10.messages.length} messages, ${(w10.bytes / 1e6).toFixed(1)} MB JSONL, ${toTurns(w10.messages).length} turns`)
@@ -171,6 +241,11 @@ async function main() {
     row(`ingest 10k: ${k}`, stat(ing.map((r) => r[k])), unit, d)
   }
   results.sections.ingest10k = ing
+  loops.push(['ingest 10k', stat(ing.map((r) => r.loopMax)).median, stat(ing.map((r) => r.loopP99)).median])
+  const tables = ing[0].tables
+  if (tables) {
+    for (const [name, b] of Object.entries(tables)) if (b >= 5) rows.push({ name: `  bytes/msg in ${name}`, unit: 'B/msg', min: b })
+  }
 
   // ---- grep after a restart, 10k
   {
@@ -185,7 +260,6 @@ async function main() {
 
   // ---- raw SQLite on the same rows (the physical reference)
   const rawDir = mkdtempSync(join(work, 'raw-'))
-  const rawBin = join(root, 'target', targetTriple(), 'release', 'examples', 'raw_sqlite')
   if (existsSync(rawBin)) {
     const perTurn = []
     const oneTx = []
@@ -197,7 +271,7 @@ async function main() {
     }
     row('raw SQLite, commit per turn', stat(perTurn), 'msgs/s', 0)
     row('raw SQLite, one transaction', stat(oneTx), 'msgs/s', 0)
-    results.sections.rawSqlite = { perTurn, oneTx, ingestFractionOfPerTurn: stat(ing.map((r) => r.msgsPerSec)).median / stat(perTurn).median }
+    results.sections.rawSqlite = { perTurn, oneTx, perTurnMedian: stat(perTurn).median, oneTxMedian: stat(oneTx).median, ingestFractionOfPerTurn: stat(ing.map((r) => r.msgsPerSec)).median / stat(perTurn).median }
   }
 
   // ---- ingest while another process takes the write lock repeatedly
@@ -224,8 +298,23 @@ while time.time() < end:
 
   // ---- 8 conversations of 10k, ingested concurrently turn by turn
   const multi = await ingestRun(w10, 8)
-  rows.push({ name: 'ingest 8 × 10k concurrently', unit: 'msgs/s', min: Math.round(multi.msgsPerSec) })
+  rows.push({ name: 'ingest 8 × 10k concurrently (group commit)', unit: 'msgs/s', min: Math.round(multi.msgsPerSec) })
   results.sections.ingest8x10k = multi
+  loops.push(['ingest 8 × 10k', multi.loopMax, multi.loopP99])
+
+  // ---- 4 processes sharing one file, each its own session, vs one process alone
+  const PROC_COUNT = 3000
+  const one = await processesRun(w10, 1, PROC_COUNT)
+  const four = await processesRun(w10, 4, PROC_COUNT)
+  rows.push({ name: `1 process, ${PROC_COUNT / 1000}k per turn`, unit: 'msgs/s', min: Math.round(one.msgsPerSec) })
+  rows.push({ name: `4 processes × ${PROC_COUNT / 1000}k, one file (aggregate)`, unit: 'msgs/s', min: Math.round(four.msgsPerSec), median: Math.round(Math.min(...four.perProcess)), max: Math.round(Math.max(...four.perProcess)) })
+  results.sections.processes = { one, four }
+
+  // ---- sweep right after a 10k ingest
+  const sw10 = await sweepRun(w10)
+  rows.push({ name: 'full sweep 10k: wall − summarizer', unit: 'ms', min: Math.round(sw10.overheadMs) })
+  results.sections.sweep10k = sw10
+  loops.push(['sweep 10k', sw10.loopMax, sw10.loopP99])
 
   // ---- 100k: flatness, sweep, assemble, grep
   const wb = workload(BIG)
@@ -250,6 +339,7 @@ while time.time() < end:
   })
   rows.push({ name: `ingest ${BIG / 1000}k: rate by tenth`, unit: 'msgs/s', min: Math.min(...deciles), median: deciles[4], max: Math.max(...deciles) })
   results.sections.ingestBig = { deciles, loopMax: ingestBig.loopMax, loopP99: ingestBig.loopP99 }
+  loops.push([`ingest ${BIG / 1000}k`, ingestBig.loopMax, ingestBig.loopP99])
   const conv = await engine.getConversation({ sessionId: 'big' })
 
   summarizerMs = 0
@@ -258,7 +348,8 @@ while time.time() < end:
   rows.push({ name: `full sweep ${BIG / 1000}k: wall − summarizer`, unit: 'ms', min: Math.round(overhead) })
   rows.push({ name: '  per 10k messages', unit: 'ms', min: Math.round(overhead / (BIG / 10000)) })
   rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.value.passes.length, median: Number(sweep.loopMax.toFixed(2)) })
-  results.sections.sweep = { wallMs: sweep.ms, summarizerMs, overheadMs: overhead, passes: sweep.value.passes.length, tokensBefore: sweep.value.tokensBefore, tokensAfter: sweep.value.tokensAfter, loopMax: sweep.loopMax }
+  results.sections.sweep = { wallMs: sweep.ms, summarizerMs, overheadMs: overhead, per10k: overhead / (BIG / 10000), passes: sweep.value.passes.length, tokensBefore: sweep.value.tokensBefore, tokensAfter: sweep.value.tokensAfter, loopMax: sweep.loopMax }
+  loops.push([`sweep ${BIG / 1000}k`, sweep.loopMax, sweep.loopP99])
 
   for (const budget of [32000, 200000]) {
     const lat = []
@@ -272,6 +363,7 @@ while time.time() < end:
     row(`assemble ${BIG / 1000}k @${budget / 1000}k`, stat(lat), 'ms', 3)
     rows.push({ name: '  event-loop max / p99 meanwhile', unit: 'ms', min: Number(m.loopMax.toFixed(2)), median: Number(m.loopP99.toFixed(2)) })
     results.sections[`assemble${budget}`] = { ...stat(lat), loopMax: m.loopMax }
+    loops.push([`assemble @${budget / 1000}k`, m.loopMax, m.loopP99])
   }
 
   await engine.grep({ pattern: 'warm', mode: 'regex', conversationId: conv.conversationId })
@@ -287,6 +379,7 @@ while time.time() < end:
     })
     row(`grep ${BIG / 1000}k ${mode} (needles)`, stat(lat), 'ms', 3)
     results.sections[`grep_${mode}`] = { ...stat(lat), loopMax: m.loopMax }
+    loops.push([`grep ${mode}`, m.loopMax, m.loopP99])
   }
   await engine.close()
   results.sections.grepReopenBig = await grepAfterReopen(dir, `${BIG / 1000}k`, needles, conv.conversationId)
@@ -303,6 +396,7 @@ while time.time() < end:
     const f = (v) => (v === undefined ? '' : String(v)).padStart(10)
     console.log(`${r.name.padEnd(44)} ${r.unit.padEnd(8)} ${f(r.min)} ${f(r.median)} ${f(r.p99)} ${f(r.max)}`)
   }
+  printTargets(results, loops, idle)
   mkdirSync(join(root, 'bench', 'results'), { recursive: true })
   const file = join(root, 'bench', 'results', `${results.date.slice(0, 10)}.json`)
   writeFileSync(file, JSON.stringify({ ...results, table: rows }, null, 2))
@@ -310,7 +404,41 @@ while time.time() < end:
   rmSync(work, { recursive: true, force: true })
 }
 
-main().catch((e) => {
+// The issue's targets, each beside its ratio: ours / raw (same run) and ours / target.
+function printTargets(r, loops, idle) {
+  const s = r.sections
+  const ingest = stat(s.ingest10k.map((x) => x.msgsPerSec)).median
+  const raw = s.rawSqlite || {}
+  const bytes = stat(s.ingest10k.map((x) => x.dbBytesPerMsg)).median
+  const t = [
+    // [what, ours, raw, target, higher is better]
+    ['ingest per turn 10k (msgs/s) ≥ 2× raw per turn', ingest, raw.perTurnMedian, raw.perTurnMedian && 2 * raw.perTurnMedian, true],
+    ['8 sessions concurrently (msgs/s) ≥ raw one transaction', s.ingest8x10k.msgsPerSec, raw.oneTxMedian, raw.oneTxMedian, true],
+    ['4 processes, one file (msgs/s) ≥ 70% of 1 process', s.processes.four.msgsPerSec, s.processes.one.msgsPerSec, 0.7 * s.processes.one.msgsPerSec, true],
+    ['sweep per 10k at 10k (ms) ≤ 100', s.sweep10k.per10k, undefined, 100, false],
+    [`sweep per 10k at ${BIG / 1000}k (ms) ≤ 100`, s.sweep.per10k, undefined, 100, false],
+    ['DB bytes per message 10k ≤ 1600', bytes, undefined, 1600, false],
+  ]
+  for (const [phase, max, p99] of loops) {
+    t.push([`event loop ${phase}: p99 (ms) ≤ idle + 0.5`, p99, idle.loopP99, idle.loopP99 + 0.5, false])
+    t.push([`event loop ${phase}: max (ms) ≤ idle + 1`, max, idle.loopMax, idle.loopMax + 1, false])
+  }
+  const f = (v, d = 1) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(d)).padStart(10)
+  console.log(`\n${'target'.padEnd(56)} ${'ours'.padStart(10)} ${'raw/base'.padStart(10)} ${'ours/raw'.padStart(10)} ${'target'.padStart(10)} ${'ours/tgt'.padStart(10)}  met`)
+  r.targets = []
+  for (const [name, ours, base, target, higher] of t) {
+    const met = target === undefined ? undefined : higher ? ours >= target : ours <= target
+    r.targets.push({ name, ours, base, target, met })
+    console.log(`${name.padEnd(56)} ${f(ours)} ${f(base)} ${f(base ? ours / base : undefined, 2)} ${f(target)} ${f(target ? ours / target : undefined, 2)}  ${met === undefined ? '' : met ? 'yes' : 'NO'}`)
+  }
+}
+
+if (flag('--child')) {
+  child().catch((e) => {
+    console.error(e)
+    process.exit(1)
+  })
+} else main().catch((e) => {
   console.error(e)
   process.exit(1)
 })

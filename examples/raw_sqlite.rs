@@ -4,12 +4,15 @@
 //! ```text
 //! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn]
 //! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
+//! cargo run --release --example raw_sqlite -- dbstat <db>
 //! ```
 //! `insert` writes each message as a `messages` row, one `message_parts` row per
 //! block (the block JSON), a `context_items` row and a standalone FTS row, in one
 //! transaction (default) or one per turn, and prints `msgs_per_sec=…`.
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
-//! time, to measure the engine while another process writes.
+//! time, to measure the engine while another process writes. `dbstat` prints the
+//! bytes of every table and index (SQLite's `dbstat` virtual table), one
+//! `name=… bytes=…` line each, largest first.
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -38,9 +41,10 @@ fn main() {
         Some("hold-lock") if args.len() >= 3 => {
             hold_lock(&args[1], args[2].parse().unwrap_or(1000))
         }
+        Some("dbstat") if args.len() >= 2 => dbstat(&args[1]),
         _ => {
             eprintln!(
-                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis>"
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis> | dbstat <db>"
             );
             std::process::exit(2);
         }
@@ -119,4 +123,18 @@ fn hold_lock(db: &str, millis: u64) {
     std::thread::sleep(Duration::from_millis(millis));
     conn.execute_batch("COMMIT").expect("unlock");
     println!("released");
+}
+
+fn dbstat(db: &str) {
+    let conn = Connection::open(db).expect("open db");
+    let mut stmt = conn
+        .prepare("SELECT name, SUM(pgsize) AS b FROM dbstat GROUP BY name ORDER BY b DESC")
+        .expect("dbstat (SQLite built with SQLITE_ENABLE_DBSTAT_VTAB)");
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .expect("dbstat rows");
+    for row in rows {
+        let (name, bytes) = row.expect("dbstat row");
+        println!("name={name} bytes={bytes}");
+    }
 }

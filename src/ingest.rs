@@ -8,8 +8,8 @@ use serde_json::Value;
 use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::message::ingest;
-use crate::store::conversations::SessionRef;
-use crate::store::messages::{self, IngestOutcome};
+use crate::store::conversations::{self, SessionRef};
+use crate::store::messages;
 
 /// Parameters of `ingest`. Keys the host passes besides these are ignored.
 #[derive(Debug, Deserialize)]
@@ -100,9 +100,10 @@ impl IngestResult {
     }
 }
 
-/// Validates, maps and writes one batch (runs on the writer thread).
+/// Validates, maps and writes one batch inside the writer's open transaction (a
+/// group commit job: it commits with its group, or its savepoint rolls back alone).
 pub fn write_batch(
-    conn: &mut rusqlite::Connection,
+    conn: &rusqlite::Connection,
     mut p: IngestBatchParams,
     opts: &EngineOptions,
 ) -> Result<IngestBatchResult> {
@@ -123,11 +124,23 @@ pub fn write_batch(
         session_id: p.session_id.clone(),
         session_key: p.session_key.clone(),
     };
-    let mapped = prepare_batch(conn, &session, &mut p, opts)?;
-    let IngestOutcome {
-        conversation_id,
-        messages,
-    } = messages::insert_batch(conn, &session, mapped)?;
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
+    // Validate the whole batch before anything is written (no file for a refused batch).
+    let mut mapped = map_batch(&p, opts.max_message_bytes)?;
+    let conversation_id = conversations::find_or_create(conn, &session)?;
+    if may_need_files {
+        let n = crate::largefiles::intercept::intercept_in(
+            conn,
+            conversation_id,
+            &mut p.messages,
+            &large,
+        )?;
+        if n > 0 {
+            mapped = map_batch(&p, opts.max_message_bytes)?;
+        }
+    }
+    let messages = messages::insert_batch_in(conn, conversation_id, &mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),

@@ -139,7 +139,7 @@ impl Engine {
         let compactor = self.compactor(pipeline);
         let ratio = self.opts.context_threshold;
         let opts = self.opts.clone();
-        let written = self.store.write(move |conn| {
+        let written = self.store.write_grouped(move |conn| {
             let p = make()?;
             let heartbeat = p.is_heartbeat;
             let (batch, sweep) = p.split()?;

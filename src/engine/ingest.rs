@@ -1,5 +1,6 @@
 //! `ingest` / `ingestBatch`: thin methods over [`crate::ingest`]. Each write
-//! is queued on the writer thread when the method is called.
+//! is queued on the writer thread when the method is called, as a grouped job:
+//! ingests queued together commit in one transaction (savepoint per call).
 
 use std::future::Future;
 
@@ -51,6 +52,6 @@ impl Engine {
     {
         let opts = self.opts.clone();
         self.store
-            .write(move |conn| ingest::write_batch(conn, make()?, &opts))
+            .write_grouped(move |conn| ingest::write_batch(conn, make()?, &opts))
     }
 }

@@ -5,7 +5,8 @@
 //! message by a compact reference.
 //!
 //! Order of effects: the file is written atomically, then its `large_files` row is
-//! committed, then (by the caller) the messages that reference it. A failure after
+//! written (committed on its own by [`intercept_batch`], or with the messages that
+//! reference it when ingest runs [`intercept_in`] inside its group transaction). A failure after
 //! the file write can leave an orphan file or row, never a reference without its
 //! row and file. File ids are derived from the conversation and the exact payload,
 //! so a replayed message reuses its file instead of writing another.

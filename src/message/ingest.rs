@@ -5,7 +5,8 @@
 //!   execution as `$ command\noutput`), `token_count` from [`crate::tokens`].
 //! - one `message_parts` row per block with `part_type`, `text_content` and the tool
 //!   columns; `metadata` = `{originalRole, rawType, raw?}` where `raw` (the block as
-//!   given) is kept only when the columns cannot rebuild the block exactly.
+//!   given) is kept only when the columns cannot rebuild the block exactly. A plain
+//!   user message with string content has no part: `messages.content` rebuilds it.
 //! - `messages.lcm_envelope`: the message without its content (content replaced by
 //!   0 for a string, 1 for blocks), so the message rebuilds byte-exact.
 //! - `messages.identity_hash` is left NULL: nothing here reads it, and the reference
@@ -95,7 +96,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
     let (content, parts, token_count) = match obj.get("content") {
         Some(Value::String(s)) => (
             s.clone(),
-            vec![string_part(s, runtime_role, obj)],
+            string_parts(s, runtime_role, obj),
             tokens::estimate(s),
         ),
         Some(Value::Array(blocks)) => map_blocks(blocks, runtime_role, obj),
@@ -211,6 +212,21 @@ fn str_field(obj: &Map<String, Value>, keys: &[&str]) -> Option<String> {
         .find_map(|k| obj.get(*k).and_then(Value::as_str))
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
+}
+
+/// The parts of a message whose content is a string. A plain user message gets
+/// none: `messages.content` alone rebuilds it, for the reference's readers (a user
+/// row without parts is its string content) and for ours (the envelope marks the
+/// content as a string), so a part row would only store the text a second time.
+fn string_parts(text: &str, runtime_role: &str, obj: &Map<String, Value>) -> Vec<NewPart> {
+    let part = string_part(text, runtime_role, obj);
+    let plain_user =
+        runtime_role == "user" && part.tool_call_id.is_none() && part.tool_name.is_none();
+    if plain_user {
+        Vec::new()
+    } else {
+        vec![part]
+    }
 }
 
 fn string_part(text: &str, runtime_role: &str, obj: &Map<String, Value>) -> NewPart {
@@ -443,7 +459,7 @@ mod tests {
         assert_eq!(m.content, "hi there");
         assert_eq!(m.token_count, 2);
         assert_eq!(m.created_at.as_deref(), Some("2026-02-17 07:37:00"));
-        assert_eq!(m.parts.len(), 1);
+        assert!(m.parts.is_empty(), "messages.content alone rebuilds it");
         assert_eq!(
             m.envelope,
             r#"{"role":"user","content":0,"timestamp":1771313820000}"#

@@ -286,4 +286,26 @@ mod tests {
                    "toolCallId":"call_9","toolName":"read","isError":true,"timestamp":1771313820000i64})
         );
     }
+
+    #[test]
+    fn a_plain_user_string_has_no_part_and_both_readers_rebuild_it() {
+        let v = json!({"role":"user","content":"just text"});
+        let n = map_message(&v, None).unwrap();
+        assert!(n.parts.is_empty());
+        let mut stored = StoredMessage {
+            message_id: 1,
+            role: n.role.to_string(),
+            content: n.content.clone(),
+            envelope: Some(n.envelope.clone()),
+            created_at: None,
+            parts: Vec::new(),
+        };
+        assert_eq!(rebuild(&stored), v);
+        // The reference's readers have no envelope: content column, user role.
+        stored.envelope = None;
+        assert_eq!(rebuild(&stored), v);
+        // A user string that carries tool fields keeps its part.
+        let tool = json!({"role":"user","content":"x","toolCallId":"c1"});
+        assert_eq!(map_message(&tool, None).unwrap().parts.len(), 1);
+    }
 }

@@ -86,8 +86,11 @@ impl FtsLag {
         if !self.enabled || self.pending(conn)? == 0 {
             return Ok(0);
         }
-        let from = self.watermark(conn)?;
         let (n, upto) = super::tx::write_tx(conn, |tx| {
+            // Read under the write lock: another process sharing the file may have
+            // indexed (and moved the watermark) since this one last looked.
+            self.indexed_upto = None;
+            let from = self.watermark(tx)?;
             let n = tx.execute(
                 "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
                 [from],

@@ -59,8 +59,10 @@ pub fn insert_batch_in(
 ) -> Result<Vec<IngestedMessage>> {
     let existing = existing_entry_ids(tx, conversation_id, batch)?;
     let mut appender = Appender::open(tx, conversation_id)?;
-    // An identical replay inside one batch: same envelope and same parts, every column.
-    let mut seen_messages: HashSet<(&str, &[crate::message::ingest::NewPart])> = HashSet::new();
+    // An identical replay inside one batch: same envelope, text and parts, every column
+    // (a plain user string has no part: its text is in `content` only).
+    let mut seen_messages: HashSet<(&str, &str, &[crate::message::ingest::NewPart])> =
+        HashSet::new();
     let mut seen_entries: HashSet<String> = HashSet::new();
     let skipped = IngestedMessage {
         ingested: false,
@@ -82,7 +84,11 @@ pub fn insert_batch_in(
                 out.push(skipped.clone());
                 continue;
             }
-        } else if !seen_messages.insert((m.envelope.as_str(), m.parts.as_slice())) {
+        } else if !seen_messages.insert((
+            m.envelope.as_str(),
+            m.content.as_str(),
+            m.parts.as_slice(),
+        )) {
             out.push(skipped.clone());
             continue;
         }

@@ -36,6 +36,9 @@ pub mod summaries;
 pub mod turns;
 pub mod tx;
 
+mod busy;
+mod group;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -78,6 +81,7 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 enum Msg {
     Job(Job),
+    Grouped(Box<dyn group::GroupJob>),
     FlushFts(oneshot::Sender<Result<usize>>),
     Close(oneshot::Sender<()>),
 }
@@ -111,8 +115,12 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
-    conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
+    if read_only {
+        conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
+    } else {
+        busy::install(&mut conn, busy)?;
+    }
     conn.execute_batch(
         "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
     )
@@ -196,9 +204,13 @@ impl Store {
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
         let writer_guard = guard.clone();
+        let busy_timeout = opts.busy_timeout;
         let mut threads = vec![std::thread::Builder::new()
             .name("lcm-writer".into())
-            .spawn(move || writer_loop(writer, rx, lag, &writer_guard))
+            .spawn(move || {
+                busy::set_timeout(busy_timeout);
+                writer_loop(writer, rx, lag, &writer_guard)
+            })
             .map_err(LcmError::from)?];
         if !in_memory {
             let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
@@ -295,6 +307,29 @@ impl Store {
             }
             let _ = tx.send(out);
         }));
+        async move {
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
+        }
+    }
+
+    /// Enqueues a job that runs inside the writer's *group transaction*: queued
+    /// grouped jobs (several sessions, unawaited calls) commit together in one
+    /// transaction, each under its own savepoint, so a failing (or panicking) job
+    /// rolls back alone while the others commit. The job must not begin or end a
+    /// transaction itself. The future resolves only after the group's COMMIT; if
+    /// that COMMIT fails, every job of the group fails with its error.
+    pub fn write_grouped<T, F>(
+        &self,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let guard = self.inner.guard.clone();
+        let (job, rx) = group::grouped(guard, guard::operation_name::<F>, job);
+        let sent = self.send_msg(Msg::Grouped(job));
         async move {
             sent?;
             rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
@@ -414,9 +449,9 @@ impl Store {
 /// How long the writer waits for work before catching up on deferred indexing.
 const IDLE: Duration = Duration::from_millis(100);
 
-/// The writer thread. Jobs contain their own panics (see [`Store::write`]); the
-/// deferred indexing it runs itself is guarded the same way, so nothing a job or
-/// a message's text does can end this loop before `close`.
+/// The writer thread. Jobs contain their own panics (see [`Store::write`] and
+/// [`group`]); the deferred indexing it runs itself is guarded the same way, so
+/// nothing a job or a message's text does can end this loop before `close`.
 fn writer_loop(
     mut conn: Connection,
     rx: mpsc::Receiver<Msg>,
@@ -435,21 +470,34 @@ fn writer_loop(
         }
         r
     };
+    let index_if_due = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
+        if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
+            let _ = catch_up(conn, lag);
+        }
+    };
+    let mut next: Option<Msg> = None;
     loop {
-        let msg = match rx.recv_timeout(IDLE) {
-            Ok(m) => m,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = catch_up(&mut conn, &mut lag);
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        let msg = match next.take() {
+            Some(m) => m,
+            None => match rx.recv_timeout(IDLE) {
+                Ok(m) => m,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = catch_up(&mut conn, &mut lag);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            },
         };
         match msg {
             Msg::Job(job) => {
                 job(&mut conn);
-                if lag.pending(&conn).unwrap_or(0) >= fts_lag::BATCH {
-                    let _ = catch_up(&mut conn, &mut lag);
-                }
+                index_if_due(&mut conn, &mut lag);
+            }
+            Msg::Grouped(first) => {
+                let (jobs, after) = group::collect(first, &rx);
+                next = after;
+                group::run(&mut conn, jobs);
+                index_if_due(&mut conn, &mut lag);
             }
             Msg::FlushFts(reply) => {
                 let _ = reply.send(catch_up(&mut conn, &mut lag));
@@ -458,6 +506,7 @@ fn writer_loop(
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Msg::Job(job) => job(&mut conn),
+                        Msg::Grouped(job) => group::run(&mut conn, vec![job]),
                         Msg::FlushFts(reply) => {
                             let _ = reply.send(catch_up(&mut conn, &mut lag));
                         }

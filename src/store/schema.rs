@@ -192,14 +192,18 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
 /// KEY index exactly (`messages_conv_seq_idx`, `message_parts_message_idx`,
 /// `context_items_conv_idx`): they cost a page write per insert and answer no query
 /// the constraint's own index does not. The reference recreates them if it opens
-/// the file; existing ones are left alone. One index is ours:
+/// the file; existing ones are left alone. Two more are not created because nothing
+/// here queries them and each costs index pages on every ingest commit (the
+/// reference creates them at its startup, `IF NOT EXISTS`, when it opens the file):
+/// `messages_conv_identity_hash_idx` (identity hashes stay NULL here) and
+/// `message_parts_type_idx` (a five-value column: every turn dirtied several of
+/// its leaf pages). One index is ours:
 /// `lcm_summary_parents_ordinal_idx` covers reading a node's sources in link order
 /// (assembly renders them on every turn).
 pub const CREATE_INDEXES: &str = r#"
 CREATE INDEX IF NOT EXISTS summaries_conv_created_idx ON summaries (conversation_id, created_at);
 CREATE INDEX IF NOT EXISTS summary_messages_message_idx ON summary_messages (message_id);
 CREATE INDEX IF NOT EXISTS summary_parents_parent_summary_idx ON summary_parents (parent_summary_id);
-CREATE INDEX IF NOT EXISTS message_parts_type_idx ON message_parts (part_type);
 CREATE INDEX IF NOT EXISTS large_files_conv_idx ON large_files (conversation_id, created_at);
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_active_session_key_idx
   ON conversations (session_key) WHERE session_key IS NOT NULL AND active = 1;
@@ -207,7 +211,6 @@ CREATE INDEX IF NOT EXISTS conversations_session_key_active_created_idx
   ON conversations (session_key, active, created_at);
 CREATE INDEX IF NOT EXISTS conversations_session_id_active_created_idx
   ON conversations (session_id, active, created_at);
-CREATE INDEX IF NOT EXISTS messages_conv_identity_hash_idx ON messages (conversation_id, identity_hash);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_conv_entry_unique_idx
   ON messages (conversation_id, transcript_entry_id) WHERE transcript_entry_id IS NOT NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS messages_stable_event_key_unique

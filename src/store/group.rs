@@ -1,0 +1,262 @@
+//! Group commit on the writer thread. Grouped jobs waiting in the queue (ingests of
+//! several sessions, unawaited calls) run in one `BEGIN IMMEDIATE … COMMIT`, each
+//! under its own savepoint: a job that fails or panics is rolled back to its
+//! savepoint and fails alone, the others commit. Every job's result is delivered
+//! only after the group's COMMIT (or, if the COMMIT itself fails, every job gets
+//! that error and nothing of the group is stored). One commit then pays the WAL
+//! write of the whole group instead of one per job.
+
+use std::sync::{mpsc, Arc};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::guard::{Guard, JobKind, OpName};
+use super::Msg;
+use crate::error::{LcmError, Result};
+
+/// At most this many jobs share one transaction (bounds the latency of the first
+/// job of a group and the size of one commit).
+pub const MAX_GROUP: usize = 64;
+
+/// A job of a group: run inside the open transaction, then settle after COMMIT.
+pub trait GroupJob: Send {
+    /// Runs the job (inside its savepoint). Returns whether it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Delivers the result once the group's transaction has ended: `Ok` when it
+    /// committed, the COMMIT (or BEGIN) error otherwise.
+    fn settle(self: Box<Self>, outcome: std::result::Result<(), &LcmError>);
+}
+
+struct Grouped<T, F> {
+    job: Option<F>,
+    guard: Arc<Guard>,
+    op: OpName,
+    result: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> GroupJob for Grouped<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(job) = self.job.take() else {
+            return false;
+        };
+        // Panics are contained by the one guard (LCM_INTERNAL naming the operation,
+        // reported to the log sink); the caller rolls back to the job's savepoint.
+        let r = self.guard.run(self.op, JobKind::Write, || job(conn));
+        let ok = r.is_ok();
+        self.result = Some(r);
+        ok
+    }
+
+    fn settle(self: Box<Self>, outcome: std::result::Result<(), &LcmError>) {
+        let r = match (self.result, outcome) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(v)), Ok(())) => Ok(v),
+            (_, Err(e)) => Err(e.clone()),
+            (None, Ok(())) => Err(LcmError::internal("a grouped write job never ran")),
+        };
+        let _ = self.reply.send(r);
+    }
+}
+
+/// Wraps a job for the group runner; the receiver yields its result after COMMIT.
+pub fn grouped<T, F>(
+    guard: Arc<Guard>,
+    op: OpName,
+    job: F,
+) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    let (reply, rx) = oneshot::channel();
+    let job = Grouped {
+        job: Some(job),
+        guard,
+        op,
+        result: None,
+        reply,
+    };
+    (Box::new(job), rx)
+}
+
+/// Takes `first` and every grouped job queued right behind it (up to
+/// [`MAX_GROUP`]); returns them and the first other message, which must run next.
+pub(super) fn collect(
+    first: Box<dyn GroupJob>,
+    rx: &mpsc::Receiver<Msg>,
+) -> (Vec<Box<dyn GroupJob>>, Option<Msg>) {
+    let mut jobs = vec![first];
+    while jobs.len() < MAX_GROUP {
+        match rx.try_recv() {
+            Ok(Msg::Grouped(j)) => jobs.push(j),
+            Ok(other) => return (jobs, Some(other)),
+            Err(_) => break,
+        }
+    }
+    (jobs, None)
+}
+
+/// Runs a group in one transaction and settles every job after it ends.
+pub fn run(conn: &mut Connection, mut jobs: Vec<Box<dyn GroupJob>>) {
+    let outcome = run_in_transaction(conn, &mut jobs);
+    for job in jobs {
+        job.settle(outcome.as_ref().map(|_| ()));
+    }
+}
+
+fn run_in_transaction(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<()> {
+    super::busy::begin_immediate(conn)?;
+    let body = run_jobs(conn, jobs).and_then(|committed| {
+        if committed {
+            conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    });
+    if body.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    body
+}
+
+/// Runs the jobs; returns whether the transaction is still open to commit (a lone
+/// failing job rolls the whole transaction back: its savepoint is the transaction).
+fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<bool> {
+    if let [only] = jobs {
+        if !only.run(conn) {
+            conn.execute_batch("ROLLBACK")?;
+            return Ok(false);
+        }
+        return Ok(true);
+    }
+    for job in jobs.iter_mut() {
+        conn.execute_batch("SAVEPOINT lcm_job")?;
+        if job.run(conn) {
+            conn.execute_batch("RELEASE lcm_job")?;
+        } else {
+            conn.execute_batch("ROLLBACK TO lcm_job; RELEASE lcm_job")?;
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    /// A grouped job under a fresh guard (panics contained as on the writer).
+    fn grouped<T, F>(job: F) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        super::grouped(Arc::new(Guard::default()), || "test job".into(), job)
+    }
+
+    fn setup() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t (v TEXT PRIMARY KEY)")
+            .unwrap();
+        c
+    }
+
+    fn insert(v: &'static str) -> impl FnOnce(&Connection) -> Result<usize> + Send + 'static {
+        move |c| Ok(c.execute("INSERT INTO t (v) VALUES (?1)", [v])?)
+    }
+
+    fn rows(c: &Connection) -> Vec<String> {
+        let mut s = c.prepare("SELECT v FROM t ORDER BY v").unwrap();
+        s.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failing_job_fails_alone_and_the_others_commit() {
+        let mut c = setup();
+        let (a, mut ra) = grouped(insert("a"));
+        let (b, mut rb) = grouped(|c: &Connection| -> Result<()> {
+            c.execute("INSERT INTO t (v) VALUES ('b')", [])?;
+            Err(LcmError::invalid("bad message"))
+        });
+        let (p, mut rp) = grouped(|c: &Connection| -> Result<()> {
+            c.execute("INSERT INTO t (v) VALUES ('p')", [])?;
+            panic!("boom")
+        });
+        let (d, mut rd) = grouped(insert("a")); // duplicate key: fails
+        let (e, mut re) = grouped(insert("e"));
+        run(&mut c, vec![a, b, p, d, e]);
+        assert_eq!(rows(&c), vec!["a", "e"]);
+        assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
+        assert_eq!(
+            rb.try_recv().unwrap().unwrap_err().code,
+            ErrorCode::InvalidInput
+        );
+        let panicked = rp.try_recv().unwrap().unwrap_err();
+        assert_eq!(panicked.code, ErrorCode::Internal);
+        assert!(panicked.message.contains("boom"), "{}", panicked.message);
+        assert!(rd.try_recv().unwrap().is_err());
+        assert_eq!(re.try_recv().unwrap().unwrap(), 1);
+        assert!(c.is_autocommit());
+    }
+
+    #[test]
+    fn a_lone_failing_job_rolls_back_and_the_connection_stays_usable() {
+        let mut c = setup();
+        let (b, mut rb) = grouped(|c: &Connection| -> Result<()> {
+            c.execute("INSERT INTO t (v) VALUES ('b')", [])?;
+            Err(LcmError::invalid("bad"))
+        });
+        run(&mut c, vec![b]);
+        assert!(rb.try_recv().unwrap().is_err());
+        assert!(rows(&c).is_empty());
+        assert!(c.is_autocommit());
+        let (a, mut ra) = grouped(insert("a"));
+        run(&mut c, vec![a]);
+        assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
+        assert_eq!(rows(&c), vec!["a"]);
+    }
+
+    #[test]
+    fn no_result_is_delivered_before_the_group_commits() {
+        let mut c = setup();
+        let (a, mut ra) = grouped(insert("a"));
+        // A later job of the same group looks at the first job's receiver while
+        // the transaction is still open.
+        let (b, mut rb) = grouped(move |_c: &Connection| -> Result<_> {
+            let pending = matches!(ra.try_recv(), Err(oneshot::error::TryRecvError::Empty));
+            Ok((pending, ra))
+        });
+        run(&mut c, vec![a, b]);
+        let (pending, mut ra) = rb.try_recv().unwrap().unwrap();
+        assert!(pending, "a job's result was delivered before COMMIT");
+        assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
+    }
+
+    #[test]
+    fn a_failed_commit_fails_every_job_and_stores_nothing() {
+        let mut c = setup();
+        c.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE parent (id INTEGER PRIMARY KEY);
+             CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);",
+        )
+        .unwrap();
+        let (a, mut ra) = grouped(insert("a"));
+        // A deferred foreign-key violation: the job succeeds, the COMMIT fails.
+        let (b, mut rb) =
+            grouped(|c: &Connection| Ok(c.execute("INSERT INTO child (p) VALUES (42)", [])?));
+        run(&mut c, vec![a, b]);
+        assert!(ra.try_recv().unwrap().is_err());
+        assert!(rb.try_recv().unwrap().is_err());
+        assert!(rows(&c).is_empty(), "nothing of a failed group is stored");
+        assert!(c.is_autocommit());
+    }
+}
