@@ -404,7 +404,8 @@ fn cached_items_are_used_only_while_their_rows_are_unchanged() {
     // A changed message row is rebuilt again.
     d.conn
         .execute(
-            "UPDATE messages SET lcm_envelope = '{\"role\":\"assistant\",\"content\":1,\"note\":1}' WHERE message_id = ?1",
+            // Content marker 3: one text block, the content column's text.
+            "UPDATE messages SET lcm_envelope = '{\"role\":\"assistant\",\"content\":3,\"note\":1}' WHERE message_id = ?1",
             [d.ids[5]],
         )
         .unwrap();

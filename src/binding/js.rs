@@ -109,6 +109,41 @@ where
     )
 }
 
+/// JSON text that becomes a JavaScript value (`JSON.parse`) when a deferred settles.
+pub struct JsonText(String);
+
+impl ToNapiValue for JsonText {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(env);
+        Ok(parse(&env, &val.0)?.raw())
+    }
+}
+
+/// A promise settled by the returned reply, from whichever thread produces the core
+/// result: the result is serialized to JSON text there, and `JSON.parse`d on the JS
+/// thread when the promise settles (a core error rejects with its `LCM_…` code). Made
+/// for [`crate::store::Store::write_grouped_then`], whose writer thread settles the
+/// promise right after COMMIT, without a hop through the async runtime.
+pub fn settled_by_reply<'env, T>(
+    env: &'env Env,
+) -> Result<(crate::store::group::Reply<T>, Object<'env>)>
+where
+    T: Serialize + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred()?;
+    let reply: crate::store::group::Reply<T> = Box::new(move |r: crate::error::Result<T>| {
+        let text = r.and_then(|v| {
+            serde_json::to_string(&v)
+                .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
+        });
+        deferred.resolve(move |env: Env| match text {
+            Ok(t) => Ok(JsonText(t)),
+            Err(e) => Err(to_napi_error(&env, e)),
+        });
+    });
+    Ok((reply, promise))
+}
+
 /// [`promise`] for a core future with nothing to do on settle.
 pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<PromiseRaw<'env, Unknown<'env>>>
 where

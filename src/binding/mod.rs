@@ -131,17 +131,12 @@ impl LcmEngine {
         ts_args_type = "params: IngestParams<M>",
         ts_return_type = "Promise<IngestResult>"
     )]
-    pub fn ingest<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn ingest<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Object<'env>> {
         let json = stringify(env, params)?;
-        resolve_json(
-            env,
-            self.engine
-                .ingest_with(move || parse_params("ingest", &json)),
-        )
+        let (reply, promise) = js::settled_by_reply(env)?;
+        self.engine
+            .ingest_then(move || parse_params("ingest", &json), reply);
+        Ok(promise)
     }
 
     /// Stores a turn's messages in one transaction (all or nothing). Replays of a
@@ -155,13 +150,12 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Object<'env>> {
         let json = stringify(env, params)?;
-        resolve_json(
-            env,
-            self.engine
-                .ingest_batch_with(move || parse_params("ingestBatch", &json)),
-        )
+        let (reply, promise) = js::settled_by_reply(env)?;
+        self.engine
+            .ingest_batch_then(move || parse_params("ingestBatch", &json), reply);
+        Ok(promise)
     }
 
     /// Commits a turn's messages and its receipt in one transaction, idempotently:

@@ -7,6 +7,7 @@ use std::future::Future;
 use super::Engine;
 use crate::error::Result;
 use crate::ingest::{self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
+use crate::store::group::Reply;
 
 impl Engine {
     /// Ingests one message. The job is queued when this is called.
@@ -39,6 +40,30 @@ impl Engine {
         p: IngestBatchParams,
     ) -> impl Future<Output = Result<IngestBatchResult>> + Send + 'static {
         self.ingest_batch_with(move || Ok(p))
+    }
+
+    /// Like [`Engine::ingest_batch_with`], with the result handed to `reply` on the
+    /// writer thread right after COMMIT (the binding settles its promise from there,
+    /// without waking a task on the runtime).
+    pub fn ingest_batch_then<F>(&self, make: F, reply: Reply<IngestBatchResult>)
+    where
+        F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
+    {
+        let opts = self.opts.clone();
+        self.store
+            .write_grouped_then(move |conn| ingest::write_batch(conn, make()?, &opts), reply)
+    }
+
+    /// Like [`Engine::ingest_with`], with the result handed to `reply` on the writer
+    /// thread right after COMMIT.
+    pub fn ingest_then<F>(&self, make: F, reply: Reply<IngestResult>)
+    where
+        F: FnOnce() -> Result<IngestParams> + Send + 'static,
+    {
+        self.ingest_batch_then(
+            move || make().map(Into::into),
+            Box::new(move |r| reply(r.map(IngestResult::from_batch))),
+        )
     }
 
     /// Like [`Engine::ingest_batch`], with the parameters made by `make` on the

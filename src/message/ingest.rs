@@ -5,10 +5,17 @@
 //!   execution as `$ command\noutput`), `token_count` from [`crate::tokens`].
 //! - one `message_parts` row per block with `part_type`, `text_content` and the tool
 //!   columns; `metadata` = `{originalRole, rawType, raw?}` where `raw` (the block as
-//!   given) is kept only when the columns cannot rebuild the block exactly. A plain
-//!   user message with string content has no part: `messages.content` rebuilds it.
+//!   given) is kept only when the columns cannot rebuild the block exactly.
+//! - the text is stored once where `messages.content` alone rebuilds the content
+//!   for the reference's readers too (see [`single_text_block`]): a user message
+//!   with string content or one text block, and an assistant message made of one
+//!   non-empty text block, have no part; a tool result made of one text block has
+//!   one part without text (its call id, name and error flag), marked
+//!   `topLevelReasoningOnly` so the reference's reader takes the content from
+//!   `messages.content`, as it does for its own parts that carry no content block.
 //! - `messages.lcm_envelope`: the message without its content (content replaced by
-//!   0 for a string, 1 for blocks), so the message rebuilds byte-exact.
+//!   a marker: 0 a string, 1 blocks, 2 verbatim JSON, 3 one text block), so the
+//!   message rebuilds byte-exact.
 //! - `messages.identity_hash` is left NULL: nothing here reads it, and the reference
 //!   plugin fills NULL hashes itself when it opens the file (its startup backfill).
 
@@ -26,6 +33,10 @@ pub const CONTENT_BLOCKS: i64 = 1;
 /// Envelope marker: the content was another JSON value, kept as JSON text in the
 /// first part.
 pub const CONTENT_VERBATIM: i64 = 2;
+
+/// Envelope marker: the content was one plain text block `[{"type":"text","text":…}]`
+/// whose text is `messages.content` (no part carries it).
+pub const CONTENT_TEXT_BLOCK: i64 = 3;
 
 /// Tokens charged for an inline image (base64 data is not text the model reads).
 pub const IMAGE_TOKENS: i64 = 1600;
@@ -93,16 +104,22 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         None => return Err(LcmError::invalid("message has no role")),
     };
     let role = db_role(runtime_role);
-    let (content, parts, token_count) = match obj.get("content") {
-        Some(Value::String(s)) => (
+    let text_block = single_text_block(runtime_role, obj);
+    let (content, parts, token_count) = match (obj.get("content"), text_block) {
+        (_, Some(text)) => (
+            text.to_owned(),
+            text_block_parts(runtime_role, obj),
+            tokens::estimate(text),
+        ),
+        (Some(Value::String(s)), _) => (
             s.clone(),
             string_parts(s, runtime_role, obj),
             tokens::estimate(s),
         ),
-        Some(Value::Array(blocks)) => map_blocks(blocks, runtime_role, obj),
-        None if obj.contains_key("command") => bash_execution(obj, runtime_role),
-        None => contentless(obj, runtime_role),
-        Some(other) => verbatim_content(other, runtime_role, obj),
+        (Some(Value::Array(blocks)), _) => map_blocks(blocks, runtime_role, obj),
+        (None, _) if obj.contains_key("command") => bash_execution(obj, runtime_role),
+        (None, _) => contentless(obj, runtime_role),
+        (Some(other), _) => verbatim_content(other, runtime_role, obj),
     };
     let (content, token_count) = match text_of_other(runtime_role, obj) {
         Some(text) if content.is_empty() => {
@@ -117,7 +134,7 @@ pub fn map_message(message: &Value, entry_id: Option<String>) -> Result<NewMessa
         token_count,
         created_at: created_at(obj),
         transcript_entry_id: entry_id,
-        envelope: envelope(obj),
+        envelope: envelope(obj, text_block.is_some()),
         parts,
     })
 }
@@ -168,12 +185,71 @@ fn created_at(obj: &Map<String, Value>) -> Option<String> {
     Some(timestamp::to_sqlite(t))
 }
 
-fn envelope(obj: &Map<String, Value>) -> String {
+/// The text of a message whose content `messages.content` alone rebuilds, for the
+/// reference's readers as for ours: content that is exactly one canonical text
+/// block, in a user message, a non-empty assistant message, or a tool result (the
+/// reference rebuilds a user row without content parts as its string, which is what
+/// it makes of one text block too; an assistant or tool-result row as
+/// `[{type:"text", text: content}]`). A message carrying top-level tool fields it
+/// would not read from a tool result's part (a user or assistant with a
+/// `toolCallId`) keeps its parts.
+fn single_text_block<'a>(runtime_role: &str, obj: &'a Map<String, Value>) -> Option<&'a str> {
+    let Some(Value::Array(blocks)) = obj.get("content") else {
+        return None;
+    };
+    let [Value::Object(b)] = blocks.as_slice() else {
+        return None;
+    };
+    if !is_canonical("text", b) || b.get("type").and_then(Value::as_str) != Some("text") {
+        return None;
+    }
+    let text = b.get("text").and_then(Value::as_str)?;
+    let tool_fields =
+        top_level_call_id(obj).is_some() || str_field(obj, &["toolName", "tool_name"]).is_some();
+    match runtime_role {
+        "toolResult" | "tool" => Some(text),
+        "user" if !tool_fields => Some(text),
+        "assistant" if !tool_fields && !text.is_empty() => Some(text),
+        _ => None,
+    }
+}
+
+/// The parts of a [`single_text_block`] message: none for a user or assistant; for a
+/// tool result, one `text` part without text carrying what the reference reads from
+/// parts (role, call id, name, error flag), flagged `topLevelReasoningOnly` — the
+/// reference's mark of a part that holds no content block, so its reader rebuilds
+/// the content from `messages.content` (`[{type:"text", text: content}]`) instead of
+/// from this part.
+fn text_block_parts(runtime_role: &str, obj: &Map<String, Value>) -> Vec<NewPart> {
+    if runtime_role != "toolResult" && runtime_role != "tool" {
+        return Vec::new();
+    }
+    let mut meta = base_metadata(runtime_role, obj);
+    meta.insert("rawType".into(), json!("text"));
+    meta.insert(NO_CONTENT_BLOCK.into(), json!(true));
+    vec![NewPart {
+        part_type: "text",
+        ordinal: 0,
+        text_content: None,
+        tool_call_id: top_level_call_id(obj),
+        tool_name: str_field(obj, &["toolName", "tool_name"]),
+        metadata: Value::Object(meta).to_string(),
+        ..NewPart::default()
+    }]
+}
+
+/// The part-metadata key with which the reference marks a part that holds no
+/// content block (its reader leaves such parts out of the content and falls back to
+/// `messages.content` when no other part remains).
+pub const NO_CONTENT_BLOCK: &str = "topLevelReasoningOnly";
+
+fn envelope(obj: &Map<String, Value>, text_block: bool) -> String {
     let mut env = Map::with_capacity(obj.len());
     for (k, v) in obj {
         if k == "content" {
             let marker = match v {
                 Value::String(_) => CONTENT_STRING,
+                Value::Array(_) if text_block => CONTENT_TEXT_BLOCK,
                 Value::Array(_) => CONTENT_BLOCKS,
                 _ => CONTENT_VERBATIM,
             };

@@ -4,7 +4,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::ingest::{CONTENT_BLOCKS, CONTENT_STRING, CONTENT_VERBATIM};
+use super::ingest::{
+    CONTENT_BLOCKS, CONTENT_STRING, CONTENT_TEXT_BLOCK, CONTENT_VERBATIM, NO_CONTENT_BLOCK,
+};
 use crate::timestamp;
 
 /// A stored `messages` row with its parts, as read for rebuilding.
@@ -45,6 +47,12 @@ pub struct StoredPart {
 }
 
 impl StoredPart {
+    /// True for a part the reference's reader leaves out of the content (it carries
+    /// metadata only; see [`NO_CONTENT_BLOCK`]).
+    fn holds_no_block(&self) -> bool {
+        self.meta().get(NO_CONTENT_BLOCK) == Some(&Value::Bool(true))
+    }
+
     fn meta(&self) -> Map<String, Value> {
         self.metadata
             .as_deref()
@@ -84,6 +92,7 @@ fn from_envelope(env: Map<String, Value>, m: &StoredMessage) -> Value {
                         .unwrap_or_else(|| m.content.clone()),
                 ),
                 Some(CONTENT_BLOCKS) => Value::Array(m.parts.iter().map(block_from_part).collect()),
+                Some(CONTENT_TEXT_BLOCK) => json!([{"type": "text", "text": m.content}]),
                 Some(CONTENT_VERBATIM) => m
                     .parts
                     .first()
@@ -136,7 +145,8 @@ pub fn block_from_part(p: &StoredPart) -> Value {
 }
 
 /// Reference-style rebuild for rows without an envelope: role and content as the
-/// reference's assembler rebuilds them, plus every field its columns and part
+/// reference's assembler rebuilds them (parts flagged [`NO_CONTENT_BLOCK`] left out
+/// of the content, which then falls back to the content column), plus every field its columns and part
 /// metadata carry — `timestamp` (ms, from `created_at`) and, on a tool result,
 /// `toolCallId`, `toolName` and `isError`.
 fn legacy(m: &StoredMessage) -> Value {
@@ -147,7 +157,12 @@ fn legacy(m: &StoredMessage) -> Value {
         (Some("assistant"), _) | (None, "assistant") => "assistant",
         _ => "user",
     };
-    let blocks: Vec<Value> = m.parts.iter().map(block_from_part).collect();
+    let blocks: Vec<Value> = m
+        .parts
+        .iter()
+        .filter(|p| !p.holds_no_block())
+        .map(block_from_part)
+        .collect();
     let content = match (role, blocks.as_slice()) {
         ("user", []) => Value::String(m.content.clone()),
         ("user", [only]) if only.get("type") == Some(&json!("text")) => {
@@ -254,10 +269,79 @@ mod tests {
             json!({"role":"user","content":42}),
             json!({"role":"user","content":{"text":"x"}}),
             json!({"role":"assistant","content":["bare",{"type":"text","text":"t"},null]}),
+            // One text block: the text is stored once (content column).
+            json!({"role":"user","content":[{"type":"text","text":"block"}],"timestamp":6}),
+            json!({"role":"assistant","content":[{"type":"text","text":"only text"}],"stopReason":"stop"}),
+            json!({"role":"assistant","content":[{"type":"text","text":""}]}),
+            json!({"role":"toolResult","toolCallId":"c2","toolName":"exec","content":[{"type":"text","text":""}],"isError":true}),
+            json!({"role":"toolResult","content":[{"type":"text","text":"no id"}]}),
+            json!({"role":"tool","tool_call_id":"c3","content":[{"type":"text","text":"snake"}]}),
+            json!({"role":"toolResult","toolCallId":"c4","content":[{"text":"key order","type":"text"}]}),
+            json!({"role":"toolResult","toolCallId":"c5","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}),
+            json!({"role":"toolResult","toolCallId":"c6","content":[{"type":"text","text":"x","extra":1}]}),
+            json!({"role":"user","toolCallId":"c7","content":[{"type":"text","text":"odd user"}]}),
+            json!({"role":"system","content":[{"type":"text","text":"sys"}]}),
+            json!({"role":"custom","customType":"n","content":[{"type":"text","text":"c"}]}),
         ];
         for c in cases {
             let back = round_trip(c.clone());
             assert_eq!(back.to_string(), c.to_string());
+        }
+    }
+
+    #[test]
+    fn one_text_block_is_stored_once_and_reference_style_readers_rebuild_it() {
+        let result = json!({"role":"toolResult","toolCallId":"call_1","toolName":"read",
+            "content":[{"type":"text","text":"file body"}],"isError":false});
+        let n = map_message(&result, None).unwrap();
+        assert_eq!(n.content, "file body");
+        let [part] = n.parts.as_slice() else {
+            panic!("one part: {:?}", n.parts)
+        };
+        assert_eq!(
+            part.text_content, None,
+            "the text lives in messages.content only"
+        );
+        assert_eq!(part.tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(part.tool_name.as_deref(), Some("read"));
+        assert!(part.metadata.contains(r#""topLevelReasoningOnly":true"#));
+        // Without the envelope (the reference's view of the rows): same content,
+        // role, call id, name and error flag.
+        let stored = StoredMessage {
+            message_id: 1,
+            role: n.role.into(),
+            content: n.content.clone(),
+            envelope: None,
+            created_at: None,
+            parts: vec![StoredPart {
+                part_type: part.part_type.into(),
+                text_content: None,
+                tool_call_id: part.tool_call_id.clone(),
+                tool_name: part.tool_name.clone(),
+                metadata: Some(part.metadata.clone()),
+                ..StoredPart::default()
+            }],
+        };
+        assert_eq!(rebuild(&stored), result);
+        for (msg, parts) in [
+            (
+                json!({"role":"user","content":[{"type":"text","text":"hi"}]}),
+                0,
+            ),
+            (
+                json!({"role":"assistant","content":[{"type":"text","text":"ok"}]}),
+                0,
+            ),
+            (
+                json!({"role":"assistant","content":[{"type":"text","text":""}]}),
+                1,
+            ),
+            (
+                json!({"role":"toolResult","toolCallId":"c","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}),
+                2,
+            ),
+        ] {
+            assert_eq!(map_message(&msg, None).unwrap().parts.len(), parts, "{msg}");
         }
     }
 

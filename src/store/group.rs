@@ -28,12 +28,28 @@ pub trait GroupJob: Send {
     fn settle(self: Box<Self>, outcome: std::result::Result<(), &LcmError>);
 }
 
+/// Where a grouped job's result goes once its group's transaction has ended; called
+/// on the writer thread.
+pub type Reply<T> = Box<dyn FnOnce(Result<T>) + Send>;
+
 struct Grouped<T, F> {
     job: Option<F>,
     guard: Arc<Guard>,
     op: OpName,
     result: Option<Result<T>>,
-    reply: oneshot::Sender<Result<T>>,
+    /// Taken when the job settles; a job dropped unsettled (its writer gone) answers
+    /// `LCM_CLOSED` from its `Drop`, so no caller waits forever.
+    reply: Option<Reply<T>>,
+}
+
+impl<T, F> Drop for Grouped<T, F> {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                reply(Err(LcmError::closed()))
+            }));
+        }
+    }
 }
 
 impl<T, F> GroupJob for Grouped<T, F>
@@ -53,14 +69,17 @@ where
         ok
     }
 
-    fn settle(self: Box<Self>, outcome: std::result::Result<(), &LcmError>) {
-        let r = match (self.result, outcome) {
+    fn settle(mut self: Box<Self>, outcome: std::result::Result<(), &LcmError>) {
+        let r = match (self.result.take(), outcome) {
             (Some(Err(e)), _) => Err(e),
             (Some(Ok(v)), Ok(())) => Ok(v),
             (_, Err(e)) => Err(e.clone()),
             (None, Ok(())) => Err(LcmError::internal("a grouped write job never ran")),
         };
-        let _ = self.reply.send(r);
+        // The reply runs on the writer thread: a panic in it must not end the writer.
+        if let Some(reply) = self.reply.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || reply(r)));
+        }
     }
 }
 
@@ -74,15 +93,32 @@ where
     T: Send + 'static,
     F: FnOnce(&Connection) -> Result<T> + Send + 'static,
 {
-    let (reply, rx) = oneshot::channel();
-    let job = Grouped {
+    let (tx, rx) = oneshot::channel();
+    let reply: Reply<T> = Box::new(move |r| {
+        let _ = tx.send(r);
+    });
+    (grouped_then(guard, op, job, reply), rx)
+}
+
+/// Wraps a job for the group runner; `reply` receives its result on the writer
+/// thread right after the group's transaction has ended (after COMMIT).
+pub fn grouped_then<T, F>(
+    guard: Arc<Guard>,
+    op: OpName,
+    job: F,
+    reply: Reply<T>,
+) -> Box<dyn GroupJob>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    Box::new(Grouped {
         job: Some(job),
         guard,
         op,
         result: None,
-        reply,
-    };
-    (Box::new(job), rx)
+        reply: Some(reply),
+    })
 }
 
 /// Takes `first` and every grouped job queued right behind it (up to
@@ -238,6 +274,23 @@ mod tests {
         let (pending, mut ra) = rb.try_recv().unwrap().unwrap();
         assert!(pending, "a job's result was delivered before COMMIT");
         assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
+    }
+
+    #[test]
+    fn a_job_dropped_unsettled_answers_closed() {
+        let (job, mut rx) = grouped(insert("a"));
+        drop(job);
+        assert_eq!(rx.try_recv().unwrap().unwrap_err().code, ErrorCode::Closed);
+        // A reply that panics does not take the caller (the writer thread) with it.
+        let mut c = setup();
+        let job = grouped_then(
+            Arc::new(Guard::default()),
+            || "test job".into(),
+            insert("b"),
+            Box::new(|_r: Result<usize>| panic!("reply failed")),
+        );
+        run(&mut c, vec![job]);
+        assert_eq!(rows(&c), vec!["b"]);
     }
 
     #[test]

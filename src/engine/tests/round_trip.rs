@@ -14,6 +14,8 @@ async fn ingest_and_round_trip_in_memory() {
     let msgs = vec![
         json!({"role":"user","content":"hello","timestamp":1771313820000i64}),
         json!({"role":"assistant","content":[{"type":"text","text":"hi"}]}),
+        json!({"role":"user","content":[{"type":"text","text":"one block"}]}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"out"}],"isError":false}),
     ];
     let r = engine
         .ingest_batch(IngestBatchParams {
@@ -25,7 +27,7 @@ async fn ingest_and_round_trip_in_memory() {
         })
         .await
         .unwrap();
-    assert_eq!(r.ingested_count, 2);
+    assert_eq!(r.ingested_count, 4);
     let back = engine
         .get_messages(r.conversation_id.unwrap())
         .await
@@ -35,7 +37,10 @@ async fn ingest_and_round_trip_in_memory() {
         .get_context_items(r.conversation_id.unwrap())
         .await
         .unwrap();
-    assert_eq!(items.iter().map(|i| i.ordinal).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(
+        items.iter().map(|i| i.ordinal).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
     engine.close().await.unwrap();
     assert_eq!(
         engine.get_messages(1).await.unwrap_err().code,
