@@ -1052,3 +1052,5 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
         "{tool_calls} calls, {tool_results} results"
     );
 }
+
+mod pinned;
