@@ -224,22 +224,23 @@ pub async fn summarize(env: &PassEnv<'_>, input: SummarizeInput) -> Result<Summa
 
 /// The writer job: re-validates and persists in one transaction, returning what
 /// was written and where, or `None` when the sources moved. `start_hint` is the
-/// ordinal the sources were planned at (checked by the writer, never trusted).
+/// ordinal the sources were planned at (checked by the writer, never trusted). The
+/// replaced run's other ordinals are left as gaps ([`dag::persist_batch`]).
 pub async fn write(
     store: &Store,
     features: Features,
     summary: NewSummary,
     start_hint: Option<i64>,
 ) -> Result<Option<dag::Persisted>> {
-    let written = store
-        .write_tx(move |tx| dag::persist_detailed(tx, &summary, features, start_hint))
-        .await;
-    match written {
-        Ok(p) => Ok(Some(p)),
-        // The sources moved (compacted, or no longer a run): nothing was written.
-        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
-        Err(e) => Err(e),
-    }
+    let id = dag::new_summary_id(&summary.content);
+    let one = vec![dag::Queued {
+        summary,
+        id,
+        start_hint,
+    }];
+    Ok(write_batch(store, features, one)
+        .await?
+        .and_then(|mut w| w.pop()))
 }
 
 /// A pass whose summary is ready but not written.
@@ -338,21 +339,21 @@ pub async fn write_batch(
     }
 }
 
-/// Runs one planned pass; `before` is the context's token count when it was planned.
-/// The record's `context_tokens_after` is `before` until the caller sets it.
-pub async fn run_pass(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
+/// Runs one planned pass; `before` is the context's token count when it was planned,
+/// `start_hint` the stored ordinal of its first source. The record's
+/// `context_tokens_after` is `before` until the caller sets it.
+pub async fn run_pass(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    before: i64,
+    start_hint: Option<i64>,
+) -> Result<PassEnd> {
     let done = match summarize_plan(env, plan, before, Vec::new()).await? {
         Summarize::Ready(done) => done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),
         Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
     };
-    let Some(persisted) = write(
-        env.store,
-        env.store.features(),
-        done.summary,
-        Some(plan.start() as i64),
-    )
-    .await?
+    let Some(persisted) = write(env.store, env.store.features(), done.summary, start_hint).await?
     else {
         return Ok(PassEnd::Stale);
     };

@@ -14,7 +14,7 @@ use super::derived::{self, Meta};
 use super::graph::{self, MsgRow};
 use super::{summaries, Features};
 use crate::error::{ErrorCode, LcmError, Result};
-use crate::{timestamp, tokens};
+use crate::timestamp;
 
 /// What a new summary is built from.
 #[derive(Debug, Clone, Deserialize)]
@@ -101,38 +101,58 @@ fn condensed_meta(
     Ok(derived::condensed_of(content, &metas, &rows))
 }
 
-/// Whether `sources` sit exactly at ordinals `start..start + len` of the context
-/// list, in order (a range read on the key instead of a scan of the list).
+fn source_len(sources: &Sources) -> i64 {
+    let n = match sources {
+        Sources::Messages(ids) => ids.len(),
+        Sources::Summaries(ids) => ids.len(),
+    };
+    n as i64
+}
+
+/// The ordinals of the first and last source when `sources` are the context items
+/// that come first from ordinal `start` on (the first one exactly at `start`), in
+/// order: a range read on the key instead of a scan of the list. Ordinals need
+/// not be consecutive: a sweep leaves gaps until its phase ends ([`close_gaps`]).
+fn run_at(
+    conn: &Connection,
+    conversation_id: i64,
+    start: i64,
+    sources: &Sources,
+) -> Result<Option<(i64, i64)>> {
+    let len = source_len(sources);
+    let mut stmt = conn.prepare_cached(
+        "SELECT ordinal, message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal >= ?2 ORDER BY ordinal LIMIT ?3",
+    )?;
+    let found: Vec<(i64, Option<i64>, Option<String>)> = stmt
+        .query_map(params![conversation_id, start, len], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let matches = found.len() as i64 == len
+        && found.first().is_some_and(|f| f.0 == start)
+        && match sources {
+            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, f)| f.1 == Some(*a)),
+            Sources::Summaries(ids) => ids
+                .iter()
+                .zip(&found)
+                .all(|(a, f)| f.2.as_deref() == Some(a.as_str())),
+        };
+    Ok(matches.then(|| (start, found.last().map_or(start, |f| f.0))))
+}
+
+/// Whether `sources` are the context items that come first from ordinal `start`
+/// on, in order (see [`run_at`]).
 pub fn sources_in_place(
     conn: &Connection,
     conversation_id: i64,
     start: i64,
     sources: &Sources,
 ) -> Result<bool> {
-    let len = match sources {
-        Sources::Messages(ids) => ids.len(),
-        Sources::Summaries(ids) => ids.len(),
-    } as i64;
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
-    )?;
-    let found: Vec<(Option<i64>, Option<String>)> = stmt
-        .query_map(params![conversation_id, start, start + len - 1], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(found.len() as i64 == len
-        && match sources {
-            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
-            Sources::Summaries(ids) => ids
-                .iter()
-                .zip(&found)
-                .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
-        })
+    Ok(run_at(conn, conversation_id, start, sources)?.is_some())
 }
 
-/// [`source_range`], checking first whether the sources sit exactly at
-/// `hint..hint + len` ([`sources_in_place`]).
+/// [`source_range`], checking first whether the sources start at `hint`
+/// ([`run_at`]).
 fn source_range_at(
     tx: &Transaction,
     conversation_id: i64,
@@ -140,19 +160,16 @@ fn source_range_at(
     hint: Option<i64>,
 ) -> Result<(i64, i64)> {
     if let Some(start) = hint.filter(|h| *h >= 0) {
-        if sources_in_place(tx, conversation_id, start, sources)? {
-            let len = match sources {
-                Sources::Messages(ids) => ids.len(),
-                Sources::Summaries(ids) => ids.len(),
-            } as i64;
-            return Ok((start, start + len - 1));
+        if let Some(range) = run_at(tx, conversation_id, start, sources)? {
+            return Ok(range);
         }
     }
     source_range(tx, conversation_id, sources)
 }
 
-/// The ordinals of the context items that hold the sources; they must be one
-/// contiguous run holding exactly the sources, in order.
+/// The ordinals of the first and last context item holding the sources; they must
+/// be one run of the list holding exactly the sources, in order (no other item
+/// between them; the ordinals themselves may have gaps).
 fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Result<(i64, i64)> {
     let (column, keys): (&str, Vec<String>) = match sources {
         Sources::Messages(ids) => ("message_id", ids.iter().map(|i| i.to_string()).collect()),
@@ -175,21 +192,29 @@ fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Re
             Ok((r.get(0)?, r.get(1)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let in_order: Vec<&String> = found.iter().map(|(_, k)| k).collect();
-    let contiguous = found.windows(2).all(|w| w[1].0 == w[0].0 + 1);
-    if found.len() != keys.len() || !contiguous || in_order.iter().zip(&keys).any(|(a, b)| *a != b)
-    {
-        return Err(LcmError::new(
+    let in_order = found.len() == keys.len() && found.iter().zip(&keys).all(|(a, b)| a.1 == *b);
+    let run = match (found.first(), found.last()) {
+        (Some(first), Some(last)) if in_order => {
+            let between: i64 = tx
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+                )?
+                .query_row(params![conversation_id, first.0, last.0], |r| r.get(0))?;
+            (between == keys.len() as i64).then_some((first.0, last.0))
+        }
+        _ => None,
+    };
+    run.ok_or_else(|| {
+        LcmError::new(
             ErrorCode::InvalidInput,
             "the sources are not one contiguous run of the context list, in order (they may have been compacted already)",
-        ));
-    }
-    Ok((found[0].0, found[found.len() - 1].0))
+        )
+    })
 }
 
-/// Replaces context items `[start, end]` by one summary item. The list was 0..n-1
-/// before (every write keeps it so), so only the items after `end` move, all by the
-/// same constant: two range UPDATEs on the primary key (via negative temporary
+/// Replaces context items `[start, end]` by one summary item. Only the items after
+/// `end` move, all by the same constant (`end - start`: a list that was 0..n-1
+/// stays so): two range UPDATEs on the primary key (via negative temporary
 /// ordinals, so the key never collides) instead of renumbering the whole list.
 pub fn replace_context_range(
     tx: &Transaction,
@@ -220,21 +245,62 @@ pub fn shift_after(tx: &Transaction, conversation_id: i64, after: i64, by: i64) 
 }
 
 /// Renumbers a conversation's context items to 0..n-1 keeping their order; a no-op
-/// when they already are.
+/// when they already are (see [`close_gaps`]).
 pub fn resequence(tx: &Transaction, conversation_id: i64) -> Result<()> {
-    let (n, max): (i64, Option<i64>) = tx.query_row(
-        "SELECT COUNT(*), MAX(ordinal) FROM context_items WHERE conversation_id = ?1",
-        [conversation_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let min: Option<i64> = tx.query_row(
-        "SELECT MIN(ordinal) FROM context_items WHERE conversation_id = ?1",
-        [conversation_id],
-        |r| r.get(0),
-    )?;
-    if n == 0 || (min == Some(0) && max == Some(n - 1)) {
-        return Ok(());
+    close_gaps(tx, conversation_id).map(|_| ())
+}
+
+/// Renumbers a conversation's context items to 0..n-1 keeping their order (what a
+/// sweep's phase leaves are gaps: the ordinals of replaced runs) and returns n.
+/// Reads the ordinals (the key only) and skips the prefix already in place; when
+/// the rest are all ≥ 0, each run of consecutive ordinals moves down in one range
+/// UPDATE (to distinct negative ordinals, then one flip), so every item moves at
+/// most once and nothing before the first gap is touched. Negative ordinals (a
+/// damaged list) are renumbered through a temporary table instead.
+pub fn close_gaps(tx: &Transaction, conversation_id: i64) -> Result<i64> {
+    let ordinals: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT ordinal FROM context_items WHERE conversation_id = ?1 ORDER BY ordinal",
+        )?
+        .query_map([conversation_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let n = ordinals.len();
+    let Some(mut i) = ordinals
+        .iter()
+        .enumerate()
+        .position(|(k, o)| *o != k as i64)
+    else {
+        return Ok(n as i64);
+    };
+    if ordinals[0] < 0 {
+        renumber_through_table(tx, conversation_id)?;
+        return Ok(n as i64);
     }
+    let mut down = tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - (ordinal - ?4) WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+    )?;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && ordinals[j + 1] == ordinals[j] + 1 {
+            j += 1;
+        }
+        down.execute(params![
+            conversation_id,
+            ordinals[i],
+            ordinals[j],
+            ordinals[i] - i as i64
+        ])?;
+        i = j + 1;
+    }
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
+    )?
+    .execute([conversation_id])?;
+    Ok(n as i64)
+}
+
+/// Renumbers any list (negative ordinals included) through a temporary table.
+fn renumber_through_table(tx: &Transaction, conversation_id: i64) -> Result<()> {
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS lcm_reseq (old INTEGER PRIMARY KEY, new INTEGER NOT NULL); DELETE FROM lcm_reseq;",
     )?;
@@ -282,8 +348,9 @@ pub struct Persisted {
     pub start: i64,
     /// Last replaced ordinal (before the replacement).
     pub end: i64,
-    /// Number of context items after the write (max ordinal + 1).
-    pub len_after: i64,
+    /// The largest ordinal after the write, plus one (the list's length when its
+    /// ordinals have no gaps).
+    pub next_ordinal: i64,
 }
 
 /// [`persist_in`], reporting where the replacement happened. `start_hint` is where
@@ -303,10 +370,10 @@ pub fn persist_detailed(
     Ok(Persisted {
         summary_id: id,
         depth: meta.depth,
-        token_count: tokens::estimate(&s.content),
+        token_count: meta.token_count,
         start,
         end,
-        len_after: max.map_or(0, |m| m + 1),
+        next_ordinal: max.map_or(0, |m| m + 1),
     })
 }
 
@@ -368,10 +435,11 @@ pub struct Queued {
 }
 
 /// Writes several summaries of one conversation in the caller's transaction, in
-/// order, each validated against the list as the earlier ones left it, with ONE
-/// shift of the later ordinals at the end (instead of one per summary). Any invalid
-/// summary fails the whole batch (the caller rolls back). `start` of each result is
-/// its final ordinal; `len_after` is the list's final length.
+/// order, each validated against the list as the earlier ones left it. Each
+/// summary's item takes the ordinal of its first source; the other ordinals of its
+/// run are left as gaps and nothing after it moves (a sweep closes the gaps once,
+/// with [`close_gaps`], when its phase ends, instead of shifting every later item
+/// per write). Any invalid summary fails the whole batch (the caller rolls back).
 pub fn persist_batch(
     tx: &Transaction,
     batch: &[Queued],
@@ -390,20 +458,17 @@ pub fn persist_batch(
         out.push(Persisted {
             summary_id: q.id.clone(),
             depth: meta.depth,
-            token_count: tokens::estimate(&q.summary.content),
+            token_count: meta.token_count,
             start,
             end,
-            len_after: 0,
+            next_ordinal: 0,
         });
     }
-    let ranges: Vec<(i64, i64)> = out.iter().map(|p| (p.start, p.end)).collect();
-    let finals = close_gaps(tx, conversation_id, &ranges)?;
     let max: Option<i64> = tx
         .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
         .query_row([conversation_id], |r| r.get(0))?;
-    for (p, f) in out.iter_mut().zip(finals) {
-        p.start = f;
-        p.len_after = max.map_or(0, |m| m + 1);
+    for p in &mut out {
+        p.next_ordinal = max.map_or(0, |m| m + 1);
     }
     Ok(out)
 }
@@ -426,52 +491,6 @@ fn place(
     )?
     .execute(params![conversation_id, start, summary_id, timestamp::now_sqlite()])?;
     Ok(())
-}
-
-/// After [`place`] of disjoint runs `[s, e]` (the list was 0..n-1 before), closes
-/// the gaps: each segment of surviving items moves down by the number of removed
-/// ordinals before it, every item at most once (to a distinct negative ordinal,
-/// then one flip). Overlapping runs (a summary of the batch replaced by a later
-/// one) fall back to the full [`resequence`]. Returns each run's final ordinal in
-/// the given order (-1 after the fallback).
-fn close_gaps(tx: &Transaction, conversation_id: i64, ranges: &[(i64, i64)]) -> Result<Vec<i64>> {
-    let mut sorted: Vec<(i64, i64, usize)> = ranges
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.0, r.1, i))
-        .collect();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[1].0 <= w[0].1) {
-        resequence(tx, conversation_id)?;
-        return Ok(vec![-1; ranges.len()]);
-    }
-    let mut finals = vec![0; ranges.len()];
-    let mut removed = 0i64;
-    let mut moved = false;
-    let mut shift = |lo: i64, hi: i64, by: i64| -> Result<()> {
-        if by > 0 && lo <= hi {
-            tx.prepare_cached(
-                "UPDATE context_items SET ordinal = -1 - (ordinal - ?4) WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
-            )?
-            .execute(params![conversation_id, lo, hi, by])?;
-            moved = true;
-        }
-        Ok(())
-    };
-    for (k, &(s, e, i)) in sorted.iter().enumerate() {
-        finals[i] = s - removed;
-        shift(s, s, removed)?;
-        removed += e - s;
-        let hi = sorted.get(k + 1).map_or(i64::MAX, |n| n.0 - 1);
-        shift(e + 1, hi, removed)?;
-    }
-    if moved {
-        tx.prepare_cached(
-            "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
-        )?
-        .execute([conversation_id])?;
-    }
-    Ok(finals)
 }
 
 fn insert_row(
@@ -505,6 +524,7 @@ mod tests {
     use crate::message::ingest::map_message;
     use crate::store::conversations::SessionRef;
     use crate::store::messages::{context_items, insert_batch};
+    use crate::tokens;
     use serde_json::json;
 
     fn setup(n: usize) -> (Connection, i64, Vec<i64>) {
@@ -624,14 +644,14 @@ mod tests {
         };
         // Middle run, right hint.
         let a = write(&mut conn, &leaf(&ids[3..7]), Some(3));
-        assert_eq!((a.start, a.end, a.len_after, a.depth), (3, 6, 9, 0));
+        assert_eq!((a.start, a.end, a.next_ordinal, a.depth), (3, 6, 9, 0));
         assert_eq!(a.token_count, tokens::estimate("leaf text"));
         // Wrong hint: found by the scan anyway.
         let b = write(&mut conn, &leaf(&ids[0..2]), Some(5));
-        assert_eq!((b.start, b.end, b.len_after), (0, 1, 8));
+        assert_eq!((b.start, b.end, b.next_ordinal), (0, 1, 8));
         // The last item alone: nothing after it moves.
         let c = write(&mut conn, &leaf(&ids[11..12]), Some(7));
-        assert_eq!((c.start, c.end, c.len_after), (7, 7, 8));
+        assert_eq!((c.start, c.end, c.next_ordinal), (7, 7, 8));
         let got = keys(&conn, conv);
         let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
             (0, None, Some(b.summary_id.clone())),
@@ -659,7 +679,7 @@ mod tests {
         assert!(persist_detailed(&tx, &bad, f, Some(0)).is_err());
         drop(tx);
         let d = write(&mut conn, &leaf(&ids[2..3]), Some(1));
-        assert_eq!((d.start, d.end, d.len_after), (1, 1, 8));
+        assert_eq!((d.start, d.end, d.next_ordinal), (1, 1, 8));
         let up = NewSummary {
             conversation_id: conv,
             content: "up".into(),
@@ -671,7 +691,7 @@ mod tests {
             ]),
         };
         let e = write(&mut conn, &up, Some(0));
-        assert_eq!((e.start, e.end, e.len_after, e.depth), (0, 2, 6, 1));
+        assert_eq!((e.start, e.end, e.next_ordinal, e.depth), (0, 2, 6, 1));
         let got = keys(&conn, conv);
         assert_eq!(
             got.iter().map(|k| k.0).collect::<Vec<_>>(),
@@ -682,7 +702,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_places_every_run_then_shifts_once_and_is_all_or_nothing() {
+    fn a_batch_leaves_gaps_until_they_are_closed_and_is_all_or_nothing() {
         let (mut conn, conv, ids) = setup(12);
         let f = Features {
             fts5: true,
@@ -707,23 +727,23 @@ mod tests {
         let tx = conn.transaction().unwrap();
         let out = persist_batch(&tx, &batch, f).unwrap();
         tx.commit().unwrap();
+        // Each summary sits at its first source's ordinal; nothing else moved.
         assert_eq!(
             out.iter()
-                .map(|p| (p.start, p.len_after))
+                .map(|p| (p.start, p.end, p.next_ordinal))
                 .collect::<Vec<_>>(),
-            [(0, 7), (1, 7), (5, 7)]
+            [(0, 2, 12), (3, 4, 12), (8, 10, 12)]
         );
-        let got = keys(&conn, conv);
-        let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
+        let gapped = vec![
             (0, None, Some(batch[0].id.clone())),
-            (1, None, Some(batch[1].id.clone())),
-            (2, Some(ids[5]), None),
-            (3, Some(ids[6]), None),
-            (4, Some(ids[7]), None),
-            (5, None, Some(batch[2].id.clone())),
-            (6, Some(ids[11]), None),
+            (3, None, Some(batch[1].id.clone())),
+            (5, Some(ids[5]), None),
+            (6, Some(ids[6]), None),
+            (7, Some(ids[7]), None),
+            (8, None, Some(batch[2].id.clone())),
+            (11, Some(ids[11]), None),
         ];
-        assert_eq!(got, expect);
+        assert_eq!(keys(&conn, conv), gapped);
         let s = crate::store::summaries::get(&conn, &batch[2].id)
             .unwrap()
             .unwrap();
@@ -734,12 +754,13 @@ mod tests {
             .unwrap();
         assert_eq!(links, 8);
         // A batch whose second summary is stale writes nothing (the caller rolls back).
-        let bad = vec![q(&ids[5..7], 2, "d"), q(&ids[0..1], 0, "e")];
+        let bad = vec![q(&ids[5..7], 5, "d"), q(&ids[0..1], 0, "e")];
         let tx = conn.transaction().unwrap();
         assert!(persist_batch(&tx, &bad, f).is_err());
         drop(tx);
-        assert_eq!(keys(&conn, conv), expect);
-        // A leaf and a condensed node in one batch (runs 2..3 and 0..1).
+        assert_eq!(keys(&conn, conv), gapped);
+        // Runs across gaps: a condensed node over two summaries with a gap between
+        // them, in the same batch as a leaf written before it.
         let cond = Queued {
             summary: NewSummary {
                 conversation_id: conv,
@@ -748,48 +769,68 @@ mod tests {
                 sources: Sources::Summaries(vec![batch[0].id.clone(), batch[1].id.clone()]),
             },
             id: new_summary_id("up"),
-            start_hint: None,
+            start_hint: Some(0),
         };
-        let leaf = q(&ids[5..7], 2, "f");
-        let two = vec![leaf.clone(), cond.clone()];
+        let leaf = q(&ids[5..7], 5, "f");
         let tx = conn.transaction().unwrap();
-        let out = persist_batch(&tx, &two, f).unwrap();
+        let out = persist_batch(&tx, &[leaf.clone(), cond.clone()], f).unwrap();
         tx.commit().unwrap();
-        assert_eq!(out[1].len_after, 5);
-        let got = keys(&conn, conv);
-        assert_eq!(
-            got.iter().map(|k| k.0).collect::<Vec<_>>(),
-            (0..5).collect::<Vec<_>>()
-        );
-        assert_eq!(got[0].2.as_deref(), Some(cond.id.as_str()));
-        assert_eq!(got[1].2.as_deref(), Some(leaf.id.as_str()));
-        assert_eq!(got[2].1, Some(ids[7]));
-        // A summary of the batch condensed by a later one of the same batch: the
-        // runs overlap, so the whole list is renumbered (the repair path).
-        let g = q(&ids[7..8], 2, "g");
-        let up2 = Queued {
+        assert_eq!((out[1].start, out[1].end), (0, 3));
+        // Sources with another item between them are refused, gaps or not.
+        let split = Queued {
             summary: NewSummary {
                 conversation_id: conv,
-                content: "up2".into(),
+                content: "split".into(),
                 model: "m".into(),
-                sources: Sources::Summaries(vec![leaf.id.clone(), g.id.clone()]),
+                sources: Sources::Summaries(vec![cond.id.clone(), batch[2].id.clone()]),
             },
-            id: new_summary_id("up2"),
-            start_hint: Some(1),
+            id: new_summary_id("split"),
+            start_hint: Some(0),
         };
         let tx = conn.transaction().unwrap();
-        let out = persist_batch(&tx, &[g.clone(), up2.clone()], f).unwrap();
+        assert!(persist_batch(&tx, &[split], f).is_err());
+        drop(tx);
+        // Closing the gaps renumbers 0..n-1 keeping the order.
+        let tx = conn.transaction().unwrap();
+        assert_eq!(close_gaps(&tx, conv).unwrap(), 5);
         tx.commit().unwrap();
-        assert_eq!(out[1].len_after, 4);
-        let got = keys(&conn, conv);
         assert_eq!(
-            got,
+            keys(&conn, conv),
             vec![
                 (0, None, Some(cond.id.clone())),
-                (1, None, Some(up2.id.clone())),
-                (2, None, Some(batch[2].id.clone())),
-                (3, Some(ids[11]), None),
+                (1, None, Some(leaf.id.clone())),
+                (2, Some(ids[7]), None),
+                (3, None, Some(batch[2].id.clone())),
+                (4, Some(ids[11]), None),
             ]
+        );
+        // A list without gaps is left alone; resequence is a no-op on it.
+        let tx = conn.transaction().unwrap();
+        assert_eq!(close_gaps(&tx, conv).unwrap(), 5);
+        resequence(&tx, conv).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(keys(&conn, conv)[4].0, 4);
+    }
+
+    #[test]
+    fn resequence_handles_gaps_and_negative_ordinals() {
+        let (mut conn, conv, ids) = setup(5);
+        conn.execute_batch(
+            "UPDATE context_items SET ordinal = -100 - ordinal;
+             UPDATE context_items SET ordinal = (-100 - ordinal) * 3 + 2;
+             UPDATE context_items SET ordinal = -7 WHERE ordinal = 2;",
+        )
+        .unwrap();
+        let tx = conn.transaction().unwrap();
+        resequence(&tx, conv).unwrap();
+        tx.commit().unwrap();
+        let got: Vec<(i64, Option<i64>)> =
+            keys(&conn, conv).into_iter().map(|k| (k.0, k.1)).collect();
+        assert_eq!(
+            got,
+            (0..5)
+                .map(|i| (i, Some(ids[i as usize])))
+                .collect::<Vec<_>>()
         );
     }
 }

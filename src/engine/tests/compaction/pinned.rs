@@ -16,7 +16,9 @@ async fn ingest_varied(engine: &Engine) -> i64 {
     ingest_tool_turns(engine, 12).await;
     let mut seed: u64 = 7;
     let mut next = move |m: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (seed >> 33) % m
     };
     let t0 = 1_771_400_000_000i64;
@@ -33,7 +35,11 @@ async fn ingest_varied(engine: &Engine) -> i64 {
                 let words = 5 + next(120) as usize;
                 body.push_str(&"lorem ipsum ".repeat(words));
                 // One message older than its predecessors (time ranges take min/max).
-                let at = if turn == 33 && k == 1 { t0 - 3_600_000 } else { t0 + i * 45_000 };
+                let at = if turn == 33 && k == 1 {
+                    t0 - 3_600_000
+                } else {
+                    t0 + i * 45_000
+                };
                 json!({"role": role, "content": body, "timestamp": at})
             })
             .collect();
@@ -59,7 +65,10 @@ fn short_hash(s: &str) -> String {
 
 /// The fake's call number named in a summary's text ("S{depth} call {n}: …").
 fn call_of(content: &str) -> String {
-    let n = content.split(" call ").nth(1).and_then(|t| t.split(':').next());
+    let n = content
+        .split(" call ")
+        .nth(1)
+        .and_then(|t| t.split(':').next());
     format!("c{}", n.unwrap_or("?"))
 }
 
@@ -166,7 +175,11 @@ async fn scenarios() -> String {
     let fake = Arc::new(Fake::default());
     let r = compact(&engine, &fake, params(Mode::Sweep, 900)).await;
     assert!(r.ok && r.compacted, "{}", r.reason);
-    assert!(r.passes.len() > 40, "several leaf batches: {}", r.passes.len());
+    assert!(
+        r.passes.len() > 40,
+        "several leaf batches: {}",
+        r.passes.len()
+    );
     check_invariants(&engine, conv).await;
     assert_doctor_clean(&engine, conv).await;
     let mut out = format!("== full sweep: {} passes\n", r.passes.len());
@@ -214,7 +227,10 @@ async fn scenarios() -> String {
 #[tokio::test]
 async fn sweep_builds_the_pinned_dag() {
     let got = scenarios().await;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/engine/tests/compaction/sweep_dag.txt");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/engine/tests/compaction/sweep_dag.txt"
+    );
     if std::env::var_os("LCM_BLESS").is_some() {
         std::fs::write(path, &got).unwrap();
     }
