@@ -13,6 +13,7 @@ use super::select::{LeafChunk, SummaryChunk};
 use super::source;
 use crate::error::{ErrorCode, Result};
 use crate::store::dag::{self, NewSummary, Sources};
+use crate::store::derived::MsgRow;
 use crate::store::messages::ContextItem;
 use crate::store::{summaries, Features, Store};
 use crate::summarize::{Level, SummarizeInput, SummarizeOutput, SummaryPipeline};
@@ -145,14 +146,14 @@ pub enum PassEnd {
     SummarizerFailed(crate::error::LcmError),
 }
 
-/// Reads the plan's sources into a pipeline input. `pending` holds summaries
-/// summarized but not written yet (id, content); previous_context takes them from
-/// there.
+/// Reads the plan's sources into a pipeline input, with a leaf's source message
+/// rows (for its derived columns). `pending` holds summaries summarized but not
+/// written yet (id, content); previous_context takes them from there.
 pub async fn read_input(
     env: &PassEnv<'_>,
     plan: &Plan,
     pending: Vec<(String, String)>,
-) -> Result<SummarizeInput> {
+) -> Result<(SummarizeInput, Vec<MsgRow>)> {
     let zone = env.zone;
     let custom = env.custom_instructions.clone();
     let plan = plan.clone();
@@ -163,11 +164,12 @@ pub async fn read_input(
                 zone: &zone,
                 timestamps: true,
             };
-            let mut input = source::input_for(c, &plan.sources(), render, &HashMap::new())?;
+            let (mut input, rows) =
+                source::input_with_rows(c, &plan.sources(), render, &HashMap::new())?;
             input.depth = plan.output_depth();
             input.previous_context = previous;
             input.custom_instructions = custom;
-            Ok(input)
+            Ok((input, rows))
         })
         .await
 }
@@ -231,12 +233,14 @@ pub async fn write(
     features: Features,
     summary: NewSummary,
     start_hint: Option<i64>,
+    rows: Vec<MsgRow>,
 ) -> Result<Option<dag::Persisted>> {
     let id = dag::new_summary_id(&summary.content);
     let one = vec![dag::Queued {
         summary,
         id,
         start_hint,
+        rows,
     }];
     Ok(write_batch(store, features, one)
         .await?
@@ -255,6 +259,8 @@ pub struct Summarized {
     pub started: Instant,
     /// How long the summarizer call took (reading the sources excluded).
     pub call: std::time::Duration,
+    /// A leaf's source message rows, as read ([`dag::Queued::rows`]).
+    pub rows: Vec<MsgRow>,
 }
 
 /// How the summarizer part of a pass ended.
@@ -276,7 +282,7 @@ pub async fn summarize_plan(
     pending: Vec<(String, String)>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let input = read_input(env, plan, pending).await?;
+    let (input, rows) = read_input(env, plan, pending).await?;
     let called = Instant::now();
     let out = tokio::select! {
         biased;
@@ -318,6 +324,7 @@ pub async fn summarize_plan(
         summary,
         started,
         call,
+        rows,
     }))
 }
 
@@ -353,7 +360,8 @@ pub async fn run_pass(
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),
         Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
     };
-    let Some(persisted) = write(env.store, env.store.features(), done.summary, start_hint).await?
+    let features = env.store.features();
+    let Some(persisted) = write(env.store, features, done.summary, start_hint, done.rows).await?
     else {
         return Ok(PassEnd::Stale);
     };

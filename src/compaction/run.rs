@@ -328,6 +328,7 @@ impl<'a> Run<'a> {
                 summary: done.summary,
                 id,
                 start_hint: Some(hint),
+                rows: done.rows,
             },
         });
         if done.call >= BATCH_FAST

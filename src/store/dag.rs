@@ -362,7 +362,8 @@ pub fn persist_detailed(
     start_hint: Option<i64>,
 ) -> Result<Persisted> {
     let id = new_summary_id(&s.content);
-    let (start, end, meta) = write_rows(tx, s, &id, features, start_hint)?;
+    let (start, end, meta) = write_rows(tx, s, &id, start_hint, &[])?;
+    summaries::index_new_summaries(tx, &[(id.as_str(), s.content.as_str())], features)?;
     replace_context_range(tx, s.conversation_id, start, end, &id)?;
     let max: Option<i64> = tx
         .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
@@ -378,18 +379,26 @@ pub fn persist_detailed(
 }
 
 /// Validates a summary's sources (metadata computed from them, their context run
-/// located) and writes its row, FTS rows and links under `id`; the context list is
-/// not touched. Returns the run's ordinals and the metadata.
+/// located) and writes its row and links under `id`; the context list and the
+/// full-text rows are left to the caller. `rows` are a leaf's source messages when the caller has them (see
+/// [`Queued::rows`]). Returns the run's ordinals and the metadata.
 fn write_rows(
     tx: &Transaction,
     s: &NewSummary,
     id: &str,
-    features: Features,
     start_hint: Option<i64>,
+    rows: &[MsgRow],
 ) -> Result<(i64, i64, Meta)> {
     let meta = match &s.sources {
         Sources::Messages(ids) if !ids.is_empty() => {
-            leaf_meta(tx, s.conversation_id, &s.content, ids)?
+            let given = rows.len() == ids.len()
+                && rows.iter().zip(ids).all(|(r, id)| r.id == *id)
+                && rows.iter().all(|r| r.conversation_id == s.conversation_id);
+            if given {
+                derived::leaf(&s.content, &rows.iter().collect::<Vec<_>>())
+            } else {
+                leaf_meta(tx, s.conversation_id, &s.content, ids)?
+            }
         }
         Sources::Summaries(ids) if !ids.is_empty() => {
             let unique: HashSet<&String> = ids.iter().collect();
@@ -403,7 +412,7 @@ fn write_rows(
         _ => return Err(LcmError::invalid("a summary needs at least one source")),
     };
     let (start, end) = source_range_at(tx, s.conversation_id, &s.sources, start_hint)?;
-    insert_row(tx, id, s, &meta, features)?;
+    insert_row(tx, id, s, &meta)?;
     match &s.sources {
         Sources::Messages(ids) => {
             let mut st = tx.prepare_cached("INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?1, ?2, ?3)")?;
@@ -432,6 +441,10 @@ pub struct Queued {
     /// Where the caller expects its sources to start *in the stored list*, with the
     /// earlier summaries of the batch already placed (checked, never trusted).
     pub start_hint: Option<i64>,
+    /// A leaf's source messages as the caller read them (messages never change
+    /// once stored), in source order: its derived columns are computed from them
+    /// instead of reading the messages again. Empty: read them.
+    pub rows: Vec<MsgRow>,
 }
 
 /// Writes several summaries of one conversation in the caller's transaction, in
@@ -453,7 +466,7 @@ pub fn persist_batch(
         if q.summary.conversation_id != conversation_id {
             return Err(LcmError::invalid("a batch writes one conversation"));
         }
-        let (start, end, meta) = write_rows(tx, &q.summary, &q.id, features, q.start_hint)?;
+        let (start, end, meta) = write_rows(tx, &q.summary, &q.id, q.start_hint, &q.rows)?;
         place(tx, conversation_id, start, end, &q.id)?;
         out.push(Persisted {
             summary_id: q.id.clone(),
@@ -464,6 +477,11 @@ pub fn persist_batch(
             next_ordinal: 0,
         });
     }
+    let texts: Vec<(&str, &str)> = batch
+        .iter()
+        .map(|q| (q.id.as_str(), q.summary.content.as_str()))
+        .collect();
+    summaries::index_new_summaries(tx, &texts, features)?;
     let max: Option<i64> = tx
         .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
         .query_row([conversation_id], |r| r.get(0))?;
@@ -493,13 +511,9 @@ fn place(
     Ok(())
 }
 
-fn insert_row(
-    tx: &Transaction,
-    id: &str,
-    s: &NewSummary,
-    m: &Meta,
-    features: Features,
-) -> Result<()> {
+/// The summary row (its full-text rows are written by the caller, see
+/// [`summaries::index_new_summaries`]).
+fn insert_row(tx: &Transaction, id: &str, s: &NewSummary, m: &Meta) -> Result<()> {
     let head = [
         Value::from(id.to_owned()),
         Value::from(s.conversation_id),
@@ -515,7 +529,7 @@ fn insert_row(
     .execute(params_from_iter(
         head.into_iter().chain(derived::stored_values(m)),
     ))?;
-    summaries::index_summary(tx, id, &s.content, features)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -717,6 +731,7 @@ mod tests {
             },
             id: new_summary_id(text),
             start_hint: Some(hint),
+            rows: Vec::new(),
         };
         // Adjacent runs, a wrong hint (found by the scan) and a later run.
         let batch = vec![
@@ -770,6 +785,7 @@ mod tests {
             },
             id: new_summary_id("up"),
             start_hint: Some(0),
+            rows: Vec::new(),
         };
         let leaf = q(&ids[5..7], 5, "f");
         let tx = conn.transaction().unwrap();
@@ -786,6 +802,7 @@ mod tests {
             },
             id: new_summary_id("split"),
             start_hint: Some(0),
+            rows: Vec::new(),
         };
         let tx = conn.transaction().unwrap();
         assert!(persist_batch(&tx, &[split], f).is_err());
