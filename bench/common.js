@@ -60,8 +60,10 @@ async function sweepOnly(engine, sessionId, count) {
   summarizerClock.calls = 0
   // Monotonic seconds (perf's CLOCK_MONOTONIC), to cut a profile to the sweep.
   const monoStart = Number(process.hrtime.bigint()) / 1e9
+  const cpu0 = process.cpuUsage()
   const m = await measureLoop(() => engine.compact({ sessionId, tokenBudget: 200000, mode: 'sweep', force: true }))
   const overheadMs = m.ms - summarizerClock.ms
+  const cpu = process.cpuUsage(cpu0)
   return {
     wallMs: m.ms,
     summarizerMs: summarizerClock.ms,
@@ -73,6 +75,9 @@ async function sweepOnly(engine, sessionId, count) {
     tokensAfter: m.value.tokensAfter,
     loopMax: m.loopMax,
     loopP99: m.loopP99,
+    // CPU time of every thread of the process meanwhile (steadier than wall time
+    // on a busy machine; the summarizer's share is not subtracted).
+    cpuMs: (cpu.user + cpu.system) / 1000,
     monoStart,
     monoEnd: Number(process.hrtime.bigint()) / 1e9,
   }

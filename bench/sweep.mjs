@@ -42,14 +42,14 @@ const idle = await measureLoop(() => new Promise((r) => setTimeout(r, 1000)))
 console.log(`addon: ${addon ?? 'worktree'}; event loop idle (1 s): max ${idle.loopMax.toFixed(2)} ms, p99 ${idle.loopP99.toFixed(2)} ms`)
 const sizes = [...(argv.includes('--no-10k') ? [] : [10000]), ...(argv.includes('--no-big') ? [] : [BIG])]
 const fmt = (v, d = 0) => v.toFixed(d).padStart(9)
-console.log(`${'messages'.padStart(9)} ${'passes'.padStart(9)} ${'wall ms'.padStart(9)} ${'summ. ms'.padStart(9)} ${'overhead'.padStart(9)} ${'per 10k'.padStart(9)} ${'loop max'.padStart(9)} ${'loop p99'.padStart(9)}`)
+console.log(`${'messages'.padStart(9)} ${'passes'.padStart(9)} ${'wall ms'.padStart(9)} ${'summ. ms'.padStart(9)} ${'overhead'.padStart(9)} ${'per 10k'.padStart(9)} ${'loop max'.padStart(9)} ${'loop p99'.padStart(9)} ${'cpu ms'.padStart(9)}`)
 for (const n of sizes) {
   const messages = workload(n)
   for (let r = 0; r < RUNS; r++) {
     const dir = mkdtempSync(join(cache, 'db-'))
     try {
       const s = await sweepRun(LcmEngine, join(dir, 'lcm.db'), messages)
-      console.log(`${fmt(n)} ${fmt(s.passes)} ${fmt(s.wallMs)} ${fmt(s.summarizerMs)} ${fmt(s.overheadMs)} ${fmt(s.per10k)} ${fmt(s.loopMax, 2)} ${fmt(s.loopP99, 2)}`)
+      console.log(`${fmt(n)} ${fmt(s.passes)} ${fmt(s.wallMs)} ${fmt(s.summarizerMs)} ${fmt(s.overheadMs)} ${fmt(s.per10k)} ${fmt(s.loopMax, 2)} ${fmt(s.loopP99, 2)} ${fmt(s.cpuMs)}`)
       console.log(`RESULT ${JSON.stringify({ n, addon: addon ?? 'worktree', ...s })}`)
     } finally {
       rmSync(dir, { recursive: true, force: true })

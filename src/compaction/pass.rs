@@ -148,17 +148,27 @@ pub enum PassEnd {
 
 /// Reads the plan's sources into a pipeline input, with a leaf's source message
 /// rows (for its derived columns). `pending` holds summaries summarized but not
-/// written yet (id, content); previous_context takes them from there.
+/// written yet (id, content); previous_context takes them from there. With `at`
+/// (the stored ordinal the plan expects its first source at), the same read first
+/// checks the sources are still there: `None` when they moved (compacted behind
+/// the run's back), so nothing is summarized from a stale plan.
 pub async fn read_input(
     env: &PassEnv<'_>,
     plan: &Plan,
     pending: Vec<(String, String)>,
-) -> Result<(SummarizeInput, Vec<MsgRow>)> {
+    at: Option<i64>,
+) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
     let zone = env.zone;
     let custom = env.custom_instructions.clone();
+    let conversation_id = env.conversation_id;
     let plan = plan.clone();
     env.store
         .read(move |c| {
+            if let Some(start) = at {
+                if !dag::sources_in_place(c, conversation_id, start, &plan.sources())? {
+                    return Ok(None);
+                }
+            }
             let previous = previous_context(c, plan.previous(), &pending)?;
             let render = source::Render {
                 zone: &zone,
@@ -169,7 +179,7 @@ pub async fn read_input(
             input.depth = plan.output_depth();
             input.previous_context = previous;
             input.custom_instructions = custom;
-            Ok((input, rows))
+            Ok(Some((input, rows)))
         })
         .await
 }
@@ -272,17 +282,24 @@ pub enum Summarize {
     Cancelled,
     /// The summarizer failed.
     Failed(crate::error::LcmError),
+    /// The sources were no longer where the plan expected them; nothing was
+    /// summarized.
+    Stale,
 }
 
-/// Reads the plan's sources and summarizes them; writes nothing.
+/// Reads the plan's sources (checked at `at`, see [`read_input`]) and summarizes
+/// them; writes nothing.
 pub async fn summarize_plan(
     env: &PassEnv<'_>,
     plan: &Plan,
     before: i64,
     pending: Vec<(String, String)>,
+    at: Option<i64>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let (input, rows) = read_input(env, plan, pending).await?;
+    let Some((input, rows)) = read_input(env, plan, pending, at).await? else {
+        return Ok(Summarize::Stale);
+    };
     let called = Instant::now();
     let out = tokio::select! {
         biased;
@@ -355,10 +372,11 @@ pub async fn run_pass(
     before: i64,
     start_hint: Option<i64>,
 ) -> Result<PassEnd> {
-    let done = match summarize_plan(env, plan, before, Vec::new()).await? {
+    let done = match summarize_plan(env, plan, before, Vec::new(), start_hint).await? {
         Summarize::Ready(done) => done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),
         Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
+        Summarize::Stale => return Ok(PassEnd::Stale),
     };
     let features = env.store.features();
     let Some(persisted) = write(env.store, features, done.summary, start_hint, done.rows).await?

@@ -29,7 +29,7 @@ const STALE_RETRIES: usize = 3;
 
 /// Leaf passes summarized but not yet written are flushed in one transaction once
 /// this many are queued …
-const BATCH_MAX: usize = 16;
+pub(crate) const BATCH_MAX: usize = 64;
 /// … or once this long passed since the first queued one started …
 const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
 /// … or at once when the pass's summarizer call took this long: batching is for a fast summarizer,
@@ -289,8 +289,16 @@ impl<'a> Run<'a> {
             .iter()
             .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
             .collect();
-        let done = match pass::summarize_plan(&self.env, &plan, before, pending).await? {
+        let done = match pass::summarize_plan(&self.env, &plan, before, pending, Some(hint)).await?
+        {
             Summarize::Ready(done) => done,
+            // Its sources moved (compacted behind the sweep's back): write what is
+            // queued and re-plan from a re-read, as an unbatched pass would.
+            Summarize::Stale => {
+                self.flush().await?;
+                self.cache = None;
+                return Ok(Queued::Stale);
+            }
             end => {
                 self.cache = Some(items);
                 self.stop = Some(match end {
@@ -302,14 +310,6 @@ impl<'a> Run<'a> {
             }
         };
         let id = dag::new_summary_id(&done.summary.content);
-        // A cheap read of where the sources should be: when they moved (compacted
-        // behind the sweep's back), write what is queued and re-plan from a re-read,
-        // as an unbatched pass would after its rejected write.
-        if !self.sources_in_place(&plan, hint).await? {
-            self.flush().await?;
-            self.cache = None;
-            return Ok(Queued::Stale);
-        }
         let summary = summary_item(
             &id,
             plan.output_depth(),
@@ -340,18 +340,6 @@ impl<'a> Run<'a> {
             self.flush().await?;
         }
         Ok(Queued::Pass(rec))
-    }
-
-    /// Whether the plan's sources are still where the queued writes expect them.
-    async fn sources_in_place(&self, plan: &Plan, hint: i64) -> Result<bool> {
-        let Plan::Leaf { chunk, .. } = plan else {
-            return Ok(true);
-        };
-        let (conv, ids) = (self.env.conversation_id, chunk.message_ids.clone());
-        self.env
-            .store
-            .read(move |c| dag::sources_in_place(c, conv, hint, &dag::Sources::Messages(ids)))
-            .await
     }
 
     /// Writes the queued passes in one transaction. When the list moved under them

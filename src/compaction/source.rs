@@ -54,10 +54,7 @@ pub fn input_with_rows(
 ) -> Result<(SummarizeInput, Vec<MsgRow>)> {
     match sources {
         Sources::Messages(ids) => leaf_input(conn, ids, render),
-        Sources::Summaries(ids) => Ok((
-            condensed_input(conn, ids, render, overlay)?,
-            Vec::new(),
-        )),
+        Sources::Summaries(ids) => Ok((condensed_input(conn, ids, render, overlay)?, Vec::new())),
     }
 }
 
