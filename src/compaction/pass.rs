@@ -277,7 +277,7 @@ pub struct Summarized {
 #[derive(Debug)]
 pub enum Summarize {
     /// Ready to write.
-    Ready(Summarized),
+    Ready(Box<Summarized>),
     /// Cancelled during the summarizer call.
     Cancelled,
     /// The summarizer failed.
@@ -336,13 +336,13 @@ pub async fn summarize_plan(
         context_tokens_before: before,
         context_tokens_after: before,
     };
-    Ok(Summarize::Ready(Summarized {
+    Ok(Summarize::Ready(Box::new(Summarized {
         record,
         summary,
         started,
         call,
         rows,
-    }))
+    })))
 }
 
 /// The writer job for a batch: one transaction, all or nothing; `None` when a
@@ -373,7 +373,7 @@ pub async fn run_pass(
     start_hint: Option<i64>,
 ) -> Result<PassEnd> {
     let done = match summarize_plan(env, plan, before, Vec::new(), start_hint).await? {
-        Summarize::Ready(done) => done,
+        Summarize::Ready(done) => *done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),
         Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
         Summarize::Stale => return Ok(PassEnd::Stale),

@@ -291,7 +291,7 @@ impl<'a> Run<'a> {
             .collect();
         let done = match pass::summarize_plan(&self.env, &plan, before, pending, Some(hint)).await?
         {
-            Summarize::Ready(done) => done,
+            Summarize::Ready(done) => *done,
             // Its sources moved (compacted behind the sweep's back): write what is
             // queued and re-plan from a re-read, as an unbatched pass would.
             Summarize::Stale => {

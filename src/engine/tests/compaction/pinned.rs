@@ -240,3 +240,45 @@ async fn sweep_builds_the_pinned_dag() {
     }
     assert_eq!(got.lines().count(), want.lines().count());
 }
+
+/// Gaps a run could not close (the process died mid-phase) are closed by the next
+/// compaction call, even one that finds nothing to do; the list keeps its order.
+#[tokio::test]
+async fn the_next_run_closes_gaps_a_crashed_sweep_left() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    let conv = ingest(&engine, "s1", 0, 12, 10).await;
+    let before: Vec<Option<i64>> = engine
+        .get_context_items(conv)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.message_id)
+        .collect();
+    engine
+        .store()
+        .write(move |c| {
+            c.execute(
+                "UPDATE context_items SET ordinal = -1 - ordinal * 3 WHERE conversation_id = ?1",
+                [conv],
+            )?;
+            c.execute(
+                "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1",
+                [conv],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let gapped = engine.get_context_items(conv).await.unwrap();
+    assert_eq!(gapped[1].ordinal, 3);
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Incremental, 1_000_000)).await;
+    assert_eq!(r.reason, "below threshold");
+    let items = engine.get_context_items(conv).await.unwrap();
+    assert_eq!(
+        items.iter().map(|i| i.message_id).collect::<Vec<_>>(),
+        before
+    );
+    check_invariants(&engine, conv).await;
+    assert_doctor_clean(&engine, conv).await;
+}
