@@ -274,10 +274,12 @@ pub fn close_gaps(tx: &Transaction, conversation_id: i64) -> Result<i64> {
         .enumerate()
         .position(|(k, o)| *o != k as i64)
     else {
+        unmark_gaps(tx, conversation_id)?;
         return Ok(n as i64);
     };
     if ordinals[0] < 0 {
         renumber_through_table(tx, conversation_id)?;
+        unmark_gaps(tx, conversation_id)?;
         return Ok(n as i64);
     }
     let mut down = tx.prepare_cached(
@@ -300,7 +302,36 @@ pub fn close_gaps(tx: &Transaction, conversation_id: i64) -> Result<i64> {
         "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
     )?
     .execute([conversation_id])?;
+    unmark_gaps(tx, conversation_id)?;
     Ok(n as i64)
+}
+
+/// Records that a conversation's ordinals have gaps (in the transaction that makes
+/// them): `lcm_context_gaps` names the conversations to close at the next open
+/// when the run that made them never ended.
+fn mark_gaps(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    tx.prepare_cached("INSERT OR IGNORE INTO lcm_context_gaps (conversation_id) VALUES (?1)")?
+        .execute([conversation_id])?;
+    Ok(())
+}
+
+fn unmark_gaps(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    tx.prepare_cached("DELETE FROM lcm_context_gaps WHERE conversation_id = ?1")?
+        .execute([conversation_id])?;
+    Ok(())
+}
+
+/// Closes the gaps of every conversation [`mark_gaps`] named (a compaction run
+/// that did not end); returns how many there were.
+pub fn close_marked_gaps(tx: &Transaction) -> Result<usize> {
+    let marked: Vec<i64> = tx
+        .prepare("SELECT conversation_id FROM lcm_context_gaps")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for c in &marked {
+        close_gaps(tx, *c)?;
+    }
+    Ok(marked.len())
 }
 
 /// Renumbers any list (negative ordinals included) through a temporary table.
@@ -466,6 +497,7 @@ pub fn persist_batch(
     let Some(conversation_id) = batch.first().map(|q| q.summary.conversation_id) else {
         return Ok(Vec::new());
     };
+    mark_gaps(tx, conversation_id)?;
     let mut out = Vec::with_capacity(batch.len());
     for q in batch {
         if q.summary.conversation_id != conversation_id {
@@ -832,6 +864,42 @@ mod tests {
         resequence(&tx, conv).unwrap();
         tx.commit().unwrap();
         assert_eq!(keys(&conn, conv)[4].0, 4);
+    }
+
+    #[test]
+    fn gaps_left_by_a_batch_are_marked_and_closed_at_the_next_open() {
+        let (mut conn, conv, ids) = setup(6);
+        let f = Features {
+            fts5: true,
+            trigram: false,
+        };
+        let marks = |c: &Connection| -> i64 {
+            c.query_row("SELECT COUNT(*) FROM lcm_context_gaps", [], |r| r.get(0))
+                .unwrap()
+        };
+        let batch = vec![Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "a".into(),
+                model: "m".into(),
+                sources: Sources::Messages(ids[0..3].to_vec()),
+            },
+            id: new_summary_id("a"),
+            start_hint: Some(0),
+            rows: Vec::new(),
+        }];
+        let tx = conn.transaction().unwrap();
+        persist_batch(&tx, &batch, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(marks(&conn), 1);
+        assert_eq!(keys(&conn, conv)[1].0, 3);
+        // What an open does (migrate): the marked conversation is renumbered.
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        assert_eq!(marks(&conn), 0);
+        assert_eq!(
+            keys(&conn, conv).iter().map(|k| k.0).collect::<Vec<_>>(),
+            (0..4).collect::<Vec<_>>()
+        );
     }
 
     #[test]
