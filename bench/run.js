@@ -16,8 +16,8 @@ const { spawnSync, spawn } = require('node:child_process')
 const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, existsSync, readdirSync, rmSync } = require('node:fs')
 const { tmpdir } = require('node:os')
 const { join } = require('node:path')
-const { monitorEventLoopDelay } = require('node:perf_hooks')
 const { targetTriple } = require('../scripts/platform.js')
+const { generator, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
 
 const root = join(__dirname, '..')
 const argv = process.argv.slice(2)
@@ -43,10 +43,6 @@ if (!flag('--no-build') && !flag('--child')) {
 const { LcmEngine } = require(join(root, 'index.js'))
 
 // ---------------------------------------------------------------- workload
-function generator() {
-  const shared = join(root, '..', 'shared', 'bench', 'gen-workload.mjs')
-  return existsSync(shared) ? shared : join(root, 'bench', 'gen-workload.mjs')
-}
 const work = mkdtempSync(join(tmpdir(), 'lcm-bench-'))
 function workload(n, seed = 1) {
   const out = join(work, `conv-${n}-${seed}.jsonl`)
@@ -60,14 +56,6 @@ function workload(n, seed = 1) {
     needles: readFileSync(needles, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
   }
 }
-function toTurns(messages) {
-  const out = []
-  for (const m of messages) {
-    if (m.role === 'user' || out.length === 0) out.push([])
-    out[out.length - 1].push(m)
-  }
-  return out
-}
 function dirBytes(p) {
   if (!existsSync(p)) return 0
   const s = statSync(p)
@@ -79,25 +67,7 @@ const stat = (xs) => {
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
   return { min: s[0], median: q(0.5), p99: q(0.99), max: s[s.length - 1] }
 }
-async function measureLoop(fn) {
-  const h = monitorEventLoopDelay({ resolution: 1 })
-  h.enable()
-  const t0 = performance.now()
-  const value = await fn()
-  const ms = performance.now() - t0
-  h.disable()
-  return { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
-}
 
-// An instant deterministic summarizer: the first 300 characters of the source plus
-// the footer. Time spent inside it is subtracted from sweep timings.
-let summarizerMs = 0
-function instantSummarizer(req) {
-  const t = performance.now()
-  const text = `${req.sourceText.slice(0, 300)}\nExpand for details about: everything else`
-  summarizerMs += performance.now() - t
-  return text
-}
 const rawBin = join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
 async function open(dir, extra = {}) {
   return LcmEngine.open({ dbPath: join(dir, 'lcm.db'), summarizer: instantSummarizer, ...extra })
@@ -148,16 +118,11 @@ function bytesPerTable(db, count) {
 }
 
 // A sweep of everything eligible right after ingesting `wl` per turn; wall − summarizer.
-async function sweepRun(wl) {
+async function sweepRunIn(wl) {
   const dir = mkdtempSync(join(work, 'sweep-'))
-  const engine = await open(dir, { maxSweepIterations: 1000000, sweepDeadlineMs: 3600000 })
-  for (const t of toTurns(wl.messages)) await engine.ingestBatch({ sessionId: 'sw', messages: t })
-  summarizerMs = 0
-  const m = await measureLoop(() => engine.compact({ sessionId: 'sw', tokenBudget: 200000, mode: 'sweep', force: true }))
-  const overhead = m.ms - summarizerMs
-  await engine.close()
+  const r = await sweepRun(LcmEngine, join(dir, 'lcm.db'), wl.messages)
   rmSync(dir, { recursive: true, force: true })
-  return { overheadMs: overhead, per10k: overhead / (wl.messages.length / 10000), passes: m.value.passes.length, loopMax: m.loopMax, loopP99: m.loopP99 }
+  return r
 }
 
 const results = { date: new Date().toISOString(), node: process.version, machine: `${require('node:os').cpus().length} cores`, sections: {} }
@@ -311,7 +276,7 @@ while time.time() < end:
   results.sections.processes = { one, four }
 
   // ---- sweep right after a 10k ingest
-  const sw10 = await sweepRun(w10)
+  const sw10 = await sweepRunIn(w10)
   rows.push({ name: 'full sweep 10k: wall − summarizer', unit: 'ms', min: Math.round(sw10.overheadMs) })
   results.sections.sweep10k = sw10
   loops.push(['sweep 10k', sw10.loopMax, sw10.loopP99])
@@ -321,7 +286,7 @@ while time.time() < end:
   const dir = mkdtempSync(join(work, 'big-'))
   // One sweep compacts everything eligible (the default iteration cap bounds a
   // sweep inside a live turn; here the whole backlog is the point).
-  const engine = await open(dir, { maxSweepIterations: 1000000, sweepDeadlineMs: 3600000 })
+  const engine = await open(dir, SWEEP_OPTIONS)
   const turns = toTurns(wb.messages)
   const deciles = []
   let done = 0
@@ -342,13 +307,11 @@ while time.time() < end:
   loops.push([`ingest ${BIG / 1000}k`, ingestBig.loopMax, ingestBig.loopP99])
   const conv = await engine.getConversation({ sessionId: 'big' })
 
-  summarizerMs = 0
-  const sweep = await measureLoop(() => engine.compact({ sessionId: 'big', tokenBudget: 200000, mode: 'sweep', force: true }))
-  const overhead = sweep.ms - summarizerMs
-  rows.push({ name: `full sweep ${BIG / 1000}k: wall − summarizer`, unit: 'ms', min: Math.round(overhead) })
-  rows.push({ name: '  per 10k messages', unit: 'ms', min: Math.round(overhead / (BIG / 10000)) })
-  rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.value.passes.length, median: Number(sweep.loopMax.toFixed(2)) })
-  results.sections.sweep = { wallMs: sweep.ms, summarizerMs, overheadMs: overhead, per10k: overhead / (BIG / 10000), passes: sweep.value.passes.length, tokensBefore: sweep.value.tokensBefore, tokensAfter: sweep.value.tokensAfter, loopMax: sweep.loopMax }
+  const sweep = await sweepOnly(engine, 'big', BIG)
+  rows.push({ name: `full sweep ${BIG / 1000}k: wall − summarizer`, unit: 'ms', min: Math.round(sweep.overheadMs) })
+  rows.push({ name: '  per 10k messages', unit: 'ms', min: Math.round(sweep.per10k) })
+  rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.passes, median: Number(sweep.loopMax.toFixed(2)) })
+  results.sections.sweep = sweep
   loops.push([`sweep ${BIG / 1000}k`, sweep.loopMax, sweep.loopP99])
 
   for (const budget of [32000, 200000]) {

@@ -2,7 +2,7 @@
 //! (`2026-02-17 15:37 PST`), ranges (`2026-02-17 15:37–17:21 PST`,
 //! `2026-02-17 – 2026-02-18`) and the XML attribute form (`2026-02-17T15:37:00`).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Timelike, Utc};
 use chrono_tz::Tz;
 
 use crate::error::{ErrorCode, LcmError, Result};
@@ -43,7 +43,7 @@ impl Zone {
     /// `2026-02-17 15:37 PST`.
     pub fn format_timestamp(&self, t: DateTime<Utc>) -> String {
         let l = t.with_timezone(&self.0);
-        format!("{} {}", l.format("%Y-%m-%d %H:%M"), self.abbrev(t))
+        format!("{} {}", minute(&l), self.abbrev(t))
     }
 
     /// `2026-02-17 15:37–17:21 PST` within one local day, `2026-02-17 – 2026-02-18`
@@ -56,10 +56,7 @@ impl Zone {
         };
         let la = a.with_timezone(&self.0);
         let lb = b.with_timezone(&self.0);
-        let (sa, sb) = (
-            la.format("%Y-%m-%d %H:%M").to_string(),
-            lb.format("%Y-%m-%d %H:%M").to_string(),
-        );
+        let (sa, sb) = (minute(&la), minute(&lb));
         if sa == sb {
             return self.format_timestamp(a);
         }
@@ -84,10 +81,43 @@ impl Zone {
     }
 }
 
+/// `%Y-%m-%d %H:%M` (every source message header has one): written directly for
+/// four-digit years, through chrono's formatter otherwise.
+fn minute(l: &DateTime<Tz>) -> String {
+    if (0..=9999).contains(&l.year()) {
+        return format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            l.year(),
+            l.month(),
+            l.day(),
+            l.hour(),
+            l.minute()
+        );
+    }
+    l.format("%Y-%m-%d %H:%M").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::timestamp::parse;
+
+    #[test]
+    fn minutes_are_written_as_chrono_writes_them() {
+        let la = Zone::parse("America/Los_Angeles").unwrap();
+        for text in [
+            "2026-02-17T23:37:00Z",
+            "0001-01-01T00:05:00Z",
+            "9999-12-31T23:59:59Z",
+        ] {
+            let t = parse(text).unwrap().with_timezone(&la.0);
+            assert_eq!(minute(&t), t.format("%Y-%m-%d %H:%M").to_string());
+        }
+        let far = DateTime::<Utc>::from_timestamp(300_000_000_000, 0)
+            .unwrap()
+            .with_timezone(&la.0);
+        assert_eq!(minute(&far), far.format("%Y-%m-%d %H:%M").to_string());
+    }
 
     #[test]
     fn formats_match_the_design() {

@@ -11,6 +11,9 @@ pub fn parse(value: &str) -> Option<DateTime<Utc>> {
     if s.is_empty() {
         return None;
     }
+    if let Some(t) = parse_stored(s) {
+        return Some(t);
+    }
     if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
         return Some(dt.with_timezone(&Utc));
     }
@@ -25,6 +28,36 @@ pub fn parse(value: &str) -> Option<DateTime<Utc>> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(|n| Utc.from_utc_datetime(&n))
+}
+
+/// The two shapes this engine stores, read without chrono's format machinery (a
+/// sweep parses every source message's time): `YYYY-MM-DD HH:MM:SS` (SQLite) and
+/// `YYYY-MM-DDTHH:MM:SS.sssZ` (ISO, milliseconds). `None` for anything else,
+/// including invalid dates and leap seconds, which [`parse`] reads the slow way.
+fn parse_stored(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    let digits = |from: usize, len: usize| -> Option<u32> {
+        b.get(from..from + len)?.iter().try_fold(0u32, |n, c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let shape_ok = match b.len() {
+        19 => b[10] == b' ',
+        24 => b[10] == b'T' && b[19] == b'.' && b[23] == b'Z',
+        _ => false,
+    };
+    if !shape_ok || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let millis = if b.len() == 24 { digits(20, 3)? } else { 0 };
+    let date = chrono::NaiveDate::from_ymd_opt(digits(0, 4)? as i32, digits(5, 2)?, digits(8, 2)?)?;
+    let time = chrono::NaiveTime::from_hms_milli_opt(
+        digits(11, 2)?,
+        digits(14, 2)?,
+        digits(17, 2)?,
+        millis,
+    )?;
+    (digits(17, 2)? < 60).then(|| Utc.from_utc_datetime(&date.and_time(time)))
 }
 
 /// A time from epoch milliseconds, if representable.
@@ -50,6 +83,44 @@ pub fn now_sqlite() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The general parser without the fast path.
+    fn slow(value: &str) -> Option<DateTime<Utc>> {
+        let s = value.trim();
+        if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+            return Some(dt.with_timezone(&Utc));
+        }
+        let normalized = s.replacen(' ', "T", 1);
+        let naive = normalized.trim_end_matches(['Z', 'z']);
+        NaiveDateTime::parse_from_str(naive, "%Y-%m-%dT%H:%M:%S%.f")
+            .ok()
+            .map(|n| Utc.from_utc_datetime(&n))
+    }
+
+    proptest! {
+        /// The fast path reads what the general parser reads, and only that.
+        #[test]
+        fn the_fast_path_agrees_with_the_general_parser(
+            y in 0u32..10000, mo in 0u32..14, d in 0u32..33, h in 0u32..25, mi in 0u32..61,
+            se in 0u32..62, ms in 0u32..1000, iso in any::<bool>(), junk in 0usize..3,
+        ) {
+            let mut s = if iso {
+                format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}.{ms:03}Z")
+            } else {
+                format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{se:02}")
+            };
+            if junk == 1 {
+                s.replace_range(13..14, "x");
+            }
+            if let Some(fast) = parse_stored(&s) {
+                prop_assert_eq!(Some(fast), slow(&s));
+                prop_assert_eq!(Some(fast), parse(&s));
+            } else {
+                prop_assert!(junk == 1 || se >= 60 || slow(&s).is_none(), "{}", s);
+            }
+        }
+    }
 
     #[test]
     fn parses_all_stored_shapes() {

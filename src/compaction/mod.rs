@@ -9,6 +9,7 @@
 //! - [`control`]: per-conversation lock and cancel tokens.
 
 pub mod control;
+pub mod list;
 pub mod pass;
 pub mod run;
 pub mod select;

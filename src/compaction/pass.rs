@@ -13,6 +13,7 @@ use super::select::{LeafChunk, SummaryChunk};
 use super::source;
 use crate::error::{ErrorCode, Result};
 use crate::store::dag::{self, NewSummary, Sources};
+use crate::store::derived::MsgRow;
 use crate::store::messages::ContextItem;
 use crate::store::{summaries, Features, Store};
 use crate::summarize::{Level, SummarizeInput, SummarizeOutput, SummaryPipeline};
@@ -145,29 +146,40 @@ pub enum PassEnd {
     SummarizerFailed(crate::error::LcmError),
 }
 
-/// Reads the plan's sources into a pipeline input. `pending` holds summaries
-/// summarized but not written yet (id, content); previous_context takes them from
-/// there.
+/// Reads the plan's sources into a pipeline input, with a leaf's source message
+/// rows (for its derived columns). `pending` holds summaries summarized but not
+/// written yet (id, content); previous_context takes them from there. With `at`
+/// (the stored ordinal the plan expects its first source at), the same read first
+/// checks the sources are still there: `None` when they moved (compacted behind
+/// the run's back), so nothing is summarized from a stale plan.
 pub async fn read_input(
     env: &PassEnv<'_>,
     plan: &Plan,
     pending: Vec<(String, String)>,
-) -> Result<SummarizeInput> {
+    at: Option<i64>,
+) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
     let zone = env.zone;
     let custom = env.custom_instructions.clone();
+    let conversation_id = env.conversation_id;
     let plan = plan.clone();
     env.store
         .read(move |c| {
+            if let Some(start) = at {
+                if !dag::sources_in_place(c, conversation_id, start, &plan.sources())? {
+                    return Ok(None);
+                }
+            }
             let previous = previous_context(c, plan.previous(), &pending)?;
             let render = source::Render {
                 zone: &zone,
                 timestamps: true,
             };
-            let mut input = source::input_for(c, &plan.sources(), render, &HashMap::new())?;
+            let (mut input, rows) =
+                source::input_with_rows(c, &plan.sources(), render, &HashMap::new())?;
             input.depth = plan.output_depth();
             input.previous_context = previous;
             input.custom_instructions = custom;
-            Ok(input)
+            Ok(Some((input, rows)))
         })
         .await
 }
@@ -224,22 +236,25 @@ pub async fn summarize(env: &PassEnv<'_>, input: SummarizeInput) -> Result<Summa
 
 /// The writer job: re-validates and persists in one transaction, returning what
 /// was written and where, or `None` when the sources moved. `start_hint` is the
-/// ordinal the sources were planned at (checked by the writer, never trusted).
+/// ordinal the sources were planned at (checked by the writer, never trusted). The
+/// replaced run's other ordinals are left as gaps ([`dag::persist_batch`]).
 pub async fn write(
     store: &Store,
     features: Features,
     summary: NewSummary,
     start_hint: Option<i64>,
+    rows: Vec<MsgRow>,
 ) -> Result<Option<dag::Persisted>> {
-    let written = store
-        .write_tx(move |tx| dag::persist_detailed(tx, &summary, features, start_hint))
-        .await;
-    match written {
-        Ok(p) => Ok(Some(p)),
-        // The sources moved (compacted, or no longer a run): nothing was written.
-        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
-        Err(e) => Err(e),
-    }
+    let id = dag::new_summary_id(&summary.content);
+    let one = vec![dag::Queued {
+        summary,
+        id,
+        start_hint,
+        rows,
+    }];
+    Ok(write_batch(store, features, one)
+        .await?
+        .and_then(|mut w| w.pop()))
 }
 
 /// A pass whose summary is ready but not written.
@@ -254,28 +269,37 @@ pub struct Summarized {
     pub started: Instant,
     /// How long the summarizer call took (reading the sources excluded).
     pub call: std::time::Duration,
+    /// A leaf's source message rows, as read ([`dag::Queued::rows`]).
+    pub rows: Vec<MsgRow>,
 }
 
 /// How the summarizer part of a pass ended.
 #[derive(Debug)]
 pub enum Summarize {
     /// Ready to write.
-    Ready(Summarized),
+    Ready(Box<Summarized>),
     /// Cancelled during the summarizer call.
     Cancelled,
     /// The summarizer failed.
     Failed(crate::error::LcmError),
+    /// The sources were no longer where the plan expected them; nothing was
+    /// summarized.
+    Stale,
 }
 
-/// Reads the plan's sources and summarizes them; writes nothing.
+/// Reads the plan's sources (checked at `at`, see [`read_input`]) and summarizes
+/// them; writes nothing.
 pub async fn summarize_plan(
     env: &PassEnv<'_>,
     plan: &Plan,
     before: i64,
     pending: Vec<(String, String)>,
+    at: Option<i64>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let input = read_input(env, plan, pending).await?;
+    let Some((input, rows)) = read_input(env, plan, pending, at).await? else {
+        return Ok(Summarize::Stale);
+    };
     let called = Instant::now();
     let out = tokio::select! {
         biased;
@@ -312,12 +336,13 @@ pub async fn summarize_plan(
         context_tokens_before: before,
         context_tokens_after: before,
     };
-    Ok(Summarize::Ready(Summarized {
+    Ok(Summarize::Ready(Box::new(Summarized {
         record,
         summary,
         started,
         call,
-    }))
+        rows,
+    })))
 }
 
 /// The writer job for a batch: one transaction, all or nothing; `None` when a
@@ -338,21 +363,23 @@ pub async fn write_batch(
     }
 }
 
-/// Runs one planned pass; `before` is the context's token count when it was planned.
-/// The record's `context_tokens_after` is `before` until the caller sets it.
-pub async fn run_pass(env: &PassEnv<'_>, plan: &Plan, before: i64) -> Result<PassEnd> {
-    let done = match summarize_plan(env, plan, before, Vec::new()).await? {
-        Summarize::Ready(done) => done,
+/// Runs one planned pass; `before` is the context's token count when it was planned,
+/// `start_hint` the stored ordinal of its first source. The record's
+/// `context_tokens_after` is `before` until the caller sets it.
+pub async fn run_pass(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    before: i64,
+    start_hint: Option<i64>,
+) -> Result<PassEnd> {
+    let done = match summarize_plan(env, plan, before, Vec::new(), start_hint).await? {
+        Summarize::Ready(done) => *done,
         Summarize::Cancelled => return Ok(PassEnd::Cancelled),
         Summarize::Failed(e) => return Ok(PassEnd::SummarizerFailed(e)),
+        Summarize::Stale => return Ok(PassEnd::Stale),
     };
-    let Some(persisted) = write(
-        env.store,
-        env.store.features(),
-        done.summary,
-        Some(plan.start() as i64),
-    )
-    .await?
+    let features = env.store.features();
+    let Some(persisted) = write(env.store, features, done.summary, start_hint, done.rows).await?
     else {
         return Ok(PassEnd::Stale);
     };

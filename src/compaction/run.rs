@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::list::ContextList;
 use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan, Summarize};
 use super::select::{self, Limits};
 use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
@@ -28,7 +29,7 @@ const STALE_RETRIES: usize = 3;
 
 /// Leaf passes summarized but not yet written are flushed in one transaction once
 /// this many are queued …
-const BATCH_MAX: usize = 16;
+pub(crate) const BATCH_MAX: usize = 64;
 /// … or once this long passed since the first queued one started …
 const BATCH_MAX_AGE: Duration = Duration::from_millis(250);
 /// … or at once when the pass's summarizer call took this long: batching is for a fast summarizer,
@@ -47,14 +48,11 @@ enum Queued {
     Stopped,
 }
 
-/// A leaf pass summarized, applied to the in-memory list, not yet written.
+/// A leaf pass summarized, applied to the in-memory list, not yet written (its
+/// `write.start_hint` is the stored ordinal of its first source).
 struct QueuedPass {
     record: PassRecord,
     write: dag::Queued,
-    /// Its index in the in-memory list when it was applied.
-    start: usize,
-    /// Number of items it replaced.
-    count: usize,
 }
 
 /// One compaction call.
@@ -70,7 +68,10 @@ pub struct Run<'a> {
     rounds: i64,
     /// The context list as of the last write, kept between passes of a phase so a
     /// pass plans without re-reading the whole list; `None` forces a re-read.
-    cache: Option<Vec<ContextItem>>,
+    cache: Option<ContextList>,
+    /// Whether this run's writes left gaps in the stored ordinals (closed when a
+    /// phase ends, see [`Run::close_gaps`]).
+    gaps: bool,
     /// Leaf passes waiting for one batched write (see [`BATCH_MAX`]); while any is
     /// queued the in-memory list (`cache`) is the only view that includes them.
     queue: Vec<QueuedPass>,
@@ -78,6 +79,19 @@ pub struct Run<'a> {
     queue_since: Option<Instant>,
     /// Batches rejected because the list moved (each retried from a re-read).
     stale_batches: usize,
+}
+
+/// The context item of a new summary (its ordinal is set where it is placed).
+fn summary_item(id: &str, depth: i64, token_count: i64) -> ContextItem {
+    ContextItem {
+        ordinal: 0,
+        item_type: "summary".into(),
+        message_id: None,
+        summary_id: Some(id.to_owned()),
+        token_count,
+        depth: Some(depth),
+        role: None,
+    }
 }
 
 /// A result for a call that did nothing.
@@ -177,18 +191,21 @@ impl<'a> Run<'a> {
             sweep_passes: 0,
             rounds: 0,
             cache: None,
+            gaps: false,
             queue: Vec::new(),
             queue_since: None,
             stale_batches: 0,
         })
     }
 
-    async fn snapshot(&self) -> Result<Vec<ContextItem>> {
+    async fn snapshot(&self) -> Result<ContextList> {
         let conv = self.env.conversation_id;
-        self.env
+        let items = self
+            .env
             .store
             .read(move |c| messages::context_items(c, conv))
-            .await
+            .await?;
+        Ok(ContextList::new(items))
     }
 
     /// Checks the bounds before a pass; records why when one is hit.
@@ -223,22 +240,27 @@ impl<'a> Run<'a> {
                 Some(items) => items,
                 None => self.snapshot().await?,
             };
-            let tail = select::fresh_tail_start(&items, &self.limits);
-            let Some(plan) = choose(&items, tail) else {
+            let tail = select::fresh_tail_start(items.items(), &self.limits);
+            let Some(plan) = choose(items.items(), tail) else {
                 self.cache = Some(items);
                 return Ok(None);
             };
-            let before = pass::snapshot_tokens(&items);
+            let before = items.tokens();
+            let hint = items.items()[plan.start()].ordinal;
             if batched {
-                match self.queue_pass(items, plan, before).await? {
+                match self.queue_pass(items, plan, before, hint).await? {
                     Queued::Pass(rec) => return Ok(Some(rec)),
                     Queued::Stale => continue,
                     Queued::Stopped => return Ok(None),
                 }
             }
-            match pass::run_pass(&self.env, &plan, before).await? {
+            match pass::run_pass(&self.env, &plan, before, Some(hint)).await? {
                 PassEnd::Written(mut rec, written) => {
-                    rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+                    self.gaps = true;
+                    let summary =
+                        summary_item(&written.summary_id, written.depth, written.token_count);
+                    rec.context_tokens_after =
+                        self.apply(items, &plan, summary, Some(&written)).await?;
                     return Ok(Some(self.record(rec)));
                 }
                 // The list moved under the plan: re-read it.
@@ -257,17 +279,26 @@ impl<'a> Run<'a> {
     /// its write; flushes when the batch is full or old enough.
     async fn queue_pass(
         &mut self,
-        items: Vec<ContextItem>,
+        items: ContextList,
         plan: Plan,
         before: i64,
+        hint: i64,
     ) -> Result<Queued> {
         let pending: Vec<(String, String)> = self
             .queue
             .iter()
             .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
             .collect();
-        let done = match pass::summarize_plan(&self.env, &plan, before, pending).await? {
-            Summarize::Ready(done) => done,
+        let done = match pass::summarize_plan(&self.env, &plan, before, pending, Some(hint)).await?
+        {
+            Summarize::Ready(done) => *done,
+            // Its sources moved (compacted behind the sweep's back): write what is
+            // queued and re-plan from a re-read, as an unbatched pass would.
+            Summarize::Stale => {
+                self.flush().await?;
+                self.cache = None;
+                return Ok(Queued::Stale);
+            }
             end => {
                 self.cache = Some(items);
                 self.stop = Some(match end {
@@ -278,36 +309,15 @@ impl<'a> Run<'a> {
                 return Ok(Queued::Stopped);
             }
         };
-        let (start, count) = (plan.start(), plan.source_count());
         let id = dag::new_summary_id(&done.summary.content);
-        // Where its sources sit in the stored list: after the queued runs before it
-        // are placed, each of them still takes its whole run's ordinals.
-        let hint = start as i64
-            + self
-                .queue
-                .iter()
-                .filter(|q| q.start < start)
-                .map(|q| q.count as i64 - 1)
-                .sum::<i64>();
-        // A cheap read of where the sources should be: when they moved (compacted
-        // behind the sweep's back), write what is queued and re-plan from a re-read,
-        // as an unbatched pass would after its rejected write.
-        if !self.sources_in_place(&plan, hint).await? {
-            self.flush().await?;
-            self.cache = None;
-            return Ok(Queued::Stale);
-        }
-        let written = Persisted {
-            summary_id: id.clone(),
-            depth: plan.output_depth(),
-            token_count: crate::tokens::estimate(&done.summary.content),
-            start: start as i64,
-            end: (start + count) as i64 - 1,
-            len_after: (items.len() + 1) as i64 - count as i64,
-        };
+        let summary = summary_item(
+            &id,
+            plan.output_depth(),
+            crate::tokens::estimate(&done.summary.content),
+        );
         let mut rec = done.record;
         rec.summary_id = id.clone();
-        rec.context_tokens_after = self.apply(items, &plan, &written, before).await?;
+        rec.context_tokens_after = self.apply(items, &plan, summary, None).await?;
         let took = done.started.elapsed();
         rec.ms = took.as_millis() as u64;
         self.sweep_passes += 1;
@@ -318,9 +328,8 @@ impl<'a> Run<'a> {
                 summary: done.summary,
                 id,
                 start_hint: Some(hint),
+                rows: done.rows,
             },
-            start,
-            count,
         });
         if done.call >= BATCH_FAST
             || self.queue.len() >= BATCH_MAX
@@ -331,18 +340,6 @@ impl<'a> Run<'a> {
             self.flush().await?;
         }
         Ok(Queued::Pass(rec))
-    }
-
-    /// Whether the plan's sources are still where the queued writes expect them.
-    async fn sources_in_place(&self, plan: &Plan, hint: i64) -> Result<bool> {
-        let Plan::Leaf { chunk, .. } = plan else {
-            return Ok(true);
-        };
-        let (conv, ids) = (self.env.conversation_id, chunk.message_ids.clone());
-        self.env
-            .store
-            .read(move |c| dag::sources_in_place(c, conv, hint, &dag::Sources::Messages(ids)))
-            .await
     }
 
     /// Writes the queued passes in one transaction. When the list moved under them
@@ -366,11 +363,12 @@ impl<'a> Run<'a> {
             }
             return Ok(true);
         };
-        let expected = self.cache.as_ref().map(|c| c.len() as i64);
+        self.gaps = true;
+        let expected = self.cache.as_ref().map(ContextList::next_ordinal);
         let consistent = written
             .iter()
             .zip(&queue)
-            .all(|(w, q)| w.start == q.start as i64 && Some(w.len_after) == expected);
+            .all(|(w, q)| Some(w.start) == q.write.start_hint && Some(w.next_ordinal) == expected);
         if !consistent {
             self.cache = None;
         }
@@ -381,46 +379,62 @@ impl<'a> Run<'a> {
         Ok(false)
     }
 
-    /// Applies a written pass to the in-memory list and returns the context tokens
-    /// after it: `before` − the replaced items' tokens + the summary's. When the
-    /// writer replaced anything else than the planned run, or the list's length is
-    /// not the expected one (e.g. messages were ingested meanwhile), the list is
-    /// re-read and the tokens are summed from it instead.
+    /// Applies a pass to the in-memory list and returns the context tokens after
+    /// it. A written pass (`written`) is checked first: when the writer replaced
+    /// anything else than the planned run, or the stored list does not end where the
+    /// applied one does (e.g. messages were ingested meanwhile), the list is re-read
+    /// and the tokens are summed from it instead. A queued pass is applied as planned.
     async fn apply(
         &mut self,
-        mut items: Vec<ContextItem>,
+        mut items: ContextList,
         plan: &Plan,
-        written: &Persisted,
-        before: i64,
+        mut summary: ContextItem,
+        written: Option<&Persisted>,
     ) -> Result<i64> {
         let (start, count) = (plan.start(), plan.source_count());
-        let expected = count > 0
-            && start + count <= items.len()
-            && written.start == start as i64
-            && written.end == (start + count - 1) as i64
-            && written.len_after == (items.len() - count + 1) as i64;
-        if !expected {
-            let fresh = self.snapshot().await?;
-            let after = pass::snapshot_tokens(&fresh);
-            self.cache = Some(fresh);
-            return Ok(after);
+        let run = (count > 0 && start + count <= items.len()).then(|| {
+            (
+                items.items()[start].ordinal,
+                items.items()[start + count - 1].ordinal,
+            )
+        });
+        if let Some((first, last)) = run {
+            if written.is_none_or(|w| (w.start, w.end) == (first, last)) {
+                summary.ordinal = first;
+                items.replace(start, count, summary);
+                if written.is_none_or(|w| w.next_ordinal == items.next_ordinal()) {
+                    let after = items.tokens();
+                    self.cache = Some(items);
+                    return Ok(after);
+                }
+            }
         }
-        let removed = pass::snapshot_tokens(&items[start..start + count]);
-        let summary = ContextItem {
-            ordinal: start as i64,
-            item_type: "summary".into(),
-            message_id: None,
-            summary_id: Some(written.summary_id.clone()),
-            token_count: written.token_count,
-            depth: Some(written.depth),
-            role: None,
-        };
-        items.splice(start..start + count, std::iter::once(summary));
-        for (i, item) in items.iter_mut().enumerate().skip(start + 1) {
-            item.ordinal = i as i64;
+        let fresh = self.snapshot().await?;
+        let after = fresh.tokens();
+        self.cache = Some(fresh);
+        Ok(after)
+    }
+
+    /// Writes what is queued, then closes the gaps this run's writes left in the
+    /// stored ordinals, in one renumbering (instead of shifting every later item on
+    /// every write); the in-memory list is renumbered the same way.
+    async fn close_gaps(&mut self) -> Result<()> {
+        self.flush().await?;
+        if !self.gaps {
+            return Ok(());
         }
-        self.cache = Some(items);
-        Ok(before - removed + written.token_count.max(0))
+        let conv = self.env.conversation_id;
+        let n = self
+            .env
+            .store
+            .write_tx(move |tx| dag::close_gaps(tx, conv))
+            .await?;
+        self.gaps = false;
+        match self.cache.as_mut() {
+            Some(list) if list.len() as i64 == n => list.renumber(),
+            _ => self.cache = None,
+        }
+        Ok(())
     }
 
     fn record(&mut self, rec: PassRecord) -> PassRecord {
@@ -457,7 +471,7 @@ impl<'a> Run<'a> {
             }
             // A rejected batch's work is redone from a re-read.
             if !self.flush().await? || self.stop.is_some() {
-                return Ok(());
+                return self.close_gaps().await;
             }
         }
     }
@@ -523,7 +537,7 @@ impl<'a> Run<'a> {
         if self.cache.is_none() {
             self.cache = Some(self.snapshot().await?);
         }
-        Ok(self.cache.as_deref().map_or(0, pass::snapshot_tokens))
+        Ok(self.cache.as_ref().map_or(0, ContextList::tokens))
     }
 
     /// Whether any pass could still run (a leaf chunk, or a condensation candidate
@@ -537,13 +551,24 @@ impl<'a> Run<'a> {
     /// Gates on the threshold, runs the mode and composes the result.
     pub async fn run(mut self, p: &CompactParams) -> Result<CompactResult> {
         let opts = self.compactor.opts.clone();
-        let items = self.snapshot().await?;
-        let before = pass::snapshot_tokens(&items);
+        let mut list = self.snapshot().await?;
+        if list.has_gaps() {
+            // Left by a run that did not end (a crash): closed before anything else.
+            self.gaps = true;
+            self.cache = Some(list);
+            self.close_gaps().await?;
+            list = match self.cache.take() {
+                Some(list) => list,
+                None => self.snapshot().await?,
+            };
+        }
+        let items = list.items();
+        let before = list.tokens();
         let current = before.max(p.current_token_count.unwrap_or(0));
         let threshold = super::threshold_for(opts.context_threshold, p.token_budget);
         let target = target_of(p, threshold);
-        let tail = select::fresh_tail_start(&items, &self.limits);
-        let leaf_trigger = select::raw_tokens_before(&items, tail) >= opts.leaf_chunk_tokens;
+        let tail = select::fresh_tail_start(items, &self.limits);
+        let leaf_trigger = select::raw_tokens_before(items, tail) >= opts.leaf_chunk_tokens;
         let mut result = super::run::nothing(p, opts.context_threshold, "below threshold");
         result.conversation_id = Some(self.env.conversation_id);
         result.tokens_before = before;
@@ -559,7 +584,7 @@ impl<'a> Run<'a> {
             result.reason = "already under target".into();
             return Ok(result);
         }
-        self.cache = Some(items);
+        self.cache = Some(list);
         match p.mode {
             Mode::Incremental => self.incremental().await?,
             Mode::Sweep => self.sweep(target).await?,
@@ -574,13 +599,13 @@ impl<'a> Run<'a> {
         mode: Mode,
         target: i64,
     ) -> Result<CompactResult> {
-        self.flush().await?;
-        let items = self.snapshot().await?;
-        r.tokens_after = pass::snapshot_tokens(&items);
+        self.close_gaps().await?;
+        let list = self.snapshot().await?;
+        r.tokens_after = list.tokens();
         r.compacted = !self.passes.is_empty();
         r.rounds = self.rounds;
         let over = r.tokens_after > target;
-        r.exhausted = over && self.stop.is_none() && !self.work_left(&items);
+        r.exhausted = over && self.stop.is_none() && !self.work_left(list.items());
         r.reason = match &self.stop {
             Some(Stop::Failed(e)) => {
                 r.ok = false;

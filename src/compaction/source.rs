@@ -16,6 +16,7 @@ use crate::prompts::source::{
 };
 pub use crate::prompts::source::{SourceMessage, SourceSummary};
 use crate::store::dag::Sources;
+use crate::store::derived::MsgRow;
 use crate::store::sources;
 use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
@@ -39,14 +40,31 @@ pub fn input_for(
     render: Render<'_>,
     overlay: &HashMap<String, String>,
 ) -> Result<SummarizeInput> {
+    Ok(input_with_rows(conn, sources, render, overlay)?.0)
+}
+
+/// [`input_for`], with the source messages' columns of a leaf (none for a
+/// condensed node), as read for the input: a leaf's derived columns are computed
+/// from them ([`crate::store::derived::leaf`]) without reading the messages again.
+pub fn input_with_rows(
+    conn: &Connection,
+    sources: &Sources,
+    render: Render<'_>,
+    overlay: &HashMap<String, String>,
+) -> Result<(SummarizeInput, Vec<MsgRow>)> {
     match sources {
         Sources::Messages(ids) => leaf_input(conn, ids, render),
-        Sources::Summaries(ids) => condensed_input(conn, ids, render, overlay),
+        Sources::Summaries(ids) => Ok((condensed_input(conn, ids, render, overlay)?, Vec::new())),
     }
 }
 
-fn leaf_input(conn: &Connection, ids: &[i64], render: Render<'_>) -> Result<SummarizeInput> {
-    let msgs: Vec<SourceMessage> = sources::messages(conn, ids)?
+fn leaf_input(
+    conn: &Connection,
+    ids: &[i64],
+    render: Render<'_>,
+) -> Result<(SummarizeInput, Vec<MsgRow>)> {
+    let rows = sources::messages(conn, ids)?;
+    let msgs: Vec<SourceMessage> = rows
         .iter()
         .map(|r| SourceMessage::new(&r.created_at, &r.role, &message_text(&r.message)))
         .collect();
@@ -61,12 +79,13 @@ fn leaf_input(conn: &Connection, ids: &[i64], render: Render<'_>) -> Result<Summ
             })
             .collect()
     };
-    Ok(SummarizeInput {
+    let input = SummarizeInput {
         source_text: leaf_source_text(&shown, render.zone),
         child_count: shown.len(),
         time_range,
         ..SummarizeInput::default()
-    })
+    };
+    Ok((input, rows.into_iter().map(|r| r.row).collect()))
 }
 
 fn condensed_input(

@@ -14,7 +14,7 @@ use super::derived::{self, Meta};
 use super::graph::{self, MsgRow};
 use super::{summaries, Features};
 use crate::error::{ErrorCode, LcmError, Result};
-use crate::{timestamp, tokens};
+use crate::timestamp;
 
 /// What a new summary is built from.
 #[derive(Debug, Clone, Deserialize)]
@@ -101,38 +101,62 @@ fn condensed_meta(
     Ok(derived::condensed_of(content, &metas, &rows))
 }
 
-/// Whether `sources` sit exactly at ordinals `start..start + len` of the context
-/// list, in order (a range read on the key instead of a scan of the list).
+fn source_len(sources: &Sources) -> i64 {
+    let n = match sources {
+        Sources::Messages(ids) => ids.len(),
+        Sources::Summaries(ids) => ids.len(),
+    };
+    n as i64
+}
+
+/// The ordinals of the first and last source when `sources` are the context items
+/// that come first from ordinal `start` on (the first one exactly at `start`), in
+/// order: a range read on the key instead of a scan of the list. Ordinals need
+/// not be consecutive: a sweep leaves gaps until its phase ends ([`close_gaps`]).
+fn run_at(
+    conn: &Connection,
+    conversation_id: i64,
+    start: i64,
+    sources: &Sources,
+) -> Result<Option<(i64, i64)>> {
+    let len = source_len(sources);
+    // `+?1` and no bound LIMIT: with an ORDER BY, an equality or LIMIT on a bound
+    // parameter makes SQLite re-prepare the statement on every run (≈ 0.1 ms, on
+    // every pass); the rows are read lazily, so only `len` are stepped through.
+    let mut stmt = conn.prepare_cached(
+        "SELECT ordinal, message_id, summary_id FROM context_items WHERE conversation_id = +?1 AND ordinal >= ?2 ORDER BY ordinal",
+    )?;
+    let found: Vec<(i64, Option<i64>, Option<String>)> = stmt
+        .query_map(params![conversation_id, start], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .take(usize::try_from(len).unwrap_or(0))
+        .collect::<rusqlite::Result<_>>()?;
+    let matches = found.len() as i64 == len
+        && found.first().is_some_and(|f| f.0 == start)
+        && match sources {
+            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, f)| f.1 == Some(*a)),
+            Sources::Summaries(ids) => ids
+                .iter()
+                .zip(&found)
+                .all(|(a, f)| f.2.as_deref() == Some(a.as_str())),
+        };
+    Ok(matches.then(|| (start, found.last().map_or(start, |f| f.0))))
+}
+
+/// Whether `sources` are the context items that come first from ordinal `start`
+/// on, in order (see [`run_at`]).
 pub fn sources_in_place(
     conn: &Connection,
     conversation_id: i64,
     start: i64,
     sources: &Sources,
 ) -> Result<bool> {
-    let len = match sources {
-        Sources::Messages(ids) => ids.len(),
-        Sources::Summaries(ids) => ids.len(),
-    } as i64;
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, summary_id FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3 ORDER BY ordinal",
-    )?;
-    let found: Vec<(Option<i64>, Option<String>)> = stmt
-        .query_map(params![conversation_id, start, start + len - 1], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(found.len() as i64 == len
-        && match sources {
-            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, (m, _))| *m == Some(*a)),
-            Sources::Summaries(ids) => ids
-                .iter()
-                .zip(&found)
-                .all(|(a, (_, s))| s.as_deref() == Some(a.as_str())),
-        })
+    Ok(run_at(conn, conversation_id, start, sources)?.is_some())
 }
 
-/// [`source_range`], checking first whether the sources sit exactly at
-/// `hint..hint + len` ([`sources_in_place`]).
+/// [`source_range`], checking first whether the sources start at `hint`
+/// ([`run_at`]).
 fn source_range_at(
     tx: &Transaction,
     conversation_id: i64,
@@ -140,19 +164,16 @@ fn source_range_at(
     hint: Option<i64>,
 ) -> Result<(i64, i64)> {
     if let Some(start) = hint.filter(|h| *h >= 0) {
-        if sources_in_place(tx, conversation_id, start, sources)? {
-            let len = match sources {
-                Sources::Messages(ids) => ids.len(),
-                Sources::Summaries(ids) => ids.len(),
-            } as i64;
-            return Ok((start, start + len - 1));
+        if let Some(range) = run_at(tx, conversation_id, start, sources)? {
+            return Ok(range);
         }
     }
     source_range(tx, conversation_id, sources)
 }
 
-/// The ordinals of the context items that hold the sources; they must be one
-/// contiguous run holding exactly the sources, in order.
+/// The ordinals of the first and last context item holding the sources; they must
+/// be one run of the list holding exactly the sources, in order (no other item
+/// between them; the ordinals themselves may have gaps).
 fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Result<(i64, i64)> {
     let (column, keys): (&str, Vec<String>) = match sources {
         Sources::Messages(ids) => ("message_id", ids.iter().map(|i| i.to_string()).collect()),
@@ -175,21 +196,29 @@ fn source_range(tx: &Transaction, conversation_id: i64, sources: &Sources) -> Re
             Ok((r.get(0)?, r.get(1)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let in_order: Vec<&String> = found.iter().map(|(_, k)| k).collect();
-    let contiguous = found.windows(2).all(|w| w[1].0 == w[0].0 + 1);
-    if found.len() != keys.len() || !contiguous || in_order.iter().zip(&keys).any(|(a, b)| *a != b)
-    {
-        return Err(LcmError::new(
+    let in_order = found.len() == keys.len() && found.iter().zip(&keys).all(|(a, b)| a.1 == *b);
+    let run = match (found.first(), found.last()) {
+        (Some(first), Some(last)) if in_order => {
+            let between: i64 = tx
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+                )?
+                .query_row(params![conversation_id, first.0, last.0], |r| r.get(0))?;
+            (between == keys.len() as i64).then_some((first.0, last.0))
+        }
+        _ => None,
+    };
+    run.ok_or_else(|| {
+        LcmError::new(
             ErrorCode::InvalidInput,
             "the sources are not one contiguous run of the context list, in order (they may have been compacted already)",
-        ));
-    }
-    Ok((found[0].0, found[found.len() - 1].0))
+        )
+    })
 }
 
-/// Replaces context items `[start, end]` by one summary item. The list was 0..n-1
-/// before (every write keeps it so), so only the items after `end` move, all by the
-/// same constant: two range UPDATEs on the primary key (via negative temporary
+/// Replaces context items `[start, end]` by one summary item. Only the items after
+/// `end` move, all by the same constant (`end - start`: a list that was 0..n-1
+/// stays so): two range UPDATEs on the primary key (via negative temporary
 /// ordinals, so the key never collides) instead of renumbering the whole list.
 pub fn replace_context_range(
     tx: &Transaction,
@@ -220,21 +249,93 @@ pub fn shift_after(tx: &Transaction, conversation_id: i64, after: i64, by: i64) 
 }
 
 /// Renumbers a conversation's context items to 0..n-1 keeping their order; a no-op
-/// when they already are.
+/// when they already are (see [`close_gaps`]).
 pub fn resequence(tx: &Transaction, conversation_id: i64) -> Result<()> {
-    let (n, max): (i64, Option<i64>) = tx.query_row(
-        "SELECT COUNT(*), MAX(ordinal) FROM context_items WHERE conversation_id = ?1",
-        [conversation_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let min: Option<i64> = tx.query_row(
-        "SELECT MIN(ordinal) FROM context_items WHERE conversation_id = ?1",
-        [conversation_id],
-        |r| r.get(0),
-    )?;
-    if n == 0 || (min == Some(0) && max == Some(n - 1)) {
-        return Ok(());
+    close_gaps(tx, conversation_id).map(|_| ())
+}
+
+/// Renumbers a conversation's context items to 0..n-1 keeping their order (what a
+/// sweep's phase leaves are gaps: the ordinals of replaced runs) and returns n.
+/// Reads the ordinals (the key only) and skips the prefix already in place; when
+/// the rest are all ≥ 0, each run of consecutive ordinals moves down in one range
+/// UPDATE (to distinct negative ordinals, then one flip), so every item moves at
+/// most once and nothing before the first gap is touched. Negative ordinals (a
+/// damaged list) are renumbered through a temporary table instead.
+pub fn close_gaps(tx: &Transaction, conversation_id: i64) -> Result<i64> {
+    let ordinals: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT ordinal FROM context_items WHERE conversation_id = ?1 ORDER BY ordinal",
+        )?
+        .query_map([conversation_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let n = ordinals.len();
+    let Some(mut i) = ordinals
+        .iter()
+        .enumerate()
+        .position(|(k, o)| *o != k as i64)
+    else {
+        unmark_gaps(tx, conversation_id)?;
+        return Ok(n as i64);
+    };
+    if ordinals[0] < 0 {
+        renumber_through_table(tx, conversation_id)?;
+        unmark_gaps(tx, conversation_id)?;
+        return Ok(n as i64);
     }
+    let mut down = tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - (ordinal - ?4) WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
+    )?;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && ordinals[j + 1] == ordinals[j] + 1 {
+            j += 1;
+        }
+        down.execute(params![
+            conversation_id,
+            ordinals[i],
+            ordinals[j],
+            ordinals[i] - i as i64
+        ])?;
+        i = j + 1;
+    }
+    tx.prepare_cached(
+        "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
+    )?
+    .execute([conversation_id])?;
+    unmark_gaps(tx, conversation_id)?;
+    Ok(n as i64)
+}
+
+/// Records that a conversation's ordinals have gaps (in the transaction that makes
+/// them): `lcm_context_gaps` names the conversations to close at the next open
+/// when the run that made them never ended.
+fn mark_gaps(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    tx.prepare_cached("INSERT OR IGNORE INTO lcm_context_gaps (conversation_id) VALUES (?1)")?
+        .execute([conversation_id])?;
+    Ok(())
+}
+
+fn unmark_gaps(tx: &Transaction, conversation_id: i64) -> Result<()> {
+    tx.prepare_cached("DELETE FROM lcm_context_gaps WHERE conversation_id = ?1")?
+        .execute([conversation_id])?;
+    Ok(())
+}
+
+/// Closes the gaps of every conversation [`mark_gaps`] named (a compaction run
+/// that did not end); returns how many there were.
+pub fn close_marked_gaps(tx: &Transaction) -> Result<usize> {
+    let marked: Vec<i64> = tx
+        .prepare("SELECT conversation_id FROM lcm_context_gaps")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for c in &marked {
+        close_gaps(tx, *c)?;
+    }
+    Ok(marked.len())
+}
+
+/// Renumbers any list (negative ordinals included) through a temporary table.
+fn renumber_through_table(tx: &Transaction, conversation_id: i64) -> Result<()> {
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS lcm_reseq (old INTEGER PRIMARY KEY, new INTEGER NOT NULL); DELETE FROM lcm_reseq;",
     )?;
@@ -282,8 +383,9 @@ pub struct Persisted {
     pub start: i64,
     /// Last replaced ordinal (before the replacement).
     pub end: i64,
-    /// Number of context items after the write (max ordinal + 1).
-    pub len_after: i64,
+    /// The largest ordinal after the write, plus one (the list's length when its
+    /// ordinals have no gaps).
+    pub next_ordinal: i64,
 }
 
 /// [`persist_in`], reporting where the replacement happened. `start_hint` is where
@@ -295,7 +397,8 @@ pub fn persist_detailed(
     start_hint: Option<i64>,
 ) -> Result<Persisted> {
     let id = new_summary_id(&s.content);
-    let (start, end, meta) = write_rows(tx, s, &id, features, start_hint)?;
+    let (start, end, meta) = write_rows(tx, s, &id, start_hint, &[])?;
+    summaries::index_new_summaries(tx, &[(id.as_str(), s.content.as_str())], features)?;
     replace_context_range(tx, s.conversation_id, start, end, &id)?;
     let max: Option<i64> = tx
         .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
@@ -303,26 +406,34 @@ pub fn persist_detailed(
     Ok(Persisted {
         summary_id: id,
         depth: meta.depth,
-        token_count: tokens::estimate(&s.content),
+        token_count: meta.token_count,
         start,
         end,
-        len_after: max.map_or(0, |m| m + 1),
+        next_ordinal: max.map_or(0, |m| m + 1),
     })
 }
 
 /// Validates a summary's sources (metadata computed from them, their context run
-/// located) and writes its row, FTS rows and links under `id`; the context list is
-/// not touched. Returns the run's ordinals and the metadata.
+/// located) and writes its row and links under `id`; the context list and the
+/// full-text rows are left to the caller. `rows` are a leaf's source messages when the caller has them (see
+/// [`Queued::rows`]). Returns the run's ordinals and the metadata.
 fn write_rows(
     tx: &Transaction,
     s: &NewSummary,
     id: &str,
-    features: Features,
     start_hint: Option<i64>,
+    rows: &[MsgRow],
 ) -> Result<(i64, i64, Meta)> {
     let meta = match &s.sources {
         Sources::Messages(ids) if !ids.is_empty() => {
-            leaf_meta(tx, s.conversation_id, &s.content, ids)?
+            let given = rows.len() == ids.len()
+                && rows.iter().zip(ids).all(|(r, id)| r.id == *id)
+                && rows.iter().all(|r| r.conversation_id == s.conversation_id);
+            if given {
+                derived::leaf(&s.content, &rows.iter().collect::<Vec<_>>())
+            } else {
+                leaf_meta(tx, s.conversation_id, &s.content, ids)?
+            }
         }
         Sources::Summaries(ids) if !ids.is_empty() => {
             let unique: HashSet<&String> = ids.iter().collect();
@@ -336,21 +447,22 @@ fn write_rows(
         _ => return Err(LcmError::invalid("a summary needs at least one source")),
     };
     let (start, end) = source_range_at(tx, s.conversation_id, &s.sources, start_hint)?;
-    insert_row(tx, id, s, &meta, features)?;
+    insert_row(tx, id, s, &meta)?;
+    // One statement per summary: its sources in order, ordinal = position.
     match &s.sources {
-        Sources::Messages(ids) => {
-            let mut st = tx.prepare_cached("INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?1, ?2, ?3)")?;
-            for (i, m) in ids.iter().enumerate() {
-                st.execute(params![id, m, i as i64])?;
-            }
-        }
-        Sources::Summaries(ids) => {
-            let mut st = tx.prepare_cached("INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) VALUES (?1, ?2, ?3)")?;
-            for (i, p) in ids.iter().enumerate() {
-                st.execute(params![id, p, i as i64])?;
-            }
-        }
-    }
+        Sources::Messages(ids) => tx
+            .prepare_cached(
+                "INSERT INTO summary_messages (summary_id, message_id, ordinal)
+                 SELECT ?1, value, key FROM json_each(?2)",
+            )?
+            .execute(params![id, serde_json::to_string(ids)?])?,
+        Sources::Summaries(ids) => tx
+            .prepare_cached(
+                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal)
+                 SELECT ?1, value, key FROM json_each(?2)",
+            )?
+            .execute(params![id, serde_json::to_string(ids)?])?,
+    };
     Ok((start, end, meta))
 }
 
@@ -365,13 +477,18 @@ pub struct Queued {
     /// Where the caller expects its sources to start *in the stored list*, with the
     /// earlier summaries of the batch already placed (checked, never trusted).
     pub start_hint: Option<i64>,
+    /// A leaf's source messages as the caller read them (messages never change
+    /// once stored), in source order: its derived columns are computed from them
+    /// instead of reading the messages again. Empty: read them.
+    pub rows: Vec<MsgRow>,
 }
 
 /// Writes several summaries of one conversation in the caller's transaction, in
-/// order, each validated against the list as the earlier ones left it, with ONE
-/// shift of the later ordinals at the end (instead of one per summary). Any invalid
-/// summary fails the whole batch (the caller rolls back). `start` of each result is
-/// its final ordinal; `len_after` is the list's final length.
+/// order, each validated against the list as the earlier ones left it. Each
+/// summary's item takes the ordinal of its first source; the other ordinals of its
+/// run are left as gaps and nothing after it moves (a sweep closes the gaps once,
+/// with [`close_gaps`], when its phase ends, instead of shifting every later item
+/// per write). Any invalid summary fails the whole batch (the caller rolls back).
 pub fn persist_batch(
     tx: &Transaction,
     batch: &[Queued],
@@ -380,30 +497,33 @@ pub fn persist_batch(
     let Some(conversation_id) = batch.first().map(|q| q.summary.conversation_id) else {
         return Ok(Vec::new());
     };
+    mark_gaps(tx, conversation_id)?;
     let mut out = Vec::with_capacity(batch.len());
     for q in batch {
         if q.summary.conversation_id != conversation_id {
             return Err(LcmError::invalid("a batch writes one conversation"));
         }
-        let (start, end, meta) = write_rows(tx, &q.summary, &q.id, features, q.start_hint)?;
+        let (start, end, meta) = write_rows(tx, &q.summary, &q.id, q.start_hint, &q.rows)?;
         place(tx, conversation_id, start, end, &q.id)?;
         out.push(Persisted {
             summary_id: q.id.clone(),
             depth: meta.depth,
-            token_count: tokens::estimate(&q.summary.content),
+            token_count: meta.token_count,
             start,
             end,
-            len_after: 0,
+            next_ordinal: 0,
         });
     }
-    let ranges: Vec<(i64, i64)> = out.iter().map(|p| (p.start, p.end)).collect();
-    let finals = close_gaps(tx, conversation_id, &ranges)?;
+    let texts: Vec<(&str, &str)> = batch
+        .iter()
+        .map(|q| (q.id.as_str(), q.summary.content.as_str()))
+        .collect();
+    summaries::index_new_summaries(tx, &texts, features)?;
     let max: Option<i64> = tx
         .prepare_cached("SELECT MAX(ordinal) FROM context_items WHERE conversation_id = ?1")?
         .query_row([conversation_id], |r| r.get(0))?;
-    for (p, f) in out.iter_mut().zip(finals) {
-        p.start = f;
-        p.len_after = max.map_or(0, |m| m + 1);
+    for p in &mut out {
+        p.next_ordinal = max.map_or(0, |m| m + 1);
     }
     Ok(out)
 }
@@ -428,59 +548,9 @@ fn place(
     Ok(())
 }
 
-/// After [`place`] of disjoint runs `[s, e]` (the list was 0..n-1 before), closes
-/// the gaps: each segment of surviving items moves down by the number of removed
-/// ordinals before it, every item at most once (to a distinct negative ordinal,
-/// then one flip). Overlapping runs (a summary of the batch replaced by a later
-/// one) fall back to the full [`resequence`]. Returns each run's final ordinal in
-/// the given order (-1 after the fallback).
-fn close_gaps(tx: &Transaction, conversation_id: i64, ranges: &[(i64, i64)]) -> Result<Vec<i64>> {
-    let mut sorted: Vec<(i64, i64, usize)> = ranges
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.0, r.1, i))
-        .collect();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[1].0 <= w[0].1) {
-        resequence(tx, conversation_id)?;
-        return Ok(vec![-1; ranges.len()]);
-    }
-    let mut finals = vec![0; ranges.len()];
-    let mut removed = 0i64;
-    let mut moved = false;
-    let mut shift = |lo: i64, hi: i64, by: i64| -> Result<()> {
-        if by > 0 && lo <= hi {
-            tx.prepare_cached(
-                "UPDATE context_items SET ordinal = -1 - (ordinal - ?4) WHERE conversation_id = ?1 AND ordinal BETWEEN ?2 AND ?3",
-            )?
-            .execute(params![conversation_id, lo, hi, by])?;
-            moved = true;
-        }
-        Ok(())
-    };
-    for (k, &(s, e, i)) in sorted.iter().enumerate() {
-        finals[i] = s - removed;
-        shift(s, s, removed)?;
-        removed += e - s;
-        let hi = sorted.get(k + 1).map_or(i64::MAX, |n| n.0 - 1);
-        shift(e + 1, hi, removed)?;
-    }
-    if moved {
-        tx.prepare_cached(
-            "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?1 AND ordinal < 0",
-        )?
-        .execute([conversation_id])?;
-    }
-    Ok(finals)
-}
-
-fn insert_row(
-    tx: &Transaction,
-    id: &str,
-    s: &NewSummary,
-    m: &Meta,
-    features: Features,
-) -> Result<()> {
+/// The summary row (its full-text rows are written by the caller, see
+/// [`summaries::index_new_summaries`]).
+fn insert_row(tx: &Transaction, id: &str, s: &NewSummary, m: &Meta) -> Result<()> {
     let head = [
         Value::from(id.to_owned()),
         Value::from(s.conversation_id),
@@ -496,7 +566,7 @@ fn insert_row(
     .execute(params_from_iter(
         head.into_iter().chain(derived::stored_values(m)),
     ))?;
-    summaries::index_summary(tx, id, &s.content, features)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -505,6 +575,7 @@ mod tests {
     use crate::message::ingest::map_message;
     use crate::store::conversations::SessionRef;
     use crate::store::messages::{context_items, insert_batch};
+    use crate::tokens;
     use serde_json::json;
 
     fn setup(n: usize) -> (Connection, i64, Vec<i64>) {
@@ -624,14 +695,14 @@ mod tests {
         };
         // Middle run, right hint.
         let a = write(&mut conn, &leaf(&ids[3..7]), Some(3));
-        assert_eq!((a.start, a.end, a.len_after, a.depth), (3, 6, 9, 0));
+        assert_eq!((a.start, a.end, a.next_ordinal, a.depth), (3, 6, 9, 0));
         assert_eq!(a.token_count, tokens::estimate("leaf text"));
         // Wrong hint: found by the scan anyway.
         let b = write(&mut conn, &leaf(&ids[0..2]), Some(5));
-        assert_eq!((b.start, b.end, b.len_after), (0, 1, 8));
+        assert_eq!((b.start, b.end, b.next_ordinal), (0, 1, 8));
         // The last item alone: nothing after it moves.
         let c = write(&mut conn, &leaf(&ids[11..12]), Some(7));
-        assert_eq!((c.start, c.end, c.len_after), (7, 7, 8));
+        assert_eq!((c.start, c.end, c.next_ordinal), (7, 7, 8));
         let got = keys(&conn, conv);
         let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
             (0, None, Some(b.summary_id.clone())),
@@ -659,7 +730,7 @@ mod tests {
         assert!(persist_detailed(&tx, &bad, f, Some(0)).is_err());
         drop(tx);
         let d = write(&mut conn, &leaf(&ids[2..3]), Some(1));
-        assert_eq!((d.start, d.end, d.len_after), (1, 1, 8));
+        assert_eq!((d.start, d.end, d.next_ordinal), (1, 1, 8));
         let up = NewSummary {
             conversation_id: conv,
             content: "up".into(),
@@ -671,7 +742,7 @@ mod tests {
             ]),
         };
         let e = write(&mut conn, &up, Some(0));
-        assert_eq!((e.start, e.end, e.len_after, e.depth), (0, 2, 6, 1));
+        assert_eq!((e.start, e.end, e.next_ordinal, e.depth), (0, 2, 6, 1));
         let got = keys(&conn, conv);
         assert_eq!(
             got.iter().map(|k| k.0).collect::<Vec<_>>(),
@@ -682,7 +753,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_places_every_run_then_shifts_once_and_is_all_or_nothing() {
+    fn a_batch_leaves_gaps_until_they_are_closed_and_is_all_or_nothing() {
         let (mut conn, conv, ids) = setup(12);
         let f = Features {
             fts5: true,
@@ -697,6 +768,7 @@ mod tests {
             },
             id: new_summary_id(text),
             start_hint: Some(hint),
+            rows: Vec::new(),
         };
         // Adjacent runs, a wrong hint (found by the scan) and a later run.
         let batch = vec![
@@ -707,23 +779,23 @@ mod tests {
         let tx = conn.transaction().unwrap();
         let out = persist_batch(&tx, &batch, f).unwrap();
         tx.commit().unwrap();
+        // Each summary sits at its first source's ordinal; nothing else moved.
         assert_eq!(
             out.iter()
-                .map(|p| (p.start, p.len_after))
+                .map(|p| (p.start, p.end, p.next_ordinal))
                 .collect::<Vec<_>>(),
-            [(0, 7), (1, 7), (5, 7)]
+            [(0, 2, 12), (3, 4, 12), (8, 10, 12)]
         );
-        let got = keys(&conn, conv);
-        let expect: Vec<(i64, Option<i64>, Option<String>)> = vec![
+        let gapped = vec![
             (0, None, Some(batch[0].id.clone())),
-            (1, None, Some(batch[1].id.clone())),
-            (2, Some(ids[5]), None),
-            (3, Some(ids[6]), None),
-            (4, Some(ids[7]), None),
-            (5, None, Some(batch[2].id.clone())),
-            (6, Some(ids[11]), None),
+            (3, None, Some(batch[1].id.clone())),
+            (5, Some(ids[5]), None),
+            (6, Some(ids[6]), None),
+            (7, Some(ids[7]), None),
+            (8, None, Some(batch[2].id.clone())),
+            (11, Some(ids[11]), None),
         ];
-        assert_eq!(got, expect);
+        assert_eq!(keys(&conn, conv), gapped);
         let s = crate::store::summaries::get(&conn, &batch[2].id)
             .unwrap()
             .unwrap();
@@ -734,12 +806,13 @@ mod tests {
             .unwrap();
         assert_eq!(links, 8);
         // A batch whose second summary is stale writes nothing (the caller rolls back).
-        let bad = vec![q(&ids[5..7], 2, "d"), q(&ids[0..1], 0, "e")];
+        let bad = vec![q(&ids[5..7], 5, "d"), q(&ids[0..1], 0, "e")];
         let tx = conn.transaction().unwrap();
         assert!(persist_batch(&tx, &bad, f).is_err());
         drop(tx);
-        assert_eq!(keys(&conn, conv), expect);
-        // A leaf and a condensed node in one batch (runs 2..3 and 0..1).
+        assert_eq!(keys(&conn, conv), gapped);
+        // Runs across gaps: a condensed node over two summaries with a gap between
+        // them, in the same batch as a leaf written before it.
         let cond = Queued {
             summary: NewSummary {
                 conversation_id: conv,
@@ -748,48 +821,106 @@ mod tests {
                 sources: Sources::Summaries(vec![batch[0].id.clone(), batch[1].id.clone()]),
             },
             id: new_summary_id("up"),
-            start_hint: None,
+            start_hint: Some(0),
+            rows: Vec::new(),
         };
-        let leaf = q(&ids[5..7], 2, "f");
-        let two = vec![leaf.clone(), cond.clone()];
+        let leaf = q(&ids[5..7], 5, "f");
         let tx = conn.transaction().unwrap();
-        let out = persist_batch(&tx, &two, f).unwrap();
+        let out = persist_batch(&tx, &[leaf.clone(), cond.clone()], f).unwrap();
         tx.commit().unwrap();
-        assert_eq!(out[1].len_after, 5);
-        let got = keys(&conn, conv);
-        assert_eq!(
-            got.iter().map(|k| k.0).collect::<Vec<_>>(),
-            (0..5).collect::<Vec<_>>()
-        );
-        assert_eq!(got[0].2.as_deref(), Some(cond.id.as_str()));
-        assert_eq!(got[1].2.as_deref(), Some(leaf.id.as_str()));
-        assert_eq!(got[2].1, Some(ids[7]));
-        // A summary of the batch condensed by a later one of the same batch: the
-        // runs overlap, so the whole list is renumbered (the repair path).
-        let g = q(&ids[7..8], 2, "g");
-        let up2 = Queued {
+        assert_eq!((out[1].start, out[1].end), (0, 3));
+        // Sources with another item between them are refused, gaps or not.
+        let split = Queued {
             summary: NewSummary {
                 conversation_id: conv,
-                content: "up2".into(),
+                content: "split".into(),
                 model: "m".into(),
-                sources: Sources::Summaries(vec![leaf.id.clone(), g.id.clone()]),
+                sources: Sources::Summaries(vec![cond.id.clone(), batch[2].id.clone()]),
             },
-            id: new_summary_id("up2"),
-            start_hint: Some(1),
+            id: new_summary_id("split"),
+            start_hint: Some(0),
+            rows: Vec::new(),
         };
         let tx = conn.transaction().unwrap();
-        let out = persist_batch(&tx, &[g.clone(), up2.clone()], f).unwrap();
+        assert!(persist_batch(&tx, &[split], f).is_err());
+        drop(tx);
+        // Closing the gaps renumbers 0..n-1 keeping the order.
+        let tx = conn.transaction().unwrap();
+        assert_eq!(close_gaps(&tx, conv).unwrap(), 5);
         tx.commit().unwrap();
-        assert_eq!(out[1].len_after, 4);
-        let got = keys(&conn, conv);
         assert_eq!(
-            got,
+            keys(&conn, conv),
             vec![
                 (0, None, Some(cond.id.clone())),
-                (1, None, Some(up2.id.clone())),
-                (2, None, Some(batch[2].id.clone())),
-                (3, Some(ids[11]), None),
+                (1, None, Some(leaf.id.clone())),
+                (2, Some(ids[7]), None),
+                (3, None, Some(batch[2].id.clone())),
+                (4, Some(ids[11]), None),
             ]
+        );
+        // A list without gaps is left alone; resequence is a no-op on it.
+        let tx = conn.transaction().unwrap();
+        assert_eq!(close_gaps(&tx, conv).unwrap(), 5);
+        resequence(&tx, conv).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(keys(&conn, conv)[4].0, 4);
+    }
+
+    #[test]
+    fn gaps_left_by_a_batch_are_marked_and_closed_at_the_next_open() {
+        let (mut conn, conv, ids) = setup(6);
+        let f = Features {
+            fts5: true,
+            trigram: false,
+        };
+        let marks = |c: &Connection| -> i64 {
+            c.query_row("SELECT COUNT(*) FROM lcm_context_gaps", [], |r| r.get(0))
+                .unwrap()
+        };
+        let batch = vec![Queued {
+            summary: NewSummary {
+                conversation_id: conv,
+                content: "a".into(),
+                model: "m".into(),
+                sources: Sources::Messages(ids[0..3].to_vec()),
+            },
+            id: new_summary_id("a"),
+            start_hint: Some(0),
+            rows: Vec::new(),
+        }];
+        let tx = conn.transaction().unwrap();
+        persist_batch(&tx, &batch, f).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(marks(&conn), 1);
+        assert_eq!(keys(&conn, conv)[1].0, 3);
+        // What an open does (migrate): the marked conversation is renumbered.
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        assert_eq!(marks(&conn), 0);
+        assert_eq!(
+            keys(&conn, conv).iter().map(|k| k.0).collect::<Vec<_>>(),
+            (0..4).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn resequence_handles_gaps_and_negative_ordinals() {
+        let (mut conn, conv, ids) = setup(5);
+        conn.execute_batch(
+            "UPDATE context_items SET ordinal = -100 - ordinal;
+             UPDATE context_items SET ordinal = (-100 - ordinal) * 3 + 2;
+             UPDATE context_items SET ordinal = -7 WHERE ordinal = 2;",
+        )
+        .unwrap();
+        let tx = conn.transaction().unwrap();
+        resequence(&tx, conv).unwrap();
+        tx.commit().unwrap();
+        let got: Vec<(i64, Option<i64>)> =
+            keys(&conn, conv).into_iter().map(|k| (k.0, k.1)).collect();
+        assert_eq!(
+            got,
+            (0..5)
+                .map(|i| (i, Some(ids[i as usize])))
+                .collect::<Vec<_>>()
         );
     }
 }

@@ -6,6 +6,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
+use super::derived::{file_ids_in, MsgRow};
 use crate::error::Result;
 use crate::message::ingest::NewMessage;
 use crate::message::rebuild::{StoredMessage, StoredPart};
@@ -387,6 +388,50 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
         }
     }
     Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// Messages with their parts, and what a leaf's derived columns need of each
+/// ([`MsgRow`]), by id, in the order given (unknown ids are skipped): one query for
+/// the rows, one for the parts. The sources of a leaf's summarizer input.
+pub fn sources_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<(StoredMessage, MsgRow)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.message_id, m.conversation_id, m.seq, m.role, m.content, m.token_count,
+                m.lcm_envelope, m.created_at
+         FROM json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key",
+    )?;
+    let rows = stmt
+        .query_map([serde_json::to_string(ids)?], |r| {
+            let content: String = r.get(4)?;
+            let created_at: String = r.get(7)?;
+            let mut file_ids = Vec::new();
+            file_ids_in(&content, &mut file_ids);
+            let row = MsgRow {
+                id: r.get(0)?,
+                conversation_id: r.get(1)?,
+                seq: r.get(2)?,
+                tokens: r.get(5)?,
+                created_at: created_at.clone(),
+                file_ids,
+            };
+            let message = StoredMessage {
+                message_id: row.id,
+                role: r.get(3)?,
+                content,
+                envelope: r.get(6)?,
+                created_at: Some(created_at),
+                parts: Vec::new(),
+            };
+            Ok((message, row))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut parts = parts_of(conn, ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|(mut m, row)| {
+            m.parts = parts.remove(&m.message_id).unwrap_or_default();
+            (m, row)
+        })
+        .collect())
 }
 
 /// The `message_parts` columns [`part_from_row`] decodes.

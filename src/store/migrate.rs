@@ -39,6 +39,9 @@ pub fn migrate(conn: &mut Connection) -> Result<Features> {
             ensure_fts(&tx, &schema::SUMMARIES_FTS_CJK)?;
         }
     }
+    // A compaction run that died mid-phase left its conversation's ordinals with
+    // gaps: closed before anything reads them.
+    super::dag::close_marked_gaps(&tx)?;
     tx.commit()?;
     Ok(features)
 }

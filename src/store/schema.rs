@@ -130,6 +130,10 @@ CREATE TABLE IF NOT EXISTS lcm_fts_state (
   indexed_upto INTEGER NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS lcm_context_gaps (
+  conversation_id INTEGER PRIMARY KEY
+);
+
 CREATE TABLE IF NOT EXISTS lcm_migration_state (
   step_name TEXT NOT NULL,
   algorithm_version INTEGER NOT NULL,

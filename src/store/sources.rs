@@ -5,11 +5,13 @@
 use rusqlite::Connection;
 
 use super::dag::Sources;
+use super::derived::MsgRow;
 use super::{messages, summaries};
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
 
-/// One source message: its stored time and role, and the message with its parts.
+/// One source message: its stored time and role, the message with its parts, and
+/// what a leaf's derived columns need of it.
 #[derive(Debug, Clone)]
 pub struct SourceMessageRow {
     /// `messages.created_at` (SQLite UTC text).
@@ -18,19 +20,19 @@ pub struct SourceMessageRow {
     pub role: String,
     /// The message with its parts.
     pub message: StoredMessage,
+    /// Its columns for [`super::derived::leaf`].
+    pub row: MsgRow,
 }
 
 /// Source messages by id, in the order given (unknown ids are skipped).
 pub fn messages(conn: &Connection, ids: &[i64]) -> Result<Vec<SourceMessageRow>> {
-    let records = messages::records_by_ids(conn, ids)?;
-    let stored = messages::stored_by_ids(conn, ids)?;
-    Ok(records
+    Ok(messages::sources_by_ids(conn, ids)?
         .into_iter()
-        .zip(stored)
-        .map(|(r, message)| SourceMessageRow {
-            created_at: r.created_at,
-            role: r.role,
+        .map(|(message, row)| SourceMessageRow {
+            created_at: row.created_at.clone(),
+            role: message.role.clone(),
             message,
+            row,
         })
         .collect())
 }

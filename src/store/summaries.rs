@@ -337,6 +337,35 @@ pub fn update_content(
     index_summary(tx, id, content, features)
 }
 
+/// The full-text rows of new summaries, `(id, content)`: one INSERT per table for
+/// all of them (the index takes them as one segment). A new summary's id is fresh,
+/// so there is nothing to replace; [`index_summary`] rewrites an existing one.
+pub fn index_new_summaries(
+    tx: &Transaction,
+    rows: &[(&str, &str)],
+    features: Features,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let json = serde_json::to_string(rows)?;
+    if features.fts5 {
+        tx.prepare_cached(
+            "INSERT INTO summaries_fts (summary_id, content)
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1)",
+        )?
+        .execute([&json])?;
+    }
+    if features.trigram {
+        tx.prepare_cached(
+            "INSERT INTO summaries_fts_cjk (summary_id, content)
+             SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?1)",
+        )?
+        .execute([&json])?;
+    }
+    Ok(())
+}
+
 /// Writes (or rewrites) a summary's rows in the full-text tables.
 pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Features) -> Result<()> {
     if features.fts5 {

@@ -906,7 +906,11 @@ async fn batched_leaf_passes_chain_tokens_feed_previous_context_and_keep_invaria
         .iter()
         .filter(|p| p.kind == crate::compaction::PassKind::Leaf)
         .collect();
-    assert!(leaves.len() > 16, "more than one batch: {}", leaves.len());
+    assert!(
+        leaves.len() > crate::compaction::run::BATCH_MAX,
+        "more than one batch: {}",
+        leaves.len()
+    );
     assert_eq!(r.passes[0].context_tokens_before, before);
     for w in r.passes.windows(2) {
         assert_eq!(w[1].context_tokens_before, w[0].context_tokens_after);
@@ -1052,3 +1056,5 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
         "{tool_calls} calls, {tool_results} results"
     );
 }
+
+mod pinned;
