@@ -227,6 +227,9 @@ fn units(g: &Graph, a: &Analysis) -> Vec<Unit> {
     out
 }
 
+/// Said of ordinal gaps a compaction run marked (`Graph::gaps_marked`).
+const MARKED_GAPS: &str = "; a compaction run left them (it is closing them now, or it was interrupted: the next open or compaction closes them)";
+
 fn check_context(g: &Graph, v: &mut Vec<Violation>) {
     let c = Some(g.conversation_id);
     let bad: Vec<i64> = g
@@ -244,11 +247,12 @@ fn check_context(g: &Graph, v: &mut Vec<Violation>) {
                 Kind::OrdinalGap,
                 c,
                 format!(
-                    "context ordinals of conversation {} are not 0..{}: {} item(s) out of place (ordinals {})",
+                    "context ordinals of conversation {} are not 0..{}: {} item(s) out of place (ordinals {}){}",
                     g.conversation_id,
                     n as i64 - 1,
                     bad.len(),
-                    list(&bad)
+                    list(&bad),
+                    if g.gaps_marked { MARKED_GAPS } else { "" }
                 ),
             )
             .repairable()

@@ -62,6 +62,10 @@ pub struct Graph {
     pub own_messages: Vec<i64>,
     /// Dangling and cross-conversation links touching this conversation.
     pub bad_links: Vec<BadLink>,
+    /// Whether a compaction run marked this conversation's ordinals as having gaps
+    /// (`lcm_context_gaps`): a run in progress, or one that never ended, whose gaps
+    /// the next open or compaction closes.
+    pub gaps_marked: bool,
 }
 
 impl Graph {
@@ -116,7 +120,26 @@ pub fn load(conn: &Connection, conversation_id: i64) -> Result<Graph> {
     load_parent_links(conn, &mut g)?;
     load_message_links(conn, &mut g)?;
     load_foreign_rows(conn, &mut g)?;
+    g.gaps_marked = gaps_marked(conn, conversation_id)?;
     Ok(g)
+}
+
+/// Whether `lcm_context_gaps` names the conversation (false on a file that has no
+/// such table yet: one this version never migrated).
+fn gaps_marked(conn: &Connection, conversation_id: i64) -> Result<bool> {
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lcm_context_gaps')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        return Ok(false);
+    }
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM lcm_context_gaps WHERE conversation_id = ?1)",
+        [conversation_id],
+        |r| r.get(0),
+    )?)
 }
 
 fn load_context(conn: &Connection, g: &mut Graph) -> Result<()> {

@@ -342,6 +342,36 @@ async fn ordinal_gaps_are_renumbered() {
 }
 
 #[tokio::test]
+async fn gaps_a_compaction_run_marked_are_explained_and_unmarked_by_repair() {
+    let f = fixture().await;
+    let gap = format!("UPDATE context_items SET ordinal = ordinal + 10 WHERE conversation_id = {} AND ordinal >= 2", f.conv);
+    sql(&f, &gap).await;
+    let r = doctor(&f, false).await;
+    assert!(!r.found.violations[0].message.contains("compaction run"));
+    sql(
+        &f,
+        &format!(
+            "INSERT INTO lcm_context_gaps (conversation_id) VALUES ({})",
+            f.conv
+        ),
+    )
+    .await;
+    let r = doctor(&f, false).await;
+    assert_eq!(kinds(&r.found.violations), [Kind::OrdinalGap]);
+    assert!(
+        r.found.violations[0]
+            .message
+            .contains("a compaction run left them"),
+        "{}",
+        r.found.violations[0].message
+    );
+    let r = doctor(&f, true).await;
+    assert!(r.ok);
+    let marked: i64 = value(&f, "SELECT COUNT(*) FROM lcm_context_gaps").await;
+    assert_eq!(marked, 0);
+}
+
+#[tokio::test]
 async fn stale_fts_rows_are_found_and_rewritten() {
     let f = fixture().await;
     f.engine.store().flush_fts().await.unwrap();
