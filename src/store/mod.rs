@@ -93,6 +93,11 @@ struct Inner {
     closed: AtomicBool,
     writer_tx: Mutex<Option<mpsc::Sender<Msg>>>,
     readers: Mutex<Vec<Connection>>,
+    /// Held shared by every read job while it runs; `close` takes it exclusively,
+    /// so no read connection outlives `close` (a lingering one would keep the file
+    /// open, and a read in progress its snapshot, after the caller was told the
+    /// store is closed).
+    reads_in_flight: Arc<tokio::sync::RwLock<()>>,
     stop_checkpointer: Arc<AtomicBool>,
     guard: Arc<guard::Guard>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -238,6 +243,7 @@ impl Store {
                 closed: AtomicBool::new(false),
                 writer_tx: Mutex::new(Some(tx)),
                 readers: Mutex::new(readers),
+                reads_in_flight: Arc::new(tokio::sync::RwLock::new(())),
                 stop_checkpointer: stop,
                 guard,
                 threads: Mutex::new(threads),
@@ -412,8 +418,13 @@ impl Store {
         if self.inner.in_memory {
             return self.queue(op, JobKind::Read, move |c| job(c)).await;
         }
+        let in_flight = self.inner.reads_in_flight.clone().read_owned().await;
+        if self.is_closed() {
+            return Err(LcmError::closed());
+        }
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
+            let _in_flight = in_flight;
             let conn = inner
                 .readers
                 .lock()
@@ -445,15 +456,19 @@ impl Store {
             return Ok(());
         }
         self.inner.stop_checkpointer.store(true, Ordering::Release);
+        // Reads in progress finish and return their connections (reads that start
+        // later see the store closed); the read-only pool closes before the writer,
+        // so the last connection to close can checkpoint and remove the WAL.
+        let _no_reads = self.inner.reads_in_flight.write().await;
+        if let Ok(mut r) = self.inner.readers.lock() {
+            r.clear();
+        }
         let tx = self.inner.writer_tx.lock().ok().and_then(|mut g| g.take());
         if let Some(tx) = tx {
             let (done_tx, done_rx) = oneshot::channel();
             if tx.send(Msg::Close(done_tx)).is_ok() {
                 let _ = done_rx.await;
             }
-        }
-        if let Ok(mut r) = self.inner.readers.lock() {
-            r.clear();
         }
         let threads: Vec<JoinHandle<()>> = self
             .inner
@@ -604,6 +619,42 @@ mod tests {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, false)
             .unwrap();
         assert!(reprepares(&conn) > 0, "the reason for the setting is gone");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_waits_for_reads_in_progress_and_leaves_no_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
+        let store = Store::open(StoreOptions {
+            path: path.clone(),
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        let (started_tx, started_rx) = oneshot::channel();
+        let finished = Arc::new(AtomicBool::new(false));
+        let done = finished.clone();
+        let reader = store.clone();
+        let read = tokio::spawn(async move {
+            reader
+                .read(move |c| {
+                    let _ = started_tx.send(());
+                    std::thread::sleep(Duration::from_millis(300));
+                    done.store(true, Ordering::Release);
+                    Ok(c.query_row("SELECT COUNT(*) FROM messages", [], |r| r.get::<_, i64>(0))?)
+                })
+                .await
+        });
+        started_rx.await.unwrap();
+        store.close().await.unwrap();
+        assert!(
+            finished.load(Ordering::Acquire),
+            "close returned before the read ended"
+        );
+        assert_eq!(read.await.unwrap().unwrap(), 0);
+        // Every connection is closed: the last one removed the WAL.
+        assert!(!std::path::Path::new(&format!("{path}-wal")).exists());
+        let late = store.read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
+        assert_eq!(late.await.unwrap_err().code, ErrorCode::Closed);
     }
 
     #[tokio::test]
