@@ -206,18 +206,18 @@ fn hit(c: &Candidate, snippet: String) -> MessageHit {
     }
 }
 
-/// An FTS5 expression over `messages_fts` (unicode61 words) that every text
-/// satisfying the requirement matches: for each literal, the words it contains
-/// whole (a separator on both sides inside the literal), as one phrase. A word
-/// touching either end of the literal may be part of a longer word in the text,
-/// so it is left out; non-ASCII literals are not used (the tokenizer's idea of a
-/// word is then not ours). `None` when the requirement gives no such words.
+/// An FTS5 expression over `messages_fts` (unicode61 words, porter stems) that
+/// every text satisfying the requirement matches: for each literal, the words it
+/// contains whole (a separator on both sides inside the literal) as one phrase,
+/// ended by the word touching the literal's end as a prefix token when that word
+/// ends in a digit (the text's token starts with it; the stemmer only rewrites
+/// letter suffixes, so such a prefix survives stemming on both sides). A word
+/// touching the literal's start may be the tail of a longer word in the text, so
+/// it is left out; non-ASCII literals are not used (the tokenizer's idea of a word
+/// is then not ours). `None` when the requirement gives no such words.
 pub fn word_expression(r: &Req) -> Option<String> {
     match r {
-        Req::Lit(s) => {
-            let words = inner_words(s);
-            (!words.is_empty()).then(|| format!("\"{}\"", words.join(" ")))
-        }
+        Req::Lit(s) => literal_phrase(s),
         Req::All(v) => {
             let parts: Vec<String> = v.iter().filter_map(word_expression).collect();
             (!parts.is_empty()).then(|| format!("({})", parts.join(" AND ")))
@@ -229,13 +229,27 @@ pub fn word_expression(r: &Req) -> Option<String> {
     }
 }
 
-/// The ASCII alphanumeric runs of `s` with a separator on both sides within `s`.
-fn inner_words(s: &str) -> Vec<&str> {
+/// The phrase of one literal (see [`word_expression`]).
+fn literal_phrase(s: &str) -> Option<String> {
+    let (mut words, last) = words_of(s);
+    let prefix = last.filter(|w| w.ends_with(|c: char| c.is_ascii_digit()));
+    words.extend(prefix);
+    if words.is_empty() {
+        return None;
+    }
+    let star = if prefix.is_some() { " *" } else { "" };
+    Some(format!("\"{}\"{star}", words.join(" ")))
+}
+
+/// The ASCII alphanumeric runs of `s` with a separator on both sides within `s`,
+/// and the run ending `s` when a separator precedes it within `s`.
+fn words_of(s: &str) -> (Vec<&str>, Option<&str>) {
     if !s.is_ascii() {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let b = s.as_bytes();
     let mut out = Vec::new();
+    let mut last = None;
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_alphanumeric() {
@@ -246,11 +260,17 @@ fn inner_words(s: &str) -> Vec<&str> {
         while i < b.len() && b[i].is_ascii_alphanumeric() {
             i += 1;
         }
-        if start > 0 && i < b.len() {
-            out.push(crate::text::slice(s, start, i));
+        if start == 0 {
+            continue;
+        }
+        let word = crate::text::slice(s, start, i);
+        if i < b.len() {
+            out.push(word);
+        } else {
+            last = Some(word);
         }
     }
-    out
+    (out, last)
 }
 
 #[cfg(test)]
@@ -271,5 +291,11 @@ mod tests {
         assert_eq!(e("foo bar baz|xyz"), None);
         assert_eq!(e("a b c.*d e f"), Some("(\"b\" AND \"e\")".into()));
         assert_eq!(e("é café é"), None);
+        // A word ending the literal is a prefix when it ends in a digit.
+        assert_eq!(e("NEEDLE-1-123"), Some("\"1 123\" *".into()));
+        assert_eq!(e("x-123"), Some("\"123\" *".into()));
+        assert_eq!(e("call id-7a1"), Some("\"id 7a1\" *".into()));
+        assert_eq!(e("123"), None);
+        assert_eq!(e("flight_12"), Some("\"12\" *".into()));
     }
 }
