@@ -201,6 +201,37 @@ pub fn for_each_summary_after(
     Ok(())
 }
 
+/// Calls `f` with the summaries among `ids` (unknown ids are skipped), in no
+/// particular order: the keys a search needs of its matches before the summary
+/// catalog is loaded.
+pub fn summary_keys_by_id(
+    conn: &Connection,
+    ids: &[&str],
+    mut f: impl FnMut(&SummaryKey),
+) -> Result<()> {
+    for chunk in ids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE summary_id IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(""))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            f(&SummaryKey {
+                rowid: r.get(0)?,
+                summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
+                conversation_id: r.get(2)?,
+                time: r.get_ref(3)?.as_str().unwrap_or(""),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The full-text tables over summaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryIndex {
@@ -220,13 +251,14 @@ impl SummaryIndex {
 }
 
 /// Calls `f` with the summary id (and the FTS5 rank when `ranked`) of every
-/// summary `index` matches for `expr`, in the index's order.
+/// summary `index` matches for `expr`, in the index's order, until `f` returns
+/// false.
 pub fn summary_fts_matches(
     conn: &Connection,
     index: SummaryIndex,
     expr: &str,
     ranked: bool,
-    mut f: impl FnMut(&str, Option<f64>),
+    mut f: impl FnMut(&str, Option<f64>) -> bool,
 ) -> Result<()> {
     let table = index.table();
     let cols = if ranked {
@@ -240,7 +272,9 @@ pub fn summary_fts_matches(
     let mut rows = stmt.query([expr])?;
     while let Some(r) = rows.next()? {
         let rank = if ranked { r.get(1)? } else { None };
-        f(r.get_ref(0)?.as_str().unwrap_or(""), rank);
+        if !f(r.get_ref(0)?.as_str().unwrap_or(""), rank) {
+            break;
+        }
     }
     Ok(())
 }
