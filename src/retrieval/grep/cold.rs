@@ -82,6 +82,9 @@ fn candidates(
     } else {
         recall::fts_message_ids_desc(conn, expr, |id| take(id, None))?;
     }
+    if over && stop_at.is_none() {
+        return Ok(None);
+    }
     let ids: Vec<i64> = matched.iter().map(|m| m.0).collect();
     let mut meta = recall::message_meta(conn, &ids)?;
     let mut out = Vec::new();
@@ -210,7 +213,8 @@ fn hit(c: &Candidate, snippet: String) -> MessageHit {
 /// every text satisfying the requirement matches: for each literal, the words it
 /// contains whole (a separator on both sides inside the literal) as one phrase,
 /// ended by the word touching the literal's end as a prefix token when that word
-/// ends in a digit (the text's token starts with it; the stemmer only rewrites
+/// has two characters or more and ends in a digit (the text's token starts with
+/// it; the stemmer only rewrites
 /// letter suffixes, so such a prefix survives stemming on both sides). A word
 /// touching the literal's start may be the tail of a longer word in the text, so
 /// it is left out; non-ASCII literals are not used (the tokenizer's idea of a word
@@ -229,10 +233,15 @@ pub fn word_expression(r: &Req) -> Option<String> {
     }
 }
 
+/// Shortest word used as a prefix token: FTS5 reads the whole doclist of every
+/// term a prefix covers, and a one-character prefix covers a tenth of all numbers.
+const MIN_PREFIX: usize = 2;
+
 /// The phrase of one literal (see [`word_expression`]).
 fn literal_phrase(s: &str) -> Option<String> {
     let (mut words, last) = words_of(s);
-    let prefix = last.filter(|w| w.ends_with(|c: char| c.is_ascii_digit()));
+    let prefix =
+        last.filter(|w| w.len() >= MIN_PREFIX && w.ends_with(|c: char| c.is_ascii_digit()));
     words.extend(prefix);
     if words.is_empty() {
         return None;
@@ -297,5 +306,8 @@ mod tests {
         assert_eq!(e("call id-7a1"), Some("\"id 7a1\" *".into()));
         assert_eq!(e("123"), None);
         assert_eq!(e("flight_12"), Some("\"12\" *".into()));
+        // One-character prefixes are not used (too many terms behind them).
+        assert_eq!(e("NEEDLE-1-2"), Some("\"1\"".into()));
+        assert_eq!(e("x-1"), None);
     }
 }
