@@ -204,6 +204,21 @@ describe('grep', () => {
     expect(scan.messageStats.strategy).toBe('scan')
     expect(scan.messages.length).toBe(3)
   })
+
+  it('full text sees every message the moment its ingest resolves, on a warm engine and right after a restart', async () => {
+    const check = async (engine, k) => {
+      const r = await engine.ingest({ sessionId: 'grep-a', message: { role: 'user', content: `a fresh quokkazap${k} entry` } })
+      const hit = await engine.grep({ pattern: `quokkazap${k}`, mode: 'full_text', conversationId: conv, scope: 'messages' })
+      expect(hit.messages.map((m) => m.messageId), `quokkazap${k}`).toEqual([r.messageId])
+    }
+    for (let k = 0; k < 3; k++) await check(e, k)
+    const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+    try {
+      for (let k = 3; k < 6; k++) await check(fresh, k)
+    } finally {
+      await fresh.close()
+    }
+  })
 })
 
 async function firstIds(e, conversationId, n) {
