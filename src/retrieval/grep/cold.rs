@@ -1,7 +1,8 @@
 //! `grep` over messages from SQLite alone, for the calls that come before the
 //! in-memory catalog is built (right after open, the catalog is built in the
 //! background). Candidates come from `messages_fts`: the sanitized expression for
-//! full text, and for a regex the whole words its literals contain (see
+//! full text, and for a regex the whole words its literals contain, ended by a
+//! prefix token for a word that ends a literal in a digit (see
 //! [`word_expression`]); each candidate's conversation, role and time are read by
 //! id. Only queries with few candidates ([`MAX_CANDIDATES`]) are answered here,
 //! and then exactly: every candidate is checked, so the hits and their order are
