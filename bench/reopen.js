@@ -6,12 +6,20 @@
 // 20 more; medians of the open, of the first calls and of the rest, the event
 // loop's max delay meanwhile, how the first calls were answered (the message
 // search's strategy: `fts` / `fts-words` come from SQLite alone, the others from
-// the catalog) and the catalog's memory once built. Needles are planted ids of the
-// shared workload; a regex gets them escaped.
+// the catalog; `scan-newest` too) and the catalog's memory once built. Needles are
+// planted ids of the shared workload; a regex gets them escaped. Two more kinds
+// use the workload's vocabulary: full text of common words (thousands of
+// matches, newest first) and regexes whose literals hold no whole word for the
+// full-text index to narrow by.
 const { performance, monitorEventLoopDelay } = require('node:perf_hooks')
 
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+/** Common words of the shared workload (bench/gen-workload.mjs), for full text. */
+const COMMON_WORDS = ['invoice', 'rollback incident', 'flight hotel', 'customer', 'budget review']
+/** Regexes over the workload's words with no whole word in their literals. */
+const NO_WORD_REGEXES = ['invoice (draft|report)', '(?i)flight', 'rollback \\w+ incident', 'hotel[.!?]', 'deploy(ed)? \\w+ build']
 
 /**
  * @param {object} o
@@ -25,7 +33,13 @@ const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2
 async function grepAfterReopen({ open, needles, conversationId, runs = 3, limit = 20 }) {
   const out = []
   for (const scope of ['conversation', 'all']) {
-    for (const mode of ['regex', 'full_text']) {
+    const kinds = [
+      ['regex', 'regex', needles.map(esc)],
+      ['full_text', 'full_text', needles],
+      ['full_text', 'ft-common', COMMON_WORDS],
+      ['regex', 're-noword', NO_WORD_REGEXES],
+    ]
+    for (const [mode, kind, patterns] of kinds) {
       const opens = []
       const firsts = []
       const rest = []
@@ -39,10 +53,10 @@ async function grepAfterReopen({ open, needles, conversationId, runs = 3, limit 
         const h = monitorEventLoopDelay({ resolution: 1 })
         h.enable()
         for (let i = 0; i < 21; i++) {
-          const p = needles[(k * 31 + i * 7919 + (scope === 'all' ? 17 : 0)) % needles.length]
+          const p = patterns[(k * 31 + i * 7919 + (scope === 'all' ? 17 : 0)) % patterns.length]
           const where = scope === 'all' ? { allConversations: true } : { conversationId }
           const t = performance.now()
-          const r = await engine.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, ...where, limit })
+          const r = await engine.grep({ pattern: p, mode, ...where, limit })
           const ms = performance.now() - t
           if (i === 0) {
             firsts.push(ms)
@@ -59,7 +73,7 @@ async function grepAfterReopen({ open, needles, conversationId, runs = 3, limit 
       }
       out.push({
         scope,
-        mode,
+        mode: kind,
         openMs: median(opens),
         firstMs: median(firsts),
         firstMinMs: Math.min(...firsts),

@@ -62,6 +62,63 @@ pub fn for_each_message_after(
     Ok(n)
 }
 
+/// Calls `f` with every message whose id is below `below`, highest id first, at
+/// most `n` of them.
+pub fn messages_below(
+    conn: &Connection,
+    below: i64,
+    n: usize,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![below, n as i64])?;
+    while let Some(r) = rows.next()? {
+        f(&MessageRow {
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            role: r.get_ref(2)?.as_str().unwrap_or("user"),
+            created_at: r.get_ref(3)?.as_str().unwrap_or(""),
+            content: r.get_ref(4)?.as_str().unwrap_or(""),
+        });
+    }
+    Ok(())
+}
+
+/// Calls `f` with the `created_at` text of messages with an id below `below`
+/// whose text may stand for a time after `after` (a stored `YYYY-MM-DD HH:MM:SS`
+/// text), until `f` returns false: texts sorting after it; texts from `from` (a
+/// day earlier) up to it that are not 19 characters long (they may carry a UTC
+/// offset); texts sorting before `"0"` (a sign or whitespace first). All three go
+/// through the `created_at` index (`lcm_messages_created_idx`), checking the id
+/// in the index entry.
+pub fn message_times_maybe_after(
+    conn: &Connection,
+    below: i64,
+    after: &str,
+    from: &str,
+    mut f: impl FnMut(&str) -> bool,
+) -> Result<()> {
+    const Q: [&str; 3] = [
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at > ?2 AND message_id < ?1",
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at >= ?3 AND created_at <= ?2 AND length(created_at) <> 19 AND message_id < ?1",
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at < '0' AND message_id < ?1",
+    ];
+    for sql in Q {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let n = stmt.parameter_count();
+        let all: [&dyn rusqlite::ToSql; 3] = [&below, &after, &from];
+        let mut rows = stmt.query(&all[..n])?;
+        while let Some(r) = rows.next()? {
+            if !f(r.get_ref(0)?.as_str().unwrap_or("")) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The content of messages by id (unknown ids are absent from the map).
 pub fn message_contents(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, String>> {
     let mut out = HashMap::with_capacity(ids.len());

@@ -13,7 +13,6 @@ use super::{
 use crate::message::ingest::map_message;
 use crate::retrieval::catalog::Catalog;
 use crate::retrieval::sumcat::SummaryCatalog;
-use crate::retrieval::text::has_cjk;
 use crate::store::conversations::SessionRef;
 use crate::store::dag::{persist_summary, NewSummary, Sources};
 use crate::store::fts_lag::FtsLag;
@@ -167,24 +166,15 @@ fn cold_answers_equal_warm_answers() {
             for limit in [1, 7, 50] {
                 let q = build_query(pattern, mode, sort, limit, f.clone()).unwrap();
                 let cold = search_messages_cold(&conn, &q, features).unwrap();
-                let warm = search_messages(&conn, &cat, &q, features).unwrap();
-                // CJK substrings are the message catalog's (no trigram table).
-                let cold = match cold {
-                    None if has_cjk(pattern) => None,
-                    None => panic!("cold path declined {pattern}"),
-                    Some(_) if has_cjk(pattern) => panic!("cold path took {pattern}"),
-                    Some(c) => Some(c),
-                };
-                let (warm, stats) = warm;
+                let (warm, stats) = search_messages(&conn, &cat, &q, features).unwrap();
+                let (cold, _) = cold.unwrap_or_else(|| panic!("cold path declined {pattern}"));
                 assert!(!stats.truncated, "{pattern}");
-                if let Some((cold, _)) = cold {
-                    let cold: Vec<_> = cold.iter().map(key).collect();
-                    let warm: Vec<_> = warm.iter().map(key).collect();
-                    assert_eq!(
-                        cold, warm,
-                        "{mode:?} {sort:?} {pattern} limit {limit} {f:?}"
-                    );
-                }
+                let cold: Vec<_> = cold.iter().map(key).collect();
+                let warm: Vec<_> = warm.iter().map(key).collect();
+                assert_eq!(
+                    cold, warm,
+                    "{mode:?} {sort:?} {pattern} limit {limit} {f:?}"
+                );
                 let cold = search_summaries_cold(&conn, &q, features).unwrap();
                 let (cold, _) =
                     cold.unwrap_or_else(|| panic!("cold declined {pattern} (summaries)"));
@@ -200,16 +190,122 @@ fn cold_answers_equal_warm_answers() {
         }
     }
     assert!(summary_hits > 100, "the summary queries find summaries");
-    // Queries the cold path leaves to the catalog: no whole word in the literal,
-    // or more matches than it reads.
-    for (mode, pattern) in [(Mode::Regex, "ECONNRESET"), (Mode::Regex, r"\d+")] {
+    // Without whole words (or with CJK text), the newest-first scan answers
+    // (the table is small enough to read whole).
+    for (mode, pattern) in [
+        (Mode::Regex, "ECONNRESET"),
+        (Mode::Regex, r"\d+"),
+        (Mode::FullText, "数据库"),
+    ] {
         let q = build_query(pattern, mode, Sort::Recency, 10, Filter::default()).unwrap();
-        let cold = search_messages_cold(&conn, &q, features).unwrap();
-        assert!(cold.is_none(), "{pattern}");
+        let (cold, stats) = search_messages_cold(&conn, &q, features).unwrap().unwrap();
+        assert_eq!(stats.strategy, "scan-newest", "{pattern}");
+        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
+        let cold: Vec<_> = cold.iter().map(key).collect();
+        let warm: Vec<_> = warm.iter().map(key).collect();
+        assert_eq!(cold, warm, "{pattern}");
     }
     // Summaries: a regex without literals the trigram table can use.
     let q = build_query(r"\d+", Mode::Regex, Sort::Recency, 10, Filter::default()).unwrap();
     assert!(search_summaries_cold(&conn, &q, features)
         .unwrap()
         .is_none());
+}
+
+/// Messages of one session: `n` of them from `start` (epoch ms) a minute apart,
+/// every third about an invoice, every 97th a CJK note.
+fn ingest_in_order(conn: &mut Connection, session: &str, start: i64, n: i64) -> i64 {
+    let batch = (0..n)
+        .map(|i| {
+            let topic = if i % 3 == 0 { "invoice 7" } else { "flight" };
+            let cjk = if i % 97 == 0 { " 数据库备份" } else { "" };
+            let text = format!("{session} m{i} {topic}{} hotel{cjk}", i % 10);
+            let m = json!({"role": "user", "content": text, "timestamp": start + i * 60_000});
+            map_message(&m, None).unwrap()
+        })
+        .collect();
+    let session = SessionRef {
+        session_id: session.into(),
+        session_key: None,
+    };
+    insert_batch(conn, &session, batch).unwrap().conversation_id
+}
+
+/// Common words, regexes without whole words and CJK substrings are answered
+/// newest first with an order proof over time-ordered history, exactly as the
+/// catalog answers; when older history was ingested after newer messages (its
+/// ids are higher), the proof fails and the query is left to the catalog, or
+/// the answer is still the catalog's.
+#[test]
+fn newest_first_walks_answer_like_the_catalog() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    crate::store::migrate::migrate(&mut conn).unwrap();
+    let features = Features {
+        fts5: true,
+        trigram: true,
+    };
+    let now = 1_771_313_820_000i64;
+    // Conversation 1: 6,000 messages in time order. Conversation 2: its old
+    // history (before conversation 1's), ingested afterwards.
+    let c1 = ingest_in_order(&mut conn, "a", now - 6_000 * 60_000, 6_000);
+    let c2 = ingest_in_order(&mut conn, "b", now - 20_000 * 60_000, 1_500);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    let scope = |c: Vec<i64>| Filter {
+        conversations: Some(c),
+        ..Filter::default()
+    };
+    let in_order = [
+        scope(vec![c1]),
+        Filter {
+            conversations: Some(vec![c1]),
+            since_ms: Some(now - 3_000 * 60_000),
+            before_ms: Some(now - 300 * 60_000),
+        },
+    ];
+    let out_of_order = [scope(vec![c2]), Filter::default(), scope(vec![c1, c2])];
+    let queries: &[(Mode, &str)] = &[
+        (Mode::FullText, "invoice"),
+        (Mode::FullText, "flight3 hotel"),
+        (Mode::Regex, r"invoice 7\d hotel"),
+        (Mode::Regex, r"(?i)FLIGHT5"),
+        (Mode::FullText, "数据库"),
+    ];
+    let mut answered = 0;
+    for (filters, must_answer) in [(&in_order[..], true), (&out_of_order[..], false)] {
+        for f in filters {
+            for &(mode, pattern) in queries {
+                for limit in [1, 20, 200] {
+                    let q = build_query(pattern, mode, Sort::Recency, limit, f.clone()).unwrap();
+                    let (warm, stats) = search_messages(&conn, &cat, &q, features).unwrap();
+                    let cold = search_messages_cold(&conn, &q, features).unwrap();
+                    let what = format!("{mode:?} {pattern} limit {limit} {f:?}");
+                    // Past 20 hits, rare ones (the CJK note, a regex over one
+                    // message in thirty) outrun the walk's budget.
+                    let Some((cold, cold_stats)) = cold else {
+                        assert!(!must_answer || limit > 20, "cold path declined {what}");
+                        continue;
+                    };
+                    assert!(!stats.truncated, "{what}");
+                    assert!(!warm.is_empty(), "{what}");
+                    let cold: Vec<_> = cold.iter().map(key).collect();
+                    let warm: Vec<_> = warm.iter().map(key).collect();
+                    assert_eq!(cold, warm, "{what} ({})", cold_stats.strategy);
+                    answered += 1;
+                }
+            }
+        }
+    }
+    assert!(answered >= 28, "{answered} answered");
+    // Out of order and more matches than the walk reads: left to the catalog.
+    let q = build_query(
+        "invoice",
+        Mode::FullText,
+        Sort::Recency,
+        20,
+        Filter::default(),
+    )
+    .unwrap();
+    assert!(search_messages_cold(&conn, &q, features).unwrap().is_none());
 }
