@@ -90,6 +90,39 @@ describe('grep', () => {
     }
   })
 
+  it('answers common words, regexes without whole words and CJK the same right after a restart', async () => {
+    // Newest first with an order proof (or the catalog when the proof fails:
+    // conversation b's history is older than a's but was ingested after it).
+    const t = messages.map((m) => m.timestamp).filter(Boolean).sort((a, b) => a - b)
+    const mid = new Date(t[Math.floor(t.length / 2)]).toISOString()
+    const late = new Date(t[Math.floor(t.length * 0.9)]).toISOString()
+    const scopes = [{ conversationId: conv }, { allConversations: true }, { conversationId: other }, { conversationId: conv, since: mid, before: late }]
+    const queries = [
+      { pattern: 'invoice', mode: 'full_text' },
+      { pattern: 'flight hotel', mode: 'full_text' },
+      { pattern: 'invoice (draft|report)', mode: 'regex' },
+      { pattern: '(?i)flight', mode: 'regex' },
+      { pattern: 'hotel[.!?]', mode: 'regex' },
+      { pattern: '数据库', mode: 'full_text' },
+    ]
+    let fromSqlite = 0
+    for (const where of scopes) {
+      for (const q of queries) {
+        const p = { ...q, ...where, scope: 'messages', limit: 20 }
+        const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+        try {
+          const cold = await fresh.grep(p)
+          const warm = await e.grep(p)
+          expect(cold.messages, JSON.stringify(p)).toEqual(warm.messages)
+          if (cold.messageStats.indexedMessages == null) fromSqlite++
+        } finally {
+          await fresh.close()
+        }
+      }
+    }
+    expect(fromSqlite).toBeGreaterThan(0)
+  })
+
   it('renders the reference text layout', async () => {
     const r = await e.grep({ pattern: 'zebracorn', mode: 'full_text', conversationId: other })
     const lines = r.text.split('\n')
