@@ -89,10 +89,11 @@ pub fn messages_below(
 /// Calls `f` with the `created_at` text of messages with an id below `below`
 /// whose text may stand for a time after `after` (a stored `YYYY-MM-DD HH:MM:SS`
 /// text), until `f` returns false: texts sorting after it; texts from `from` (a
-/// day earlier) up to it that are not 19 characters long (they may carry a UTC
-/// offset); texts sorting before `"0"` (a sign or whitespace first). All three go
-/// through the `created_at` index (`lcm_messages_created_idx`), checking the id
-/// in the index entry.
+/// few days earlier) up to it that are not 19 characters long (they may carry a
+/// UTC offset) or name a day past the end of a short month (which lenient
+/// parsing carries into the next month); texts sorting before `"0"` (a sign or
+/// whitespace first). All three go through the `created_at` index
+/// (`lcm_messages_created_idx`), checking the id in the index entry.
 pub fn message_times_maybe_after(
     conn: &Connection,
     below: i64,
@@ -102,7 +103,9 @@ pub fn message_times_maybe_after(
 ) -> Result<()> {
     const Q: [&str; 3] = [
         "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at > ?2 AND message_id < ?1",
-        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at >= ?3 AND created_at <= ?2 AND length(created_at) <> 19 AND message_id < ?1",
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at >= ?3 AND created_at <= ?2 AND message_id < ?1 \
+         AND (length(created_at) <> 19 OR (substr(created_at, 6, 2) = '02' AND substr(created_at, 9, 2) > '28') \
+              OR (substr(created_at, 6, 2) IN ('04', '06', '09', '11') AND substr(created_at, 9, 2) > '30'))",
         "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at < '0' AND message_id < ?1",
     ];
     for sql in Q {

@@ -36,16 +36,18 @@ const MAX_PROOF_SPAN: i64 = 20_000;
 const MAX_PROOFS: usize = 3;
 /// Rows (or FTS5 ids) read per step of a walk.
 const PAGE: usize = 64;
-/// The widest UTC offset a stored time can carry (a time whose text starts with
-/// day `D` lies within a day of `D` in UTC).
-const DAY_MS: i64 = 86_400_000;
+/// How far before its text's day a stored time can fall: a UTC offset moves it
+/// by less than a day, a day past the end of a month (`02-31`, read leniently)
+/// by up to three.
+const MARGIN_MS: i64 = 4 * 86_400_000;
 
 /// Whether every message with an id below `below` has a time (epoch ms, parsed as
 /// the catalog parses it) at or before `t`, ignoring those at or after `before`
 /// (out of scope anyway). Only texts that may mean a later time are read through
-/// the `created_at` index (texts after `t`'s stored form, texts of the day before
-/// that may carry an offset, texts starting with a sign or a space; see
-/// [`recall::message_times_maybe_after`]), and each is parsed and checked.
+/// the `created_at` index (texts after `t`'s stored form, texts of the days
+/// before that may carry an offset or an overflowing day, texts starting with a
+/// sign or a space; see [`recall::message_times_maybe_after`]), and each is
+/// parsed and checked.
 pub fn older_are_not_newer(
     conn: &Connection,
     below: i64,
@@ -57,8 +59,8 @@ pub fn older_are_not_newer(
             .map(crate::timestamp::to_sqlite)
             .unwrap_or_default()
     };
-    let day_before = text(t.saturating_sub(DAY_MS));
-    let from = crate::text::head(&day_before, 10);
+    let days_before = text(t.saturating_sub(MARGIN_MS));
+    let from = crate::text::head(&days_before, 10);
     let mut holds = true;
     recall::message_times_maybe_after(conn, below, &text(t), from, |created_at| {
         let time = parse_time_ms(created_at);
@@ -308,4 +310,67 @@ pub fn term_snippets(
         .into_iter()
         .map(|(id, t)| (id, term_snippet(&t, &q.terms, SNIPPET_CHARS)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages with ids 1.. and the given stored times (raw rows, any text).
+    fn db(times: &[&str]) -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        conn.execute_batch("INSERT INTO conversations (session_id) VALUES ('s')")
+            .unwrap();
+        for (i, t) in times.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO messages (conversation_id, seq, role, content, token_count, created_at) VALUES (1, ?1, 'user', 'x', 1, ?2)",
+                rusqlite::params![i as i64, t],
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    #[test]
+    fn the_proof_sees_every_text_that_parses_later() {
+        let t = parse_time_ms("2026-03-02 10:00:00");
+        let newer = [
+            "2026-03-02 10:00:01",
+            "2026-03-02T10:00:00.500Z",
+            "2026-03-01T23:00:00-12:00",
+            "2026-02-31 12:00:00",
+            " 2026-03-05 00:00:00",
+            "2026-03-02 10:00:00.1",
+            "2027-01-01",
+        ];
+        for n in newer {
+            assert!(parse_time_ms(n) > t, "{n}");
+            // An older id with the newer time, then messages in order.
+            let conn = db(&[
+                "2026-03-01 00:00:00",
+                n,
+                "2026-03-02 09:00:00",
+                "2026-03-02 10:00:00",
+            ]);
+            assert!(!older_are_not_newer(&conn, 4, t, None).unwrap(), "{n}");
+            // Not when it is out of scope, or above the id bound.
+            assert!(older_are_not_newer(&conn, 2, t, None).unwrap(), "{n}");
+            let before = Some(parse_time_ms(n));
+            assert!(older_are_not_newer(&conn, 4, t, before).unwrap(), "{n}");
+        }
+        let not_newer = [
+            "2026-03-02 10:00:00",
+            "2026-03-02T09:59:59Z",
+            "2026-03-02T12:00:00+05:00",
+            "2026-02-28 23:00:00",
+            "garbage",
+            "",
+        ];
+        for n in not_newer {
+            assert!(parse_time_ms(n) <= t, "{n}");
+            let conn = db(&["2026-03-01 00:00:00", n, "2026-03-02 10:00:00"]);
+            assert!(older_are_not_newer(&conn, 3, t, None).unwrap(), "{n}");
+        }
+    }
 }
