@@ -240,25 +240,63 @@ pub struct SummaryKey<'a> {
     pub time: &'a str,
 }
 
-/// Calls `f` with every summary whose rowid is above `after`, in rowid order.
+/// Calls `f` with every summary whose rowid is above `after`, in rowid order. The
+/// first load (`after == 0`) reads the covering index `lcm_summaries_keys_idx`
+/// and sorts by rowid, so no summary content is touched (the table's rows carry
+/// it before their times); later catch-ups read the few new rows of the table.
 pub fn for_each_summary_after(
     conn: &Connection,
     after: i64,
     mut f: impl FnMut(&SummaryKey),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE rowid > ?1 ORDER BY rowid",
-    )?;
-    let mut rows = stmt.query([after])?;
+    let keys = if after == 0 {
+        conn.prepare_cached(&format!("{KEYS} INDEXED BY lcm_summaries_keys_idx"))
+            .ok()
+    } else {
+        None
+    };
+    let Some(mut stmt) = keys else {
+        let mut stmt = conn.prepare_cached(&format!("{KEYS} WHERE rowid > ?1 ORDER BY rowid"))?;
+        let mut rows = stmt.query([after])?;
+        while let Some(r) = rows.next()? {
+            f(&key_of(r)?);
+        }
+        return Ok(());
+    };
+    let mut all: Vec<(i64, String, i64, String)> = Vec::new();
+    let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
+        let k = key_of(r)?;
+        all.push((
+            k.rowid,
+            k.summary_id.to_owned(),
+            k.conversation_id,
+            k.time.to_owned(),
+        ));
+    }
+    all.sort_unstable_by_key(|k| k.0);
+    for (rowid, summary_id, conversation_id, time) in &all {
         f(&SummaryKey {
-            rowid: r.get(0)?,
-            summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
-            conversation_id: r.get(2)?,
-            time: r.get_ref(3)?.as_str().unwrap_or(""),
+            rowid: *rowid,
+            summary_id,
+            conversation_id: *conversation_id,
+            time,
         });
     }
     Ok(())
+}
+
+/// The columns the summary catalog reads.
+const KEYS: &str =
+    "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries";
+
+fn key_of<'r>(r: &'r rusqlite::Row) -> Result<SummaryKey<'r>> {
+    Ok(SummaryKey {
+        rowid: r.get(0)?,
+        summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
+        conversation_id: r.get(2)?,
+        time: r.get_ref(3)?.as_str().unwrap_or(""),
+    })
 }
 
 /// Calls `f` with the summaries among `ids` (unknown ids are skipped), in no
@@ -271,7 +309,7 @@ pub fn summary_keys_by_id(
 ) -> Result<()> {
     for chunk in ids.chunks(BATCH) {
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE summary_id IN ({})",
+            "{KEYS} INDEXED BY lcm_summaries_keys_idx WHERE summary_id IN ({})",
             vec!["?"; BATCH].join(",")
         ))?;
         let padded = chunk
@@ -281,12 +319,7 @@ pub fn summary_keys_by_id(
             .take(BATCH);
         let mut rows = stmt.query(params_from_iter(padded))?;
         while let Some(r) = rows.next()? {
-            f(&SummaryKey {
-                rowid: r.get(0)?,
-                summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
-                conversation_id: r.get(2)?,
-                time: r.get_ref(3)?.as_str().unwrap_or(""),
-            });
+            f(&key_of(r)?);
         }
     }
     Ok(())
