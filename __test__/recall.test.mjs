@@ -90,6 +90,39 @@ describe('grep', () => {
     }
   })
 
+  it('answers common words, regexes without whole words and CJK the same right after a restart', async () => {
+    // Newest first with an order proof (or the catalog when the proof fails:
+    // conversation b's history is older than a's but was ingested after it).
+    const t = messages.map((m) => m.timestamp).filter(Boolean).sort((a, b) => a - b)
+    const mid = new Date(t[Math.floor(t.length / 2)]).toISOString()
+    const late = new Date(t[Math.floor(t.length * 0.9)]).toISOString()
+    const scopes = [{ conversationId: conv }, { allConversations: true }, { conversationId: other }, { conversationId: conv, since: mid, before: late }]
+    const queries = [
+      { pattern: 'invoice', mode: 'full_text' },
+      { pattern: 'flight hotel', mode: 'full_text' },
+      { pattern: 'invoice (draft|report)', mode: 'regex' },
+      { pattern: '(?i)flight', mode: 'regex' },
+      { pattern: 'hotel[.!?]', mode: 'regex' },
+      { pattern: '数据库', mode: 'full_text' },
+    ]
+    let fromSqlite = 0
+    for (const where of scopes) {
+      for (const q of queries) {
+        const p = { ...q, ...where, scope: 'messages', limit: 20 }
+        const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+        try {
+          const cold = await fresh.grep(p)
+          const warm = await e.grep(p)
+          expect(cold.messages, JSON.stringify(p)).toEqual(warm.messages)
+          if (cold.messageStats.indexedMessages == null) fromSqlite++
+        } finally {
+          await fresh.close()
+        }
+      }
+    }
+    expect(fromSqlite).toBeGreaterThan(0)
+  })
+
   it('renders the reference text layout', async () => {
     const r = await e.grep({ pattern: 'zebracorn', mode: 'full_text', conversationId: other })
     const lines = r.text.split('\n')
@@ -203,6 +236,21 @@ describe('grep', () => {
     const scan = await e.grep({ pattern: '\\(\\d{4}\\);', conversationId: conv, scope: 'messages', limit: 3 })
     expect(scan.messageStats.strategy).toBe('scan')
     expect(scan.messages.length).toBe(3)
+  })
+
+  it('full text sees every message the moment its ingest resolves, on a warm engine and right after a restart', async () => {
+    const check = async (engine, k) => {
+      const r = await engine.ingest({ sessionId: 'grep-a', message: { role: 'user', content: `a fresh quokkazap${k} entry` } })
+      const hit = await engine.grep({ pattern: `quokkazap${k}`, mode: 'full_text', conversationId: conv, scope: 'messages' })
+      expect(hit.messages.map((m) => m.messageId), `quokkazap${k}`).toEqual([r.messageId])
+    }
+    for (let k = 0; k < 3; k++) await check(e, k)
+    const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+    try {
+      for (let k = 3; k < 6; k++) await check(fresh, k)
+    } finally {
+      await fresh.close()
+    }
   })
 })
 

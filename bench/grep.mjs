@@ -3,15 +3,17 @@
 // loop's max delay while the queries run.
 //
 //   node bench/grep.mjs [--messages 100000] [--seed 1] [--iterations 5] [--no-summaries]
-//                       [--keep DIR] [--reopen-only] [--reopens 5]
+//                       [--keep DIR] [--reopen-only] [--reopens 5] [--no-10k] [--addon FILE]
 //
 // Ingests the shared generator's workload (gen-workload.mjs) into a temp database
-// (or reuses DIR from an earlier --keep run), then times grep calls end to end from
-// JavaScript (binding + core). "core" columns are the engine's own time
-// (elapsedMs), without the binding and event-loop hops. Before the warm table it
-// measures restarts: per mode, a fresh LcmEngine.open, the first grep right after
-// it (the catalog is still being built in the background), and the median of the
-// next 20 (--reopen-only stops there).
+// at 10k messages and at --messages (or reuses DIR/<n>/ from an earlier --keep
+// run), then measures restarts (bench/reopen.js, the same code as bench/run.js):
+// per scope (one conversation / all) and mode, a fresh LcmEngine.open, the first
+// grep right after it (the catalog is still being built in the background), the
+// median of the next 20, and the catalog's memory (--reopen-only stops there).
+// Then it times warm grep calls at --messages end to end from JavaScript (binding
+// + core); "core" columns are the engine's own time (elapsedMs), without the
+// binding and event-loop hops.
 import { createRequire } from 'node:module'
 import { createReadStream, mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { createInterface } from 'node:readline'
@@ -22,9 +24,11 @@ import { execFileSync } from 'node:child_process'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const { LcmEngine } = createRequire(import.meta.url)(join(root, 'index.js'))
-
+const require = createRequire(import.meta.url)
+const { grepAfterReopen, formatReopen, esc } = require(join(root, 'bench', 'reopen.js'))
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []))
+// --addon FILE loads another build of the addon (e.g. a copy of the one before a change).
+const { LcmEngine } = args.addon ? require(args.addon) : require(join(root, 'index.js'))
 const N = Number(args.messages ?? 100000)
 const SEED = Number(args.seed ?? 1)
 const ITER = Number(args.iterations ?? 5)
@@ -32,12 +36,6 @@ const ITER = Number(args.iterations ?? 5)
 const gen = [join(root, '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, '..', '..', 'shared', 'bench', 'gen-workload.mjs'), join(root, 'bench', 'gen-workload.mjs')].find(existsSync)
 if (!gen) throw new Error('gen-workload.mjs not found (../shared/bench)')
 const keep = args.keep
-const dir = keep ?? mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
-mkdirSync(dir, { recursive: true })
-const out = join(dir, 'conv.jsonl')
-const needleFile = join(dir, 'needles.jsonl')
-const reuse = keep && existsSync(join(dir, 'lcm.db')) && existsSync(needleFile)
-if (!reuse) execFileSync(process.execPath, [gen, '--messages', String(N), '--seed', String(SEED), '--out', out, '--needles', needleFile])
 // Read line by line: a million-message workload is larger than one JS string.
 async function* chunksOf(file, size) {
   let chunk = []
@@ -51,82 +49,74 @@ async function* chunksOf(file, size) {
   }
   if (chunk.length) yield chunk
 }
-const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
-const openOpts = { dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') }
-
-let e = await LcmEngine.open(openOpts)
-// Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
-// messages' worth (100 messages each) and one condensed summary over those leaves,
-// so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
-const withSummaries = !process.argv.includes('--no-summaries')
 const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content || []).filter((b) => b.type === 'text').map((b) => b.text).join('\n'))
-let t0 = performance.now()
-let conversationId
-let summaryCount = 0
-let i = 0
-for await (const chunk of reuse ? [] : chunksOf(out, 1000)) {
-  i += chunk.length
-  const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
-  conversationId = r.conversationId
-  if (!withSummaries || chunk.length < 1000) continue
-  const ids = r.results.map((x) => x.messageId)
-  const leaves = []
-  for (let k = 0; k < 10; k++) {
-    const part = chunk.slice(k * 100, k * 100 + 100)
-    const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
-    leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${(i - 1000) / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
-  }
-  await e.insertSummary({ conversationId, content: `Condensed ${(i - 1000) / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
-  summaryCount += 11
-}
-const ingestMs = performance.now() - t0
-if (reuse) conversationId = (await e.getConversation({ sessionId: 'bench' })).conversationId
-await e.close()
 
-const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-const needleIds = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
-const med = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-const REOPENS = Number(args.reopens ?? 5)
-console.log(`grep after a restart: ${N} messages, scope "both", limit 50; ${REOPENS} restarts per mode, medians (open / first grep / next 20 greps, ms)`)
-for (const mode of ['regex', 'full_text']) {
-  const opens = []
-  const firsts = []
-  const nexts = []
-  const loops = []
-  const how = new Map()
-  let info
-  for (let k = 0; k < REOPENS; k++) {
-    const t = performance.now()
-    e = await LcmEngine.open(openOpts)
-    opens.push(performance.now() - t)
-    const lat = []
-    const h = monitorEventLoopDelay({ resolution: 1 })
-    h.enable()
-    for (let i = 0; i < 21; i++) {
-      const p = needleIds[(k * 31 + i * 7919) % needleIds.length]
-      const s = performance.now()
-      const r = await e.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 50 })
-      lat.push(performance.now() - s)
-      if (i === 0) how.set(r.messageStats.strategy, (how.get(r.messageStats.strategy) ?? 0) + 1)
+// The database of `n` workload messages: generated and ingested, or reused from an
+// earlier --keep run (DIR/<n>/; the workload file alone is reused too).
+async function prepare(n) {
+  const dir = keep ? join(keep, String(n)) : mkdtempSync(join(tmpdir(), 'lcm-bench-grep-'))
+  mkdirSync(dir, { recursive: true })
+  const out = join(dir, 'conv.jsonl')
+  const needleFile = join(dir, 'needles.jsonl')
+  const reuse = keep && existsSync(join(dir, 'lcm.db')) && existsSync(needleFile)
+  if (!(existsSync(out) && existsSync(needleFile))) execFileSync(process.execPath, [gen, '--messages', String(n), '--seed', String(SEED), '--out', out, '--needles', needleFile])
+  const needles = readFileSync(needleFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  const openOpts = { dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') }
+  const e = await LcmEngine.open(openOpts)
+  // Ingest in chunks of 1000; after each chunk, 10 leaf summaries over its first 1000
+  // messages' worth (100 messages each) and one condensed summary over those leaves,
+  // so scope "both" searches a realistic summary DAG too (--no-summaries to skip).
+  const withSummaries = !process.argv.includes('--no-summaries')
+  const t0 = performance.now()
+  let conversationId
+  let summaryCount = 0
+  let i = 0
+  for await (const chunk of reuse ? [] : chunksOf(out, 1000)) {
+    i += chunk.length
+    const r = await e.ingestBatch({ sessionId: 'bench', messages: chunk })
+    conversationId = r.conversationId
+    if (!withSummaries || chunk.length < 1000) continue
+    const ids = r.results.map((x) => x.messageId)
+    const leaves = []
+    for (let k = 0; k < 10; k++) {
+      const part = chunk.slice(k * 100, k * 100 + 100)
+      const content = part.map((m) => textOf(m).replace(/\s+/g, ' ').slice(0, 40)).join(' | ')
+      leaves.push(await e.insertSummary({ conversationId, content: `Leaf ${(i - 1000) / 100 + k}: ${content}`, messageIds: ids.slice(k * 100, k * 100 + 100) }))
     }
-    h.disable()
-    firsts.push(lat[0])
-    nexts.push(med(lat.slice(1)))
-    loops.push(h.max / 1e6)
-    info = await e.warmRecallIndex()
-    await e.close()
+    await e.insertSummary({ conversationId, content: `Condensed ${(i - 1000) / 1000}: ${leaves.join(' ')}`, summaryIds: leaves })
+    summaryCount += 11
   }
-  const f = (xs) => med(xs).toFixed(2)
-  console.log(`  ${mode.padEnd(10)} open ${f(opens)}  first ${f(firsts)} (min ${Math.min(...firsts).toFixed(2)}; ${[...how].map(([k, v]) => `${k} ×${v}`).join(', ')})  next ${f(nexts)}  event-loop max ${f(loops)}  catalog ${(info.indexBytes / 1048576).toFixed(1)} MiB for ${info.indexedMessages} messages`)
+  const ingestMs = performance.now() - t0
+  if (reuse) conversationId = (await e.getConversation({ sessionId: 'bench' })).conversationId
+  await e.close()
+  return { dir, needles, openOpts, conversationId, summaryCount, ingestMs }
 }
-if (process.argv.includes('--reopen-only')) process.exit(0)
-e = await LcmEngine.open(openOpts)
+
+const REOPENS = Number(args.reopens ?? 5)
+const sizes = process.argv.includes('--no-10k') || N === 10000 ? [N] : [10000, N]
+const prepared = []
+for (const n of sizes) prepared.push([n, await prepare(n)])
+console.log(`grep after a restart, limit 20, ${REOPENS} restarts per scope and mode, medians (bench/reopen.js; ms)`)
+for (const [n, p] of prepared) {
+  const label = n >= 1e6 ? `${n / 1e6}M` : `${n / 1000}k`
+  const rows = await grepAfterReopen({ open: () => LcmEngine.open(p.openOpts), needles: p.needles.map((x) => x.id), conversationId: p.conversationId, runs: REOPENS })
+  for (const r of rows) console.log(formatReopen(label, r))
+}
+const done = () => {
+  if (!keep) for (const [, p] of prepared) rmSync(p.dir, { recursive: true, force: true })
+}
+if (process.argv.includes('--reopen-only')) {
+  done()
+  process.exit(0)
+}
+const { needles, openOpts, conversationId, summaryCount, ingestMs } = prepared[prepared.length - 1][1]
+const e = await LcmEngine.open(openOpts)
 
 const ids = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+-\d+/)[0])
 const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 40)) === 0).slice(0, 40)
 
 const rssBefore = process.memoryUsage().rss
-t0 = performance.now()
+let t0 = performance.now()
 const cold = await e.grep({ pattern: esc(sample[0]), conversationId })
 const coldMs = performance.now() - t0
 const built = await e.warmRecallIndex()
@@ -180,4 +170,4 @@ for (const r of rows) {
 console.log('')
 console.log(`event loop delay while querying: max ${(h.max / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, mean ${(h.mean / 1e6).toFixed(2)} ms`)
 await e.close()
-if (!keep) rmSync(dir, { recursive: true, force: true })
+done()

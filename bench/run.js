@@ -18,6 +18,7 @@ const { tmpdir } = require('node:os')
 const { join } = require('node:path')
 const { targetTriple } = require('../scripts/platform.js')
 const { generator, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
+const { grepAfterReopen: reopenBench, formatReopen } = require('./reopen.js')
 
 const root = join(__dirname, '..')
 const argv = process.argv.slice(2)
@@ -149,44 +150,16 @@ async function ingestRun(wl, sessions = 1) {
 }
 
 
-// grep after a restart: per mode, RUNS fresh opens, each followed by the first
-// grep (the catalog is still being built in the background) and 20 more; medians
-// of the first calls and of the rest, and the catalog's memory once built. Needles
-// are the workload's planted ids.
+// grep after a restart (bench/reopen.js): per scope and mode, fresh opens each
+// followed by the first grep and 20 more; rows of the first / median call, open
+// time and the catalog's memory.
 async function grepAfterReopen(dir, label, needles, conversationId) {
-  const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  const out = {}
-  for (const mode of ['regex', 'full_text']) {
-    const opens = []
-    const firsts = []
-    const rest = []
-    let loopMax = 0
-    let info
-    for (let k = 0; k < Math.max(3, RUNS); k++) {
-      const t0 = performance.now()
-      const engine = await open(dir)
-      opens.push(performance.now() - t0)
-      const lat = []
-      const m = await measureLoop(async () => {
-        for (let i = 0; i < 21; i++) {
-          const p = needles[(k * 31 + i * 7919) % needles.length]
-          const t = performance.now()
-          await engine.grep({ pattern: mode === 'regex' ? esc(p) : p, mode, conversationId, limit: 20 })
-          lat.push(performance.now() - t)
-        }
-      })
-      info = await engine.warmRecallIndex()
-      await engine.close()
-      firsts.push(lat[0])
-      rest.push(...lat.slice(1))
-      loopMax = Math.max(loopMax, m.loopMax)
-    }
-    const first = stat(firsts)
-    const next = stat(rest)
-    rows.push({ name: `grep ${label} ${mode} after reopen: first / median`, unit: 'ms', min: Number(first.median.toFixed(2)), median: Number(next.median.toFixed(2)) })
-    out[mode] = { openMs: stat(opens).median, first, next, loopMax, indexBytes: info.indexBytes, indexedMessages: info.indexedMessages }
+  const out = await reopenBench({ open: () => open(dir), needles, conversationId, runs: Math.max(3, RUNS) })
+  for (const r of out) {
+    console.log(formatReopen(label, r))
+    rows.push({ name: `grep ${label} ${r.scope === 'all' ? 'all ' : ''}${r.mode} after reopen: first / median`, unit: 'ms', min: Number(r.firstMs.toFixed(2)), median: Number(r.nextMs.toFixed(2)) })
   }
-  rows.push({ name: `  open / recall catalog at ${label}`, unit: 'ms / MiB', min: Number(out.regex.openMs.toFixed(1)), median: Number((out.regex.indexBytes / 1048576).toFixed(1)) })
+  rows.push({ name: `  open / recall catalog at ${label}`, unit: 'ms / MiB', min: Number(out[0].openMs.toFixed(1)), median: Number((out[0].indexBytes / 1048576).toFixed(1)) })
   return out
 }
 

@@ -21,6 +21,8 @@ pub struct RecallState {
     /// The catalog holds every message up to some snapshot (after the first build).
     ready: AtomicBool,
     summaries: Mutex<SummaryCatalog>,
+    /// The summary catalog holds every summary up to some snapshot.
+    summaries_ready: AtomicBool,
 }
 
 /// The error for a poisoned recall lock.
@@ -44,7 +46,7 @@ impl RecallState {
         tokio::spawn(async move {
             let built = store
                 .read(move |conn| {
-                    state.summaries.lock().map_err(|_| poisoned())?.sync(conn)?;
+                    drop(state.sync_summaries(conn)?);
                     state.sync_catalog(conn)
                 })
                 .await;
@@ -58,15 +60,34 @@ impl RecallState {
         self.ready.load(Ordering::Acquire)
     }
 
-    /// Searches summaries with the summary catalog brought up to date first.
+    /// Brings the summary catalog up to date with `conn`'s snapshot and keeps it
+    /// locked for the caller.
+    fn sync_summaries(
+        &self,
+        conn: &rusqlite::Connection,
+    ) -> Result<std::sync::MutexGuard<'_, SummaryCatalog>> {
+        let mut sc = self.summaries.lock().map_err(|_| poisoned())?;
+        sc.sync(conn)?;
+        self.summaries_ready.store(true, Ordering::Release);
+        Ok(sc)
+    }
+
+    /// Searches summaries: from their matches alone while the summary catalog is
+    /// not loaded yet and the query allows it ([`grep::summaries::search_summaries_cold`]),
+    /// else with the catalog brought up to date first (waiting for a load in
+    /// progress).
     pub(crate) fn search_summaries(
         &self,
         conn: &rusqlite::Connection,
         q: &grep::Query,
         features: crate::store::Features,
     ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
-        let mut sc = self.summaries.lock().map_err(|_| poisoned())?;
-        sc.sync(conn)?;
+        if !self.summaries_ready.load(Ordering::Acquire) {
+            if let Some(found) = grep::summaries::search_summaries_cold(conn, q, features)? {
+                return Ok(found);
+            }
+        }
+        let sc = self.sync_summaries(conn)?;
         grep::search_summaries(conn, &sc, q, features)
     }
 

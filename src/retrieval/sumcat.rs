@@ -72,6 +72,32 @@ impl SummaryCatalog {
         Ok(())
     }
 
+    /// A catalog of only the summaries among `ids`, read by id: all a search needs
+    /// of its known matches while the full catalog is not loaded yet. Positions
+    /// follow rowid order, as in the full catalog.
+    pub fn of_ids(conn: &Connection, ids: &[&str]) -> Result<SummaryCatalog> {
+        let mut keys: Vec<(i64, String, i64, i64)> = Vec::with_capacity(ids.len());
+        recall::summary_keys_by_id(conn, ids, |r| {
+            keys.push((
+                r.rowid,
+                r.summary_id.to_owned(),
+                r.conversation_id,
+                parse_time_ms(r.time),
+            ));
+        })?;
+        keys.sort_unstable_by_key(|k| k.0);
+        keys.dedup_by_key(|k| k.0);
+        let mut c = SummaryCatalog::default();
+        for (rowid, id, conv, time) in keys {
+            c.by_id.insert(id.clone(), c.ids.len());
+            c.rowid.push(rowid);
+            c.ids.push(id);
+            c.conv.push(conv);
+            c.time.push(time);
+        }
+        Ok(c)
+    }
+
     fn load_after(&mut self, conn: &Connection, after: i64) -> Result<()> {
         recall::for_each_summary_after(conn, after, |r| {
             self.by_id.insert(r.summary_id.to_owned(), self.ids.len());

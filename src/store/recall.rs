@@ -62,6 +62,66 @@ pub fn for_each_message_after(
     Ok(n)
 }
 
+/// Calls `f` with every message whose id is below `below`, highest id first, at
+/// most `n` of them.
+pub fn messages_below(
+    conn: &Connection,
+    below: i64,
+    n: usize,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![below, n as i64])?;
+    while let Some(r) = rows.next()? {
+        f(&MessageRow {
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            role: r.get_ref(2)?.as_str().unwrap_or("user"),
+            created_at: r.get_ref(3)?.as_str().unwrap_or(""),
+            content: r.get_ref(4)?.as_str().unwrap_or(""),
+        });
+    }
+    Ok(())
+}
+
+/// Calls `f` with the `created_at` text of messages with an id below `below`
+/// whose text may stand for a time after `after` (a stored `YYYY-MM-DD HH:MM:SS`
+/// text), until `f` returns false: texts sorting after it; texts from `from` (a
+/// few days earlier) up to it that are not 19 characters long (they may carry a
+/// UTC offset) or name a day past the end of a short month (which lenient
+/// parsing carries into the next month); texts sorting before `"0"` (a sign or
+/// whitespace first). All three go through the `created_at` index
+/// (`lcm_messages_created_idx`), checking the id in the index entry.
+pub fn message_times_maybe_after(
+    conn: &Connection,
+    below: i64,
+    after: &str,
+    from: &str,
+    mut f: impl FnMut(&str) -> bool,
+) -> Result<()> {
+    const Q: [&str; 3] = [
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at > ?2 AND message_id < ?1",
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at >= ?3 AND created_at <= ?2 AND message_id < ?1 \
+         AND (length(created_at) <> 19 OR (substr(created_at, 6, 2) = '02' AND substr(created_at, 9, 2) > '28') \
+              OR (substr(created_at, 6, 2) IN ('04', '06', '09', '11') AND substr(created_at, 9, 2) > '30'))",
+        "SELECT created_at FROM messages INDEXED BY lcm_messages_created_idx WHERE created_at < '0' AND message_id < ?1",
+    ];
+    for sql in Q {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let n = stmt.parameter_count();
+        let all: [&dyn rusqlite::ToSql; 3] = [&below, &after, &from];
+        let mut rows = stmt.query(&all[..n])?;
+        while let Some(r) = rows.next()? {
+            if !f(r.get_ref(0)?.as_str().unwrap_or("")) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The content of messages by id (unknown ids are absent from the map).
 pub fn message_contents(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, String>> {
     let mut out = HashMap::with_capacity(ids.len());
@@ -180,23 +240,87 @@ pub struct SummaryKey<'a> {
     pub time: &'a str,
 }
 
-/// Calls `f` with every summary whose rowid is above `after`, in rowid order.
+/// Calls `f` with every summary whose rowid is above `after`, in rowid order. The
+/// first load (`after == 0`) reads the covering index `lcm_summaries_keys_idx`
+/// and sorts by rowid, so no summary content is touched (the table's rows carry
+/// it before their times); later catch-ups read the few new rows of the table.
 pub fn for_each_summary_after(
     conn: &Connection,
     after: i64,
     mut f: impl FnMut(&SummaryKey),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries WHERE rowid > ?1 ORDER BY rowid",
-    )?;
-    let mut rows = stmt.query([after])?;
+    let keys = if after == 0 {
+        conn.prepare_cached(&format!("{KEYS} INDEXED BY lcm_summaries_keys_idx"))
+            .ok()
+    } else {
+        None
+    };
+    let Some(mut stmt) = keys else {
+        let mut stmt = conn.prepare_cached(&format!("{KEYS} WHERE rowid > ?1 ORDER BY rowid"))?;
+        let mut rows = stmt.query([after])?;
+        while let Some(r) = rows.next()? {
+            f(&key_of(r)?);
+        }
+        return Ok(());
+    };
+    let mut all: Vec<(i64, String, i64, String)> = Vec::new();
+    let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
+        let k = key_of(r)?;
+        all.push((
+            k.rowid,
+            k.summary_id.to_owned(),
+            k.conversation_id,
+            k.time.to_owned(),
+        ));
+    }
+    all.sort_unstable_by_key(|k| k.0);
+    for (rowid, summary_id, conversation_id, time) in &all {
         f(&SummaryKey {
-            rowid: r.get(0)?,
-            summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
-            conversation_id: r.get(2)?,
-            time: r.get_ref(3)?.as_str().unwrap_or(""),
+            rowid: *rowid,
+            summary_id,
+            conversation_id: *conversation_id,
+            time,
         });
+    }
+    Ok(())
+}
+
+/// The columns the summary catalog reads.
+const KEYS: &str =
+    "SELECT rowid, summary_id, conversation_id, COALESCE(latest_at, created_at) FROM summaries";
+
+fn key_of<'r>(r: &'r rusqlite::Row) -> Result<SummaryKey<'r>> {
+    Ok(SummaryKey {
+        rowid: r.get(0)?,
+        summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
+        conversation_id: r.get(2)?,
+        time: r.get_ref(3)?.as_str().unwrap_or(""),
+    })
+}
+
+/// Calls `f` with the summaries among `ids` (unknown ids are skipped), in no
+/// particular order: the keys a search needs of its matches before the summary
+/// catalog is loaded.
+pub fn summary_keys_by_id(
+    conn: &Connection,
+    ids: &[&str],
+    mut f: impl FnMut(&SummaryKey),
+) -> Result<()> {
+    for chunk in ids.chunks(BATCH) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "{KEYS} INDEXED BY lcm_summaries_keys_idx WHERE summary_id IN ({})",
+            vec!["?"; BATCH].join(",")
+        ))?;
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(""))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            f(&key_of(r)?);
+        }
     }
     Ok(())
 }
@@ -220,13 +344,14 @@ impl SummaryIndex {
 }
 
 /// Calls `f` with the summary id (and the FTS5 rank when `ranked`) of every
-/// summary `index` matches for `expr`, in the index's order.
+/// summary `index` matches for `expr`, in the index's order, until `f` returns
+/// false.
 pub fn summary_fts_matches(
     conn: &Connection,
     index: SummaryIndex,
     expr: &str,
     ranked: bool,
-    mut f: impl FnMut(&str, Option<f64>),
+    mut f: impl FnMut(&str, Option<f64>) -> bool,
 ) -> Result<()> {
     let table = index.table();
     let cols = if ranked {
@@ -240,7 +365,9 @@ pub fn summary_fts_matches(
     let mut rows = stmt.query([expr])?;
     while let Some(r) = rows.next()? {
         let rank = if ranked { r.get(1)? } else { None };
-        f(r.get_ref(0)?.as_str().unwrap_or(""), rank);
+        if !f(r.get_ref(0)?.as_str().unwrap_or(""), rank) {
+            break;
+        }
     }
     Ok(())
 }

@@ -201,9 +201,13 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
 /// reference creates them at its startup, `IF NOT EXISTS`, when it opens the file):
 /// `messages_conv_identity_hash_idx` (identity hashes stay NULL here) and
 /// `message_parts_type_idx` (a five-value column: every turn dirtied several of
-/// its leaf pages). One index is ours:
+/// its leaf pages). Two indexes are ours:
 /// `lcm_summary_parents_ordinal_idx` covers reading a node's sources in link order
-/// (assembly renders them on every turn).
+/// (assembly renders them on every turn); `lcm_messages_created_idx` lets recall
+/// prove, before its catalog is built, that no older message id has a newer time
+/// (times mostly grow with ids, so inserts append at its right edge);
+/// `lcm_summaries_keys_idx` covers what the summary catalog reads of every
+/// summary (id, conversation, times), so loading it skips the summaries' content.
 pub const CREATE_INDEXES: &str = r#"
 CREATE INDEX IF NOT EXISTS summaries_conv_created_idx ON summaries (conversation_id, created_at);
 CREATE INDEX IF NOT EXISTS summary_messages_message_idx ON summary_messages (message_id);
@@ -221,6 +225,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS messages_stable_event_key_unique
   ON messages (conversation_id, stable_event_key) WHERE stable_event_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS summaries_conv_depth_kind_idx ON summaries (conversation_id, depth, kind);
 CREATE INDEX IF NOT EXISTS lcm_summary_parents_ordinal_idx ON summary_parents (summary_id, ordinal, parent_summary_id);
+CREATE INDEX IF NOT EXISTS lcm_messages_created_idx ON messages (created_at);
+CREATE INDEX IF NOT EXISTS lcm_summaries_keys_idx ON summaries (summary_id, conversation_id, latest_at, created_at);
 "#;
 
 /// One full-text table: its name, the SQL that creates it, the SQL that fills it

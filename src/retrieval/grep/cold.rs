@@ -1,17 +1,22 @@
 //! `grep` over messages from SQLite alone, for the calls that come before the
 //! in-memory catalog is built (right after open, the catalog is built in the
-//! background). Candidates come from `messages_fts`: the sanitized expression for
-//! full text, and for a regex the whole words its literals contain (see
-//! [`word_expression`]); each candidate's conversation, role and time are read by
-//! id. Only queries with few candidates ([`MAX_CANDIDATES`]) are answered here,
-//! and then exactly: every candidate is checked, so the hits and their order are
-//! those the catalog path gives (recency ties broken by id, relevance in FTS5
-//! order). Anything else is left to the catalog (`Ok(None)`).
+//! background). Recency-ordered full text walks `messages_fts` newest id first
+//! with an order proof ([`newest::full_text_newest`]); relevance and hybrid
+//! order read every match ([`MAX_CANDIDATES`] at most). A regex goes through the
+//! whole words its literals contain, ended by a prefix token for a word that
+//! ends a literal in a digit (see [`word_expression`]), when they give few
+//! candidates, else through the newest-first scan of messages
+//! ([`newest::scan_newest`]), as CJK full text does; each candidate's
+//! conversation, role and time are read by id. Every answer is exact: the hits
+//! and their order are those the catalog path gives (recency ties broken by id,
+//! relevance in FTS5 order). Anything else is left to the catalog (`Ok(None)`).
 
 use std::collections::HashMap;
 
 use rusqlite::Connection;
 
+use super::messages::substring_match;
+use super::newest;
 use super::{iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, SNIPPET_CHARS};
 use crate::error::Result;
 use crate::retrieval::catalog::parse_time_ms;
@@ -31,22 +36,25 @@ pub fn search_messages_cold(
     q: &Query,
     features: Features,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
-    if !features.fts5 {
-        return Ok(None);
-    }
-    let found = match q.mode {
-        Mode::FullText if !q.cjk => match &q.fts {
-            Some(expr) => full_text(conn, q, expr),
-            None => return Ok(None),
-        },
-        Mode::FullText => return Ok(None),
-        Mode::Regex => match &q.words {
-            Some(expr) => regex(conn, q, expr),
-            None => return Ok(None),
-        },
+    let found = match (q.mode, &q.fts) {
+        (Mode::FullText, Some(expr)) if !q.cjk && features.fts5 => full_text(conn, q, expr),
+        (Mode::FullText, _) => substrings(conn, q),
+        (Mode::Regex, _) => regex(conn, q, features),
     };
     // A damaged index is the catalog path's business (it falls back to substrings).
     Ok(found.ok().flatten())
+}
+
+/// Full text as case-insensitive substrings (CJK, or no FTS5): the
+/// newest-first scan with the catalog path's matcher.
+fn substrings(conn: &Connection, q: &Query) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
+    let needles: Vec<String> = q
+        .terms
+        .iter()
+        .map(|t| crate::retrieval::text::normalize(t).into_owned())
+        .collect();
+    let found = newest::scan_newest(conn, q, |c| substring_match(c, &needles))?;
+    Ok(found.map(|(f, stats)| (newest::hits(f, |_| String::new()), stats)))
 }
 
 /// One candidate with what ordering and filtering need.
@@ -82,6 +90,9 @@ fn candidates(
     } else {
         recall::fts_message_ids_desc(conn, expr, |id| take(id, None))?;
     }
+    if over && stop_at.is_none() {
+        return Ok(None);
+    }
     let ids: Vec<i64> = matched.iter().map(|m| m.0).collect();
     let mut meta = recall::message_meta(conn, &ids)?;
     let mut out = Vec::new();
@@ -108,9 +119,17 @@ fn full_text(
     q: &Query,
     expr: &str,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
-    let ranked = q.sort != Sort::Recency;
+    if q.sort == Sort::Recency {
+        let Some((found, mut stats)) = newest::full_text_newest(conn, q, expr)? else {
+            return Ok(None);
+        };
+        let mut snippets = newest::term_snippets(conn, q, &found)?;
+        stats.scanned = snippets.len();
+        let hits = newest::hits(found, |f| snippets.remove(&f.meta.id).unwrap_or_default());
+        return Ok(Some((hits, stats)));
+    }
     let stop_at = (q.sort == Sort::Relevance).then_some(q.limit);
-    let Some(found) = candidates(conn, q, expr, ranked, stop_at)? else {
+    let Some(found) = candidates(conn, q, expr, true, stop_at)? else {
         return Ok(None);
     };
     let mut stats = ScopeStats {
@@ -118,18 +137,13 @@ fn full_text(
         candidates: found.len(),
         ..ScopeStats::default()
     };
-    let chosen: Vec<&Candidate> = match q.sort {
-        Sort::Recency => newest(&found, q.limit, |_| true),
-        _ => {
-            let now = crate::retrieval::grants::now_ms();
-            let mut s: Vec<(f64, &Candidate)> = found
-                .iter()
-                .map(|c| (score(q.sort, c.rank.unwrap_or(0.0), now, c.time), c))
-                .collect();
-            s.sort_by(|a, b| a.0.total_cmp(&b.0));
-            s.into_iter().take(q.limit).map(|(_, c)| c).collect()
-        }
-    };
+    let now = crate::retrieval::grants::now_ms();
+    let mut scored: Vec<(f64, &Candidate)> = found
+        .iter()
+        .map(|c| (score(q.sort, c.rank.unwrap_or(0.0), now, c.time), c))
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let chosen: Vec<&Candidate> = scored.into_iter().take(q.limit).map(|(_, c)| c).collect();
     let ids: Vec<i64> = chosen.iter().map(|c| c.meta.id).collect();
     let texts = recall::message_contents(conn, &ids)?;
     stats.scanned = texts.len();
@@ -146,14 +160,31 @@ fn full_text(
     Ok(Some((hits, stats)))
 }
 
+/// A regex: through the words of its literals when they narrow to few
+/// candidates, else the newest-first scan.
 fn regex(
     conn: &Connection,
     q: &Query,
-    expr: &str,
+    features: Features,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
     let Some(re) = q.regex.as_ref() else {
         return Ok(None);
     };
+    if let (Some(expr), true) = (&q.words, features.fts5) {
+        if let Some(found) = regex_words(conn, q, re, expr)? {
+            return Ok(Some(found));
+        }
+    }
+    let found = newest::scan_newest(conn, q, |c| re.find(c).map(|m| (m.start(), m.end())))?;
+    Ok(found.map(|(f, stats)| (newest::hits(f, |_| String::new()), stats)))
+}
+
+fn regex_words(
+    conn: &Connection,
+    q: &Query,
+    re: &regex::Regex,
+    expr: &str,
+) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
     let Some(found) = candidates(conn, q, expr, false, None)? else {
         return Ok(None);
     };
@@ -206,18 +237,19 @@ fn hit(c: &Candidate, snippet: String) -> MessageHit {
     }
 }
 
-/// An FTS5 expression over `messages_fts` (unicode61 words) that every text
-/// satisfying the requirement matches: for each literal, the words it contains
-/// whole (a separator on both sides inside the literal), as one phrase. A word
-/// touching either end of the literal may be part of a longer word in the text,
-/// so it is left out; non-ASCII literals are not used (the tokenizer's idea of a
-/// word is then not ours). `None` when the requirement gives no such words.
+/// An FTS5 expression over `messages_fts` (unicode61 words, porter stems) that
+/// every text satisfying the requirement matches: for each literal, the words it
+/// contains whole (a separator on both sides inside the literal) as one phrase,
+/// ended by the word touching the literal's end as a prefix token when that word
+/// has two characters or more and ends in a digit (the text's token starts with
+/// it; the stemmer only rewrites
+/// letter suffixes, so such a prefix survives stemming on both sides). A word
+/// touching the literal's start may be the tail of a longer word in the text, so
+/// it is left out; non-ASCII literals are not used (the tokenizer's idea of a word
+/// is then not ours). `None` when the requirement gives no such words.
 pub fn word_expression(r: &Req) -> Option<String> {
     match r {
-        Req::Lit(s) => {
-            let words = inner_words(s);
-            (!words.is_empty()).then(|| format!("\"{}\"", words.join(" ")))
-        }
+        Req::Lit(s) => literal_phrase(s),
         Req::All(v) => {
             let parts: Vec<String> = v.iter().filter_map(word_expression).collect();
             (!parts.is_empty()).then(|| format!("({})", parts.join(" AND ")))
@@ -229,13 +261,32 @@ pub fn word_expression(r: &Req) -> Option<String> {
     }
 }
 
-/// The ASCII alphanumeric runs of `s` with a separator on both sides within `s`.
-fn inner_words(s: &str) -> Vec<&str> {
+/// Shortest word used as a prefix token: FTS5 reads the whole doclist of every
+/// term a prefix covers, and a one-character prefix covers a tenth of all numbers.
+const MIN_PREFIX: usize = 2;
+
+/// The phrase of one literal (see [`word_expression`]).
+fn literal_phrase(s: &str) -> Option<String> {
+    let (mut words, last) = words_of(s);
+    let prefix =
+        last.filter(|w| w.len() >= MIN_PREFIX && w.ends_with(|c: char| c.is_ascii_digit()));
+    words.extend(prefix);
+    if words.is_empty() {
+        return None;
+    }
+    let star = if prefix.is_some() { " *" } else { "" };
+    Some(format!("\"{}\"{star}", words.join(" ")))
+}
+
+/// The ASCII alphanumeric runs of `s` with a separator on both sides within `s`,
+/// and the run ending `s` when a separator precedes it within `s`.
+fn words_of(s: &str) -> (Vec<&str>, Option<&str>) {
     if !s.is_ascii() {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let b = s.as_bytes();
     let mut out = Vec::new();
+    let mut last = None;
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_alphanumeric() {
@@ -246,11 +297,17 @@ fn inner_words(s: &str) -> Vec<&str> {
         while i < b.len() && b[i].is_ascii_alphanumeric() {
             i += 1;
         }
-        if start > 0 && i < b.len() {
-            out.push(crate::text::slice(s, start, i));
+        if start == 0 {
+            continue;
+        }
+        let word = crate::text::slice(s, start, i);
+        if i < b.len() {
+            out.push(word);
+        } else {
+            last = Some(word);
         }
     }
-    out
+    (out, last)
 }
 
 #[cfg(test)]
@@ -271,5 +328,14 @@ mod tests {
         assert_eq!(e("foo bar baz|xyz"), None);
         assert_eq!(e("a b c.*d e f"), Some("(\"b\" AND \"e\")".into()));
         assert_eq!(e("é café é"), None);
+        // A word ending the literal is a prefix when it ends in a digit.
+        assert_eq!(e("NEEDLE-1-123"), Some("\"1 123\" *".into()));
+        assert_eq!(e("x-123"), Some("\"123\" *".into()));
+        assert_eq!(e("call id-7a1"), Some("\"id 7a1\" *".into()));
+        assert_eq!(e("123"), None);
+        assert_eq!(e("flight_12"), Some("\"12\" *".into()));
+        // One-character prefixes are not used (too many terms behind them).
+        assert_eq!(e("NEEDLE-1-2"), Some("\"1\"".into()));
+        assert_eq!(e("x-1"), None);
     }
 }

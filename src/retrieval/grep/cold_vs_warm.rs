@@ -1,14 +1,20 @@
-//! The cold path (SQLite alone, before the catalog is built) answers exactly what
-//! the catalog path answers: same hits, same order, same snippets and ranks.
+//! The cold paths (SQLite alone, before the catalogs are built) answer exactly
+//! what the catalog paths answer: same hits, same order, same snippets and ranks,
+//! for messages and for summaries.
 
 use rusqlite::Connection;
 use serde_json::json;
 
 use super::cold::search_messages_cold;
-use super::{build_query, search_messages, Filter, MessageHit, Mode, Sort};
+use super::summaries::search_summaries_cold;
+use super::{
+    build_query, search_messages, search_summaries, Filter, MessageHit, Mode, Sort, SummaryHit,
+};
 use crate::message::ingest::map_message;
 use crate::retrieval::catalog::Catalog;
+use crate::retrieval::sumcat::SummaryCatalog;
 use crate::store::conversations::SessionRef;
+use crate::store::dag::{persist_summary, NewSummary, Sources};
 use crate::store::fts_lag::FtsLag;
 use crate::store::messages::insert_batch;
 use crate::store::Features;
@@ -17,7 +23,7 @@ const WORDS: [&str; 8] = [
     "Alpha1", "alpha2", "beta-77", "gamma", "DELTA", "Ωmega", "epsilon", "zeta",
 ];
 
-fn ingest(conn: &mut Connection, session: &str, base: i64) {
+fn ingest(conn: &mut Connection, session: &str, base: i64) -> (i64, Vec<i64>) {
     let batch = (0..400i64)
         .map(|i| {
             let w1 = WORDS[(i * 7 % 8) as usize];
@@ -38,7 +44,56 @@ fn ingest(conn: &mut Connection, session: &str, base: i64) {
         session_id: session.into(),
         session_key: None,
     };
-    insert_batch(conn, &session, batch).unwrap();
+    let out = insert_batch(conn, &session, batch).unwrap();
+    let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
+    (out.conversation_id, ids)
+}
+
+/// 40 leaves of 10 messages each and 10 condensed summaries over 4 leaves each;
+/// their times follow their sources' (which go backwards now and then).
+fn summarize(conn: &mut Connection, conversation_id: i64, ids: &[i64], features: Features) {
+    let mut put = |content: String, sources: Sources| {
+        let s = NewSummary {
+            conversation_id,
+            content,
+            model: "m".into(),
+            sources,
+        };
+        persist_summary(conn, &s, features).unwrap()
+    };
+    let leaves: Vec<String> = (0..40)
+        .map(|k| {
+            let w = WORDS[k % 8];
+            let content = format!(
+                "leaf {k} {w} code for staging is NEEDLE-{}-{k}. 数据库{} gamma{}",
+                k % 5,
+                k % 3,
+                k % 4
+            );
+            put(
+                content,
+                Sources::Messages(ids[k * 10..k * 10 + 10].to_vec()),
+            )
+        })
+        .collect();
+    for (k, four) in leaves.chunks(4).enumerate() {
+        let content = format!(
+            "condensed {k} {} staging NEEDLE-{}-c{k}",
+            WORDS[k % 8],
+            k % 5
+        );
+        put(content, Sources::Summaries(four.to_vec()));
+    }
+}
+
+fn summary_key(h: &SummaryHit) -> (String, i64, String, String, Option<f64>) {
+    (
+        h.summary_id.clone(),
+        h.conversation_id,
+        h.created_at.clone(),
+        h.snippet.clone(),
+        h.rank,
+    )
 }
 
 fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
@@ -56,13 +111,15 @@ fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
 fn cold_answers_equal_warm_answers() {
     let mut conn = Connection::open_in_memory().unwrap();
     crate::store::migrate::migrate(&mut conn).unwrap();
-    ingest(&mut conn, "a", 1_771_313_820_000);
-    ingest(&mut conn, "b", 1_771_313_000_000);
-    FtsLag::new(true).catch_up(&mut conn).unwrap();
     let features = Features {
         fts5: true,
         trigram: true,
     };
+    for (session, base) in [("a", 1_771_313_820_000), ("b", 1_771_313_000_000)] {
+        let (conversation, ids) = ingest(&mut conn, session, base);
+        summarize(&mut conn, conversation, &ids, features);
+    }
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
     let base = 1_771_313_820_000i64;
     let filters = [
         Filter {
@@ -80,6 +137,10 @@ fn cold_answers_equal_warm_answers() {
         (Mode::Regex, Sort::Recency, r"NEEDLE-3-\d+\."),
         (Mode::Regex, Sort::Recency, r"(?i)needle-1-1\d+"),
         (Mode::Regex, Sort::Recency, r"staging is NEEDLE"),
+        // Words ending the literal narrow as prefix tokens when they end in a digit.
+        (Mode::Regex, Sort::Recency, r"NEEDLE-2-13"),
+        (Mode::Regex, Sort::Recency, r"is NEEDLE-4-2"),
+        (Mode::Regex, Sort::Recency, r"m1\d Alpha1 1"),
         (
             Mode::Regex,
             Sort::Recency,
@@ -91,17 +152,22 @@ fn cold_answers_equal_warm_answers() {
         (Mode::FullText, Sort::Relevance, "delta"),
         (Mode::FullText, Sort::Hybrid, "epsilon beta"),
         (Mode::FullText, Sort::Recency, "NEEDLE-2-130"),
+        (Mode::FullText, Sort::Recency, "数据库1"),
+        (Mode::FullText, Sort::Relevance, "数据库2"),
+        (Mode::Regex, Sort::Recency, r"数据库\d gamma[12]"),
     ];
     let mut cat = Catalog::default();
     cat.catch_up(&conn).unwrap();
+    let mut sc = SummaryCatalog::default();
+    sc.sync(&conn).unwrap();
+    let mut summary_hits = 0;
     for f in &filters {
         for &(mode, sort, pattern) in queries {
             for limit in [1, 7, 50] {
                 let q = build_query(pattern, mode, sort, limit, f.clone()).unwrap();
                 let cold = search_messages_cold(&conn, &q, features).unwrap();
-                let warm = search_messages(&conn, &cat, &q, features).unwrap();
+                let (warm, stats) = search_messages(&conn, &cat, &q, features).unwrap();
                 let (cold, _) = cold.unwrap_or_else(|| panic!("cold path declined {pattern}"));
-                let (warm, stats) = warm;
                 assert!(!stats.truncated, "{pattern}");
                 let cold: Vec<_> = cold.iter().map(key).collect();
                 let warm: Vec<_> = warm.iter().map(key).collect();
@@ -109,14 +175,137 @@ fn cold_answers_equal_warm_answers() {
                     cold, warm,
                     "{mode:?} {sort:?} {pattern} limit {limit} {f:?}"
                 );
+                let cold = search_summaries_cold(&conn, &q, features).unwrap();
+                let (cold, _) =
+                    cold.unwrap_or_else(|| panic!("cold declined {pattern} (summaries)"));
+                let (warm, _) = search_summaries(&conn, &sc, &q, features).unwrap();
+                let cold: Vec<_> = cold.iter().map(summary_key).collect();
+                let warm: Vec<_> = warm.iter().map(summary_key).collect();
+                assert_eq!(
+                    cold, warm,
+                    "summaries: {mode:?} {sort:?} {pattern} limit {limit} {f:?}"
+                );
+                summary_hits += warm.len();
             }
         }
     }
-    // Queries the cold path leaves to the catalog: no whole word in the literal,
-    // or more matches than it reads.
-    for (mode, pattern) in [(Mode::Regex, "ECONNRESET"), (Mode::Regex, r"\d+")] {
+    assert!(summary_hits > 100, "the summary queries find summaries");
+    // Without whole words (or with CJK text), the newest-first scan answers
+    // (the table is small enough to read whole).
+    for (mode, pattern) in [
+        (Mode::Regex, "ECONNRESET"),
+        (Mode::Regex, r"\d+"),
+        (Mode::FullText, "数据库"),
+    ] {
         let q = build_query(pattern, mode, Sort::Recency, 10, Filter::default()).unwrap();
-        let cold = search_messages_cold(&conn, &q, features).unwrap();
-        assert!(cold.is_none(), "{pattern}");
+        let (cold, stats) = search_messages_cold(&conn, &q, features).unwrap().unwrap();
+        assert_eq!(stats.strategy, "scan-newest", "{pattern}");
+        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
+        let cold: Vec<_> = cold.iter().map(key).collect();
+        let warm: Vec<_> = warm.iter().map(key).collect();
+        assert_eq!(cold, warm, "{pattern}");
     }
+    // Summaries: a regex without literals the trigram table can use.
+    let q = build_query(r"\d+", Mode::Regex, Sort::Recency, 10, Filter::default()).unwrap();
+    assert!(search_summaries_cold(&conn, &q, features)
+        .unwrap()
+        .is_none());
+}
+
+/// Messages of one session: `n` of them from `start` (epoch ms) a minute apart,
+/// every third about an invoice, every 97th a CJK note.
+fn ingest_in_order(conn: &mut Connection, session: &str, start: i64, n: i64) -> i64 {
+    let batch = (0..n)
+        .map(|i| {
+            let topic = if i % 3 == 0 { "invoice 7" } else { "flight" };
+            let cjk = if i % 97 == 0 { " 数据库备份" } else { "" };
+            let text = format!("{session} m{i} {topic}{} hotel{cjk}", i % 10);
+            let m = json!({"role": "user", "content": text, "timestamp": start + i * 60_000});
+            map_message(&m, None).unwrap()
+        })
+        .collect();
+    let session = SessionRef {
+        session_id: session.into(),
+        session_key: None,
+    };
+    insert_batch(conn, &session, batch).unwrap().conversation_id
+}
+
+/// Common words, regexes without whole words and CJK substrings are answered
+/// newest first with an order proof over time-ordered history, exactly as the
+/// catalog answers; when older history was ingested after newer messages (its
+/// ids are higher), the proof fails and the query is left to the catalog, or
+/// the answer is still the catalog's.
+#[test]
+fn newest_first_walks_answer_like_the_catalog() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    crate::store::migrate::migrate(&mut conn).unwrap();
+    let features = Features {
+        fts5: true,
+        trigram: true,
+    };
+    let now = 1_771_313_820_000i64;
+    // Conversation 1: 6,000 messages in time order. Conversation 2: its old
+    // history (before conversation 1's), ingested afterwards.
+    let c1 = ingest_in_order(&mut conn, "a", now - 6_000 * 60_000, 6_000);
+    let c2 = ingest_in_order(&mut conn, "b", now - 20_000 * 60_000, 1_500);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    let scope = |c: Vec<i64>| Filter {
+        conversations: Some(c),
+        ..Filter::default()
+    };
+    let in_order = [
+        scope(vec![c1]),
+        Filter {
+            conversations: Some(vec![c1]),
+            since_ms: Some(now - 3_000 * 60_000),
+            before_ms: Some(now - 300 * 60_000),
+        },
+    ];
+    let out_of_order = [scope(vec![c2]), Filter::default(), scope(vec![c1, c2])];
+    let queries: &[(Mode, &str)] = &[
+        (Mode::FullText, "invoice"),
+        (Mode::FullText, "flight3 hotel"),
+        (Mode::Regex, r"invoice 7\d hotel"),
+        (Mode::Regex, r"(?i)FLIGHT5"),
+        (Mode::FullText, "数据库"),
+    ];
+    let mut answered = 0;
+    for (filters, must_answer) in [(&in_order[..], true), (&out_of_order[..], false)] {
+        for f in filters {
+            for &(mode, pattern) in queries {
+                for limit in [1, 20, 200] {
+                    let q = build_query(pattern, mode, Sort::Recency, limit, f.clone()).unwrap();
+                    let (warm, stats) = search_messages(&conn, &cat, &q, features).unwrap();
+                    let cold = search_messages_cold(&conn, &q, features).unwrap();
+                    let what = format!("{mode:?} {pattern} limit {limit} {f:?}");
+                    // Past 20 hits, rare ones (the CJK note, a regex over one
+                    // message in thirty) outrun the walk's budget.
+                    let Some((cold, cold_stats)) = cold else {
+                        assert!(!must_answer || limit > 20, "cold path declined {what}");
+                        continue;
+                    };
+                    assert!(!stats.truncated, "{what}");
+                    assert!(!warm.is_empty(), "{what}");
+                    let cold: Vec<_> = cold.iter().map(key).collect();
+                    let warm: Vec<_> = warm.iter().map(key).collect();
+                    assert_eq!(cold, warm, "{what} ({})", cold_stats.strategy);
+                    answered += 1;
+                }
+            }
+        }
+    }
+    assert!(answered >= 28, "{answered} answered");
+    // Out of order and more matches than the walk reads: left to the catalog.
+    let q = build_query(
+        "invoice",
+        Mode::FullText,
+        Sort::Recency,
+        20,
+        Filter::default(),
+    )
+    .unwrap();
+    assert!(search_messages_cold(&conn, &q, features).unwrap().is_none());
 }

@@ -86,7 +86,7 @@ fn substring_messages(
 }
 
 /// Where the first needle occurs, when every needle occurs (case-normalized).
-fn substring_match(content: &str, needles: &[String]) -> Option<(usize, usize)> {
+pub(super) fn substring_match(content: &str, needles: &[String]) -> Option<(usize, usize)> {
     if needles.is_empty() {
         return None;
     }

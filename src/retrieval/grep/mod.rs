@@ -6,6 +6,7 @@
 
 pub mod cold;
 pub mod messages;
+pub mod newest;
 pub mod summaries;
 
 #[cfg(test)]
@@ -360,6 +361,14 @@ impl TopK {
         if self.heap.len() > self.k {
             self.heap.pop();
         }
+    }
+
+    /// The time of the oldest item kept, once `k` are kept.
+    fn oldest_when_full(&self) -> Option<i64> {
+        if self.heap.len() < self.k {
+            return None;
+        }
+        self.heap.peek().map(|Reverse(Key(t, _, _))| *t)
     }
 
     /// True when nothing older than what is kept can enter any more: the heap is

@@ -2,7 +2,9 @@
 //! [`SummaryCatalog`]; the matches come from `summaries_fts`, the trigram table
 //! `summaries_fts_cjk` (or LIKE) for CJK, and for regex from the trigram table
 //! narrowed by the pattern's literals, else every summary in scope (bounded).
-//! Content is read only for the rows returned or checked.
+//! Content is read only for the rows returned or checked. Before the catalog is
+//! loaded (it is built in the background at open), [`search_summaries_cold`]
+//! runs the same code over a catalog of only the matched summaries.
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
@@ -18,12 +20,119 @@ use crate::store::recall::{self, SummaryIndex, SummaryLike, SummaryMatch};
 use crate::store::Features;
 use rusqlite::Connection;
 
+/// Where a summary search's candidates come from: a full-text table and the
+/// expression to match there.
+struct Plan<'q> {
+    index: SummaryIndex,
+    expr: &'q str,
+    ranked: bool,
+    strategy: &'static str,
+}
+
+/// The full-text table a query narrows summaries with: for a regex, the trigram
+/// table with the pattern's literals; for full text, the word table, or the
+/// trigram table for CJK terms of three characters or more. `None` when no table
+/// applies (a regex then checks every summary in scope, full text uses LIKE).
+fn plan(q: &Query, features: Features) -> Option<Plan<'_>> {
+    match q.mode {
+        Mode::Regex => q
+            .trigram
+            .as_deref()
+            .filter(|_| features.trigram)
+            .map(|expr| Plan {
+                index: SummaryIndex::Trigram,
+                expr,
+                ranked: false,
+                strategy: "trigram-index",
+            }),
+        Mode::FullText => {
+            let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
+            let ranked = q.sort != Sort::Recency;
+            match &q.fts {
+                Some(expr) if !q.cjk && features.fts5 => Some(Plan {
+                    index: SummaryIndex::Words,
+                    expr,
+                    ranked,
+                    strategy: "fts",
+                }),
+                Some(expr) if q.cjk && features.trigram && terms_ok => Some(Plan {
+                    index: SummaryIndex::Trigram,
+                    expr,
+                    ranked,
+                    strategy: "fts-trigram",
+                }),
+                _ => None,
+            }
+        }
+    }
+}
+
 /// Searches summaries (scope and order from the in-memory summary catalog).
 pub fn search_summaries(
     conn: &Connection,
     sc: &SummaryCatalog,
     q: &Query,
     features: Features,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let plan = plan(q, features);
+    // A damaged index falls back to checking every summary in scope (regex) or LIKE.
+    let found = plan
+        .as_ref()
+        .and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
+    finish(conn, sc, q, plan.as_ref(), found)
+}
+
+/// Most full-text matches the cold summary search reads before it leaves a query
+/// to the catalog.
+pub const MAX_COLD_MATCHES: usize = 1_000;
+
+/// Searches summaries before the summary catalog is loaded, when that can be done
+/// exactly and cheaply: the full-text matches (at most [`MAX_COLD_MATCHES`]) are
+/// read first, then a catalog of only those summaries
+/// ([`SummaryCatalog::of_ids`]), and the rest is the catalog path's own code, so
+/// the answer is the same. Full text without a usable table needs no catalog
+/// (LIKE). `Ok(None)` when the query needs the full catalog: a regex without
+/// literals the trigram table can use, more matches, or a damaged index.
+pub fn search_summaries_cold(
+    conn: &Connection,
+    q: &Query,
+    features: Features,
+) -> Result<Option<(Vec<SummaryHit>, ScopeStats)>> {
+    let Some(plan) = plan(q, features) else {
+        return match q.mode {
+            Mode::FullText => like_summaries(conn, q).map(Some),
+            Mode::Regex => Ok(None),
+        };
+    };
+    let mut matched: Vec<(String, Option<f64>)> = Vec::new();
+    let mut over = false;
+    let read = recall::summary_fts_matches(conn, plan.index, plan.expr, plan.ranked, |id, r| {
+        over = matched.len() == MAX_COLD_MATCHES;
+        if !over {
+            matched.push((id.to_owned(), r));
+        }
+        !over
+    });
+    if read.is_err() || over {
+        return Ok(None);
+    }
+    let ids: Vec<&str> = matched.iter().map(|m| m.0.as_str()).collect();
+    let sc = SummaryCatalog::of_ids(conn, &ids)?;
+    let found = matched
+        .iter()
+        .filter_map(|(id, r)| sc.position(id).map(|o| (o, *r)))
+        .collect();
+    finish(conn, &sc, q, Some(&plan), Some(found)).map(Some)
+}
+
+/// Orders, filters and checks the candidates (`found`: catalog positions of the
+/// table's matches, in its order; `None` when no table was usable).
+fn finish(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    plan: Option<&Plan>,
+    found: Option<Vec<(usize, Option<f64>)>>,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
     match q.mode {
         Mode::Regex => {
@@ -32,39 +141,16 @@ pub fn search_summaries(
                 .as_ref()
                 .ok_or_else(|| LcmError::internal("regex missing"))?;
             let verify = |c: &str| re.find(c).map(|m| (m.start(), m.end()));
-            let narrowed = q
-                .trigram
-                .as_deref()
-                .filter(|_| features.trigram)
-                .and_then(|e| fts_positions(conn, sc, SummaryIndex::Trigram, e, false).ok());
-            let strategy = if narrowed.is_some() {
-                "trigram-index"
-            } else {
-                "scan"
-            };
-            let ords = match narrowed {
-                Some(found) => found.into_iter().map(|(o, _)| o).collect(),
-                None => (0..sc.len()).collect(),
+            let (ords, strategy) = match found {
+                Some(found) => (found.into_iter().map(|(o, _)| o).collect(), "trigram-index"),
+                None => ((0..sc.len()).collect(), "scan"),
             };
             check_summaries(conn, sc, q, ords, strategy, verify)
         }
-        Mode::FullText => {
-            let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
-            let index = match &q.fts {
-                Some(e) if !q.cjk && features.fts5 => Some((e, SummaryIndex::Words, "fts")),
-                Some(e) if q.cjk && features.trigram && terms_ok => {
-                    Some((e, SummaryIndex::Trigram, "fts-trigram"))
-                }
-                _ => None,
-            };
-            if let Some((expr, index, strategy)) = index {
-                let ranked = q.sort != Sort::Recency;
-                if let Ok(found) = fts_positions(conn, sc, index, expr, ranked) {
-                    return ranked_summary_hits(conn, sc, q, found, strategy);
-                }
-            }
-            like_summaries(conn, q)
-        }
+        Mode::FullText => match (plan, found) {
+            (Some(p), Some(found)) => ranked_summary_hits(conn, sc, q, found, p.strategy),
+            _ => like_summaries(conn, q),
+        },
     }
 }
 
@@ -81,6 +167,7 @@ fn fts_positions(
         if let Some(ord) = sc.position(id) {
             out.push((ord, rank));
         }
+        true
     })?;
     Ok(out)
 }

@@ -1,0 +1,74 @@
+//! The first `grep` after open, without the engine around it: what the cold paths
+//! (`retrieval::grep::cold`, `summaries::search_summaries_cold`) cost on a fresh
+//! read connection, for profiling (`valgrind --tool=callgrind` counts the same
+//! instructions on a busy machine as on a quiet one).
+//!
+//! ```text
+//! cargo run --profile fastrelease --example first_grep -- <db> <regex|full_text> <pattern> [conversation_id] [runs]
+//! ```
+//! Prints, per run (each on a new connection), the time of the message and of the
+//! summary search and how each was answered (`declined` when it needs a catalog).
+
+use std::time::Instant;
+
+use lcm_native::retrieval::grep::{build_query, cold, summaries, Filter, Mode, Sort};
+use lcm_native::store::Features;
+use rusqlite::{Connection, OpenFlags};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: first_grep <db> <regex|full_text> <pattern> [conversation_id] [runs]");
+        std::process::exit(2);
+    }
+    let mode = if args[2] == "regex" {
+        Mode::Regex
+    } else {
+        Mode::FullText
+    };
+    let conversations = args
+        .get(4)
+        .and_then(|c| c.parse::<i64>().ok())
+        .filter(|&c| c > 0)
+        .map(|c| vec![c]);
+    let runs: usize = args.get(5).and_then(|r| r.parse().ok()).unwrap_or(1);
+    let features = Features {
+        fts5: true,
+        trigram: true,
+    };
+    for _ in 0..runs {
+        let conn = Connection::open_with_flags(&args[1], OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the database");
+        let filter = Filter {
+            conversations: conversations.clone(),
+            ..Filter::default()
+        };
+        let q = build_query(&args[3], mode, Sort::Recency, 20, filter).expect("query");
+        conn.execute_batch("BEGIN").expect("begin");
+        let t0 = Instant::now();
+        let m = cold::search_messages_cold(&conn, &q, features).expect("messages");
+        let t1 = Instant::now();
+        let s = summaries::search_summaries_cold(&conn, &q, features).expect("summaries");
+        let t2 = Instant::now();
+        conn.execute_batch("COMMIT").expect("commit");
+        let how = |r: &Option<(Vec<_>, lcm_native::retrieval::grep::ScopeStats)>| match r {
+            Some((hits, st)) => format!(
+                "{} ({} hits, {} candidates)",
+                st.strategy,
+                hits.len(),
+                st.candidates
+            ),
+            None => "declined".into(),
+        };
+        println!(
+            "messages {:.2} ms {} | summaries {:.2} ms {}",
+            (t1 - t0).as_secs_f64() * 1e3,
+            how(&m),
+            (t2 - t1).as_secs_f64() * 1e3,
+            match &s {
+                Some((hits, st)) => format!("{} ({} hits)", st.strategy, hits.len()),
+                None => "declined".into(),
+            }
+        );
+    }
+}

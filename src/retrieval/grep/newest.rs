@@ -1,0 +1,376 @@
+//! Newest-first answers from SQLite with a proof of order, for the cold path
+//! ([`super::cold`]) when narrowing alone does not bound the work: recency-ordered
+//! full text with many matches (common words), and regexes or CJK substrings with
+//! no usable words. Messages mostly arrive in time order, so their id order is
+//! almost always the catalog's recency order (time, then id). The walk reads
+//! matches (FTS5 rowids, or message rows) from the highest id down, keeps the
+//! newest `limit` in scope, and stops as soon as no unread message can be newer
+//! than the oldest kept one: [`older_are_not_newer`] asks the `created_at` index
+//! for a message below the lowest id read that is newer (parsed the catalog's way).
+//! When that proof fails a few times (history ingested out of time order) or the
+//! walk exceeds its budget, the query is left to the catalog (`None`), so every
+//! answer given here is the catalog path's answer.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use super::{iso_ms, MessageHit, Query, ScopeStats, TopK, SNIPPET_CHARS};
+use crate::error::Result;
+use crate::retrieval::catalog::parse_time_ms;
+use crate::retrieval::text::{term_snippet, window};
+use crate::store::recall::{self, MessageMeta};
+
+/// Most message rows a newest-first scan reads (regex / substring walk); with
+/// the last page, under the catalog path's scan budget
+/// ([`super::MAX_SCAN_ROWS`]), so the catalog path is never truncated where the
+/// walk answers.
+pub const MAX_WALK_ROWS: usize = 4_096;
+/// Most content bytes a newest-first scan reads.
+pub const MAX_WALK_BYTES: usize = 4 << 20;
+/// Widest id span (highest message id minus the lowest id read) over which a
+/// proof is tried: in time-ordered history the proof reads about that many
+/// `created_at` index entries (the messages newer than the oldest kept one).
+const MAX_PROOF_SPAN: i64 = 20_000;
+/// Failed proofs after which the walk stops trying (the history is out of order).
+const MAX_PROOFS: usize = 3;
+/// Rows (or FTS5 ids) read per step of a walk.
+const PAGE: usize = 64;
+/// How far before its text's day a stored time can fall: a UTC offset moves it
+/// by less than a day, a day past the end of a month (`02-31`, read leniently)
+/// by up to three.
+const MARGIN_MS: i64 = 4 * 86_400_000;
+
+/// Whether every message with an id below `below` has a time (epoch ms, parsed as
+/// the catalog parses it) at or before `t`, ignoring those at or after `before`
+/// (out of scope anyway). Only texts that may mean a later time are read through
+/// the `created_at` index (texts after `t`'s stored form, texts of the days
+/// before that may carry an offset or an overflowing day, texts starting with a
+/// sign or a space; see [`recall::message_times_maybe_after`]), and each is
+/// parsed and checked.
+pub fn older_are_not_newer(
+    conn: &Connection,
+    below: i64,
+    t: i64,
+    before: Option<i64>,
+) -> Result<bool> {
+    let text = |ms: i64| {
+        crate::timestamp::from_millis(ms)
+            .map(crate::timestamp::to_sqlite)
+            .unwrap_or_default()
+    };
+    let days_before = text(t.saturating_sub(MARGIN_MS));
+    let from = crate::text::head(&days_before, 10);
+    let mut holds = true;
+    recall::message_times_maybe_after(conn, below, &text(t), from, |created_at| {
+        let time = parse_time_ms(created_at);
+        if time > t && before.is_none_or(|b| time < b) {
+            holds = false;
+        }
+        holds
+    })?;
+    Ok(holds)
+}
+
+/// A message the walk keeps: its metadata, time and (regex) snippet.
+pub struct Found {
+    /// Metadata.
+    pub meta: MessageMeta,
+    /// Parsed time, epoch ms.
+    pub time: i64,
+    /// Snippet, when built during the walk.
+    pub snippet: Option<String>,
+}
+
+/// The state of one newest-first walk.
+struct Walk<'q> {
+    q: &'q Query,
+    top: TopK,
+    found: Vec<Found>,
+    /// The lowest id read so far (every id above it, up to the start, was read).
+    lowest: i64,
+    /// The highest message id (the proof's cost grows with `max_id - lowest`).
+    max_id: i64,
+    proofs: usize,
+    stats: ScopeStats,
+}
+
+/// Where a walk stands after a step.
+#[derive(PartialEq, Eq)]
+enum Step {
+    Go,
+    Done,
+    GiveUp,
+}
+
+impl<'q> Walk<'q> {
+    fn new(conn: &Connection, q: &'q Query, strategy: &str) -> Result<Walk<'q>> {
+        Ok(Walk {
+            q,
+            top: TopK::new(q.limit),
+            found: Vec::new(),
+            lowest: i64::MAX,
+            max_id: crate::store::messages::max_message_id(conn)?,
+            proofs: 0,
+            stats: ScopeStats {
+                strategy: strategy.into(),
+                ..ScopeStats::default()
+            },
+        })
+    }
+
+    /// Keeps a match when it is in scope.
+    fn offer(&mut self, meta: MessageMeta, snippet: Option<String>) {
+        let time = parse_time_ms(&meta.created_at);
+        if !self.q.filter.accepts_at(meta.conversation_id, time) {
+            return;
+        }
+        self.stats.candidates += 1;
+        self.top.push(time, meta.id, self.found.len());
+        self.found.push(Found {
+            meta,
+            time,
+            snippet,
+        });
+    }
+
+    /// After a page: done when nothing unread can enter the newest `limit`.
+    fn settle(&mut self, conn: &Connection) -> Result<Step> {
+        if self.lowest <= 1 {
+            return Ok(Step::Done);
+        }
+        let Some(t) = self.top.oldest_when_full() else {
+            return Ok(Step::Go);
+        };
+        if self.proofs >= MAX_PROOFS || self.max_id.saturating_sub(self.lowest) > MAX_PROOF_SPAN {
+            return Ok(Step::Go);
+        }
+        self.proofs += 1;
+        Ok(
+            if older_are_not_newer(conn, self.lowest, t, self.q.filter.before_ms)? {
+                Step::Done
+            } else {
+                Step::Go
+            },
+        )
+    }
+
+    /// The kept matches, newest first, and the stats.
+    fn finish(self) -> (Vec<Found>, ScopeStats) {
+        let mut found: Vec<Option<Found>> = self.found.into_iter().map(Some).collect();
+        let chosen = self
+            .top
+            .into_sorted()
+            .into_iter()
+            .filter_map(|i| found[i].take())
+            .collect();
+        (chosen, self.stats)
+    }
+}
+
+/// Recency-ordered full text: `messages_fts` ids highest first, their metadata a
+/// page at a time, until the order proof holds or the matches end; `None` after
+/// [`super::cold::MAX_CANDIDATES`] ids without either.
+pub fn full_text_newest(
+    conn: &Connection,
+    q: &Query,
+    expr: &str,
+) -> Result<Option<(Vec<Found>, ScopeStats)>> {
+    let mut w = Walk::new(conn, q, "fts")?;
+    let mut page: Vec<i64> = Vec::with_capacity(PAGE);
+    let mut read = 0usize;
+    let mut step = Step::Go;
+    let mut failed = None;
+    let run = |w: &mut Walk, page: &mut Vec<i64>| -> Result<Step> {
+        let mut meta = recall::message_meta(conn, page)?;
+        for id in page.drain(..) {
+            if let Some(m) = meta.remove(&id) {
+                w.offer(m, None);
+            }
+        }
+        w.settle(conn)
+    };
+    recall::fts_message_ids_desc(conn, expr, |id| {
+        if read == super::cold::MAX_CANDIDATES {
+            step = Step::GiveUp;
+            return false;
+        }
+        read += 1;
+        w.lowest = id;
+        page.push(id);
+        if page.len() < PAGE {
+            return true;
+        }
+        match run(&mut w, &mut page) {
+            Ok(s) => step = s,
+            Err(e) => {
+                failed = Some(e);
+                return false;
+            }
+        }
+        step == Step::Go
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match step {
+        Step::GiveUp => return Ok(None),
+        Step::Go if !page.is_empty() => {
+            // The matches ended: everything was read.
+            run(&mut w, &mut page)?;
+        }
+        _ => {}
+    }
+    Ok(Some(w.finish()))
+}
+
+/// Messages newest id first, a page at a time, each in scope checked with
+/// `verify` (a match's byte range), until the order proof holds or the table
+/// ends; `None` past [`MAX_WALK_ROWS`] rows or [`MAX_WALK_BYTES`] of content.
+pub fn scan_newest<F>(
+    conn: &Connection,
+    q: &Query,
+    verify: F,
+) -> Result<Option<(Vec<Found>, ScopeStats)>>
+where
+    F: Fn(&str) -> Option<(usize, usize)>,
+{
+    let mut w = Walk::new(conn, q, "scan-newest")?;
+    let mut bytes = 0usize;
+    let mut visited = 0usize;
+    let mut page_rows = PAGE;
+    loop {
+        let mut read = 0usize;
+        recall::messages_below(conn, w.lowest, page_rows, |r| {
+            read += 1;
+            visited += 1;
+            w.lowest = r.id;
+            bytes += r.content.len();
+            let time = parse_time_ms(r.created_at);
+            if !q.filter.accepts_at(r.conversation_id, time) {
+                return;
+            }
+            w.stats.scanned += 1;
+            if let Some((s, e)) = verify(r.content) {
+                let snippet = window(r.content, s, e, 50, SNIPPET_CHARS);
+                w.offer(
+                    MessageMeta {
+                        id: r.id,
+                        conversation_id: r.conversation_id,
+                        role: r.role.to_owned(),
+                        created_at: r.created_at.to_owned(),
+                    },
+                    Some(snippet),
+                );
+            }
+        })?;
+        if read < page_rows {
+            // The table ended: everything was read.
+            return Ok(Some(w.finish()));
+        }
+        match w.settle(conn)? {
+            Step::Done => return Ok(Some(w.finish())),
+            Step::GiveUp => return Ok(None),
+            Step::Go => {}
+        }
+        if visited >= MAX_WALK_ROWS || bytes >= MAX_WALK_BYTES {
+            return Ok(None);
+        }
+        page_rows = (page_rows * 2).min(1024);
+    }
+}
+
+/// The hits of a walk, snippets built by `snippet` where the walk has none.
+pub fn hits(found: Vec<Found>, mut snippet: impl FnMut(&Found) -> String) -> Vec<MessageHit> {
+    found
+        .into_iter()
+        .map(|f| {
+            let s = f.snippet.clone().unwrap_or_else(|| snippet(&f));
+            MessageHit {
+                message_id: f.meta.id,
+                conversation_id: f.meta.conversation_id,
+                role: f.meta.role,
+                created_at: iso_ms(f.time),
+                snippet: s,
+                rank: None,
+            }
+        })
+        .collect()
+}
+
+/// Snippets of full-text hits, read by id.
+pub fn term_snippets(
+    conn: &Connection,
+    q: &Query,
+    found: &[Found],
+) -> Result<HashMap<i64, String>> {
+    let ids: Vec<i64> = found.iter().map(|f| f.meta.id).collect();
+    let texts = recall::message_contents(conn, &ids)?;
+    Ok(texts
+        .into_iter()
+        .map(|(id, t)| (id, term_snippet(&t, &q.terms, SNIPPET_CHARS)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages with ids 1.. and the given stored times (raw rows, any text).
+    fn db(times: &[&str]) -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        conn.execute_batch("INSERT INTO conversations (session_id) VALUES ('s')")
+            .unwrap();
+        for (i, t) in times.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO messages (conversation_id, seq, role, content, token_count, created_at) VALUES (1, ?1, 'user', 'x', 1, ?2)",
+                rusqlite::params![i as i64, t],
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    #[test]
+    fn the_proof_sees_every_text_that_parses_later() {
+        let t = parse_time_ms("2026-03-02 10:00:00");
+        let newer = [
+            "2026-03-02 10:00:01",
+            "2026-03-02T10:00:00.500Z",
+            "2026-03-01T23:00:00-12:00",
+            "2026-02-31 12:00:00",
+            " 2026-03-05 00:00:00",
+            "2026-03-02 10:00:00.1",
+            "2027-01-01",
+        ];
+        for n in newer {
+            assert!(parse_time_ms(n) > t, "{n}");
+            // An older id with the newer time, then messages in order.
+            let conn = db(&[
+                "2026-03-01 00:00:00",
+                n,
+                "2026-03-02 09:00:00",
+                "2026-03-02 10:00:00",
+            ]);
+            assert!(!older_are_not_newer(&conn, 4, t, None).unwrap(), "{n}");
+            // Not when it is out of scope, or above the id bound.
+            assert!(older_are_not_newer(&conn, 2, t, None).unwrap(), "{n}");
+            let before = Some(parse_time_ms(n));
+            assert!(older_are_not_newer(&conn, 4, t, before).unwrap(), "{n}");
+        }
+        let not_newer = [
+            "2026-03-02 10:00:00",
+            "2026-03-02T09:59:59Z",
+            "2026-03-02T12:00:00+05:00",
+            "2026-02-28 23:00:00",
+            "garbage",
+            "",
+        ];
+        for n in not_newer {
+            assert!(parse_time_ms(n) <= t, "{n}");
+            let conn = db(&["2026-03-01 00:00:00", n, "2026-03-02 10:00:00"]);
+            assert!(older_are_not_newer(&conn, 3, t, None).unwrap(), "{n}");
+        }
+    }
+}
