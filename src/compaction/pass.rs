@@ -462,14 +462,25 @@ pub async fn write_batch(
     features: Features,
     batch: Vec<dag::Queued>,
 ) -> Result<Option<Vec<dag::Persisted>>> {
-    let written = store
-        .write_tx(move |tx| dag::persist_batch(tx, &batch, features))
-        .await;
-    match written {
-        Ok(p) => Ok(Some(p)),
-        // The sources moved (compacted, or no longer a run): nothing was written.
-        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
-        Err(e) => Err(e),
+    start_batch(store, features, batch).await
+}
+
+/// [`write_batch`], queued to the writer at once (not when first polled): the
+/// caller may go on and await the outcome later.
+pub fn start_batch(
+    store: &Store,
+    features: Features,
+    batch: Vec<dag::Queued>,
+) -> impl std::future::Future<Output = Result<Option<Vec<dag::Persisted>>>> + Send + Sync + 'static
+{
+    let written = store.write_tx(move |tx| dag::persist_batch(tx, &batch, features));
+    async move {
+        match written.await {
+            Ok(p) => Ok(Some(p)),
+            // The sources moved (compacted, or no longer a run): nothing was written.
+            Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -82,6 +82,20 @@ pub struct Run<'a> {
     /// The sources of the leaf chunk expected next, read while the last pass's
     /// summarizer call ran (used only if the next pass plans exactly that chunk).
     ahead: Option<pass::Prefetched>,
+    /// A full batch handed to the writer while the next passes go on (see
+    /// [`Run::start_flush`]); awaited by [`Run::flush`].
+    inflight: Option<InFlight>,
+}
+
+/// The outcome of a batch write, awaited later.
+type Written = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Option<Vec<Persisted>>>> + Send + Sync>,
+>;
+
+/// A batch being written: its passes (reported once it is durable) and the write.
+struct InFlight {
+    queue: Vec<QueuedPass>,
+    written: Written,
 }
 
 /// The context item of a new summary (its ordinal is set where it is placed).
@@ -217,6 +231,7 @@ impl<'a> Run<'a> {
             queue_since: None,
             stale_batches: 0,
             ahead: None,
+            inflight: None,
         })
     }
 
@@ -260,7 +275,11 @@ impl<'a> Run<'a> {
             }
             let items = match self.cache.take() {
                 Some(items) => items,
-                None => self.snapshot().await?,
+                // A re-read must see every pass: what is queued or in flight first.
+                None => {
+                    self.flush().await?;
+                    self.snapshot().await?
+                }
             };
             let tail = select::fresh_tail_start(items.items(), &self.limits);
             let Some(plan) = choose(items.items(), tail) else {
@@ -367,13 +386,14 @@ impl<'a> Run<'a> {
                 rows: done.rows,
             },
         });
-        if done.call >= BATCH_FAST
-            || self.queue.len() >= BATCH_MAX
+        if done.call >= BATCH_FAST {
+            self.flush().await?;
+        } else if self.queue.len() >= BATCH_MAX
             || self
                 .queue_since
                 .is_some_and(|t| t.elapsed() >= BATCH_MAX_AGE)
         {
-            self.flush().await?;
+            self.start_flush().await?;
         }
         Ok(Queued::Pass(rec))
     }
@@ -390,9 +410,9 @@ impl<'a> Run<'a> {
             Vec<crate::store::derived::MsgRow>,
         )>,
     > {
-        let pending: Vec<(String, String)> = self
-            .queue
-            .iter()
+        let inflight = self.inflight.iter().flat_map(|f| &f.queue);
+        let pending: Vec<(String, String)> = inflight
+            .chain(&self.queue)
             .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
             .collect();
         if let Some(ahead) = self.ahead.take() {
@@ -404,21 +424,46 @@ impl<'a> Run<'a> {
         pass::read_input(&self.env, plan, pending, Some(hint)).await
     }
 
-    /// Writes the queued passes in one transaction. When the list moved under them
-    /// nothing is written (`true` is returned): the list is re-read and their work
-    /// is redone by the next passes.
+    /// Writes the queued passes in one transaction (after the batch in flight). When
+    /// the list moved under them nothing is written (`true` is returned): the list
+    /// is re-read and their work is redone by the next passes.
     async fn flush(&mut self) -> Result<bool> {
+        let rejected = self.start_flush().await?;
+        Ok(self.finish_flight().await? || rejected)
+    }
+
+    /// Hands the queued passes to the writer as one batch and lets the run go on
+    /// (the writer commits while the next passes are read and summarized); the
+    /// batch in flight before it is awaited first. `true` when that one was rejected
+    /// (see [`Run::flush`]).
+    async fn start_flush(&mut self) -> Result<bool> {
+        let rejected = self.finish_flight().await?;
         self.queue_since = None;
         if self.queue.is_empty() {
-            return Ok(false);
+            return Ok(rejected);
         }
         let queue = std::mem::take(&mut self.queue);
         let batch = queue.iter().map(|q| q.write.clone()).collect();
         let store = self.env.store;
-        let Some(written) = pass::write_batch(store, store.features(), batch).await? else {
+        let written = Box::pin(pass::start_batch(store, store.features(), batch));
+        self.inflight = Some(InFlight { queue, written });
+        Ok(rejected)
+    }
+
+    /// Awaits the batch in flight and reports its passes once durable. When it was
+    /// rejected (the list moved), the passes queued on top of it are dropped too:
+    /// all their work is redone from a re-read (`true` is returned).
+    async fn finish_flight(&mut self) -> Result<bool> {
+        let Some(InFlight { queue, written }) = self.inflight.take() else {
+            return Ok(false);
+        };
+        let Some(written) = written.await? else {
             // Not written, not reported: their work is redone from a re-read.
+            let dropped = queue.len() + std::mem::take(&mut self.queue).len();
+            self.queue_since = None;
             self.cache = None;
-            self.sweep_passes -= queue.len() as i64;
+            self.ahead = None;
+            self.sweep_passes -= dropped as i64;
             self.stale_batches += 1;
             if self.stale_batches >= STALE_RETRIES && self.stop.is_none() {
                 self.stop = Some(Stop::Unstable);
@@ -433,6 +478,7 @@ impl<'a> Run<'a> {
             .all(|(w, q)| Some(w.start) == q.write.start_hint && Some(w.next_ordinal) == expected);
         if !consistent {
             self.cache = None;
+            self.ahead = None;
         }
         // Reported once durable, per pass and in order.
         for q in queue {
