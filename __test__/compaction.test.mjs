@@ -92,6 +92,18 @@ describe('full sweeps on a 2,000-message workload', () => {
     expect(cb.state.maxInFlight).toBe(1)
     const summaries = await engine.getSummaries(conversationId)
     expect(summaries.every((s) => /^Depth \d+ summary \d+:/.test(s.content) || s.content.includes('[Truncated from'))).toBe(true)
+    // The request's shape: these keys in this order, `prompt` the whole rendered
+    // prompt around the source text (built from pieces on the JavaScript side).
+    for (const req of cb.state.requests) {
+      expect(Object.keys(req)).toEqual(['prompt', 'systemPrompt', 'targetTokens', 'depth', 'aggressive', 'model', 'sourceText'])
+      expect([typeof req.prompt, typeof req.systemPrompt, typeof req.targetTokens, typeof req.depth, typeof req.aggressive]).toEqual(['string', 'string', 'number', 'number', 'boolean'])
+      expect(req.model).toBe(null)
+      expect(req.sourceText.length).toBeGreaterThan(0)
+      const at = req.prompt.indexOf(req.sourceText)
+      expect(at).toBeGreaterThan(0)
+      expect(req.prompt.length).toBeGreaterThan(at + req.sourceText.length)
+      expect(JSON.parse(JSON.stringify(req)).prompt).toBe(req.prompt)
+    }
     await engine.close()
   })
 })

@@ -11,9 +11,9 @@ use serde_json::Value;
 use crate::compaction::CancelToken;
 use crate::error::LcmError;
 
-/// A host function called from any thread with one JSON argument; weak (it does
-/// not keep the process alive), not error-first.
-pub type JsFn<Ret> = ThreadsafeFunction<Value, Ret, Value, Status, false, true>;
+/// A host function called from any thread with one argument (JSON unless said
+/// otherwise); weak (it does not keep the process alive), not error-first.
+pub type JsFn<Ret, Arg = Value> = ThreadsafeFunction<Arg, Ret, Arg, Status, false, true>;
 
 /// `params[name]` as a [`JsFn`]: `Ok(None)` when `params` is not an object or the
 /// member is absent, `undefined` or `null`; `LCM_INVALID_INPUT` naming `shape` when
@@ -27,6 +27,21 @@ pub fn callback<Ret>(
 where
     Ret: 'static + FromNapiValue + ValidateNapiValue,
 {
+    callback_with::<Ret, Value>(env, params, name, shape)
+}
+
+/// [`callback`] for a function called with an `Arg` converted by its own
+/// [`ToNapiValue`].
+pub fn callback_with<Ret, Arg>(
+    env: &Env,
+    params: Option<&Unknown<'_>>,
+    name: &str,
+    shape: &str,
+) -> std::result::Result<Option<JsFn<Ret, Arg>>, LcmError>
+where
+    Ret: 'static + FromNapiValue + ValidateNapiValue,
+    Arg: 'static + ToNapiValue + JsValuesTupleIntoVec,
+{
     let napi_err = |e: Error| LcmError::invalid(format!("{name}: {e}"));
     let Some(p) = params else { return Ok(None) };
     if p.get_type().map_err(napi_err)? != ValueType::Object {
@@ -39,10 +54,10 @@ where
         ValueType::Undefined | ValueType::Null => Ok(None),
         ValueType::Function => {
             // SAFETY: checked to be a function of this env.
-            let f: Function<Value, Ret> =
+            let f: Function<Arg, Ret> =
                 unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
             let tsfn = f
-                .build_threadsafe_function::<Value>()
+                .build_threadsafe_function::<Arg>()
                 .callee_handled::<false>()
                 .weak::<true>()
                 .build()

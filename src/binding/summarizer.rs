@@ -58,7 +58,83 @@ impl FromNapiValue for AnyJson {
 type CallbackReturn = Either<Promise<AnyJson>, AnyJson>;
 
 /// The ThreadsafeFunction over the host's summarizer.
-pub type CallbackFn = super::hooks::JsFn<CallbackReturn>;
+pub type CallbackFn = super::hooks::JsFn<CallbackReturn, Request>;
+
+/// The request object the callback receives (the [`SummaryRequest`] fields, in its
+/// serialized order and names). The source text crosses into JavaScript once:
+/// `prompt` is the rendered text before it, `sourceText` and the text after it,
+/// joined by `String.prototype.concat` (a rope, no second copy of the source).
+pub struct Request(SummaryRequest);
+
+impl TypeName for Request {
+    fn type_name() -> &'static str {
+        "SummaryRequest"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+/// A JavaScript string of `s`.
+unsafe fn js_string(env: sys::napi_env, s: &str) -> Result<sys::napi_value> {
+    let mut v = std::ptr::null_mut();
+    // SAFETY: a live env on the JS thread; `s` is valid UTF-8 of that length.
+    check_status!(unsafe {
+        sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v)
+    })?;
+    Ok(v)
+}
+
+/// `head.concat(middle, tail)`.
+unsafe fn concat(env: sys::napi_env, parts: [sys::napi_value; 3]) -> Result<sys::napi_value> {
+    let (mut f, mut out) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: live values of this env; a string primitive's properties are its
+    // prototype's (`String.prototype.concat`).
+    unsafe {
+        check_status!(sys::napi_get_named_property(
+            env,
+            parts[0],
+            c"concat".as_ptr(),
+            &mut f
+        ))?;
+        check_status!(sys::napi_call_function(
+            env,
+            parts[0],
+            f,
+            2,
+            parts[1..].as_ptr(),
+            &mut out
+        ))?;
+    }
+    Ok(out)
+}
+
+impl ToNapiValue for Request {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        let r = val.0;
+        // SAFETY (whole body): called by napi on the JS thread with a live env.
+        unsafe {
+            let source = js_string(env, &r.source_text)?;
+            let prompt = match r.prompt.split_once(r.source_text.as_str()) {
+                Some((head, tail)) if !r.source_text.is_empty() => {
+                    concat(env, [js_string(env, head)?, source, js_string(env, tail)?])?
+                }
+                _ => js_string(env, &r.prompt)?,
+            };
+            let env_ = Env::from_raw(env);
+            let mut obj = Object::new(&env_)?;
+            obj.set_named_property("prompt", Unknown::from_raw_unchecked(env, prompt))?;
+            obj.set_named_property("systemPrompt", r.system_prompt)?;
+            obj.set_named_property("targetTokens", r.target_tokens)?;
+            obj.set_named_property("depth", r.depth)?;
+            obj.set_named_property("aggressive", r.aggressive)?;
+            obj.set_named_property("model", r.model)?;
+            obj.set_named_property("sourceText", Unknown::from_raw_unchecked(env, source))?;
+            Object::to_napi_value(env, obj)
+        }
+    }
+}
 
 /// Takes `options.summarizer` when it is a function (the rule of
 /// [`super::hooks::callback`]).
@@ -66,7 +142,7 @@ pub fn extract(
     env: &Env,
     options: Option<&Unknown<'_>>,
 ) -> std::result::Result<Option<CallbackFn>, LcmError> {
-    super::hooks::callback::<CallbackReturn>(
+    super::hooks::callback_with::<CallbackReturn, Request>(
         env,
         options,
         "summarizer",
@@ -129,7 +205,7 @@ fn rejection(reason: &str) -> LcmError {
 }
 
 impl CallbackSummarizer {
-    async fn call(&self, arg: Value) -> crate::error::Result<Value> {
+    async fn call(&self, arg: Request) -> crate::error::Result<Value> {
         let returned = self
             .tsfn
             .call_async_catch(arg)
@@ -151,10 +227,8 @@ impl CallbackSummarizer {
 impl Summarizer for CallbackSummarizer {
     async fn summarize(&self, req: SummaryRequest) -> crate::error::Result<SummaryResponse> {
         let model = req.model.clone();
-        let arg = serde_json::to_value(&req)
-            .map_err(|e| LcmError::internal(format!("cannot serialize request: {e}")))?;
         let ms = self.timeout.as_millis();
-        let v = tokio::time::timeout(self.timeout, self.call(arg))
+        let v = tokio::time::timeout(self.timeout, self.call(Request(req)))
             .await
             .map_err(|_| {
                 callback_err(format!("did not settle within {ms} ms (summaryTimeoutMs)"))

@@ -159,29 +159,117 @@ pub async fn read_input(
     at: Option<i64>,
 ) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
     let zone = env.zone;
-    let custom = env.custom_instructions.clone();
     let conversation_id = env.conversation_id;
-    let plan = plan.clone();
-    env.store
+    let sources = plan.sources();
+    let ids = plan.previous().to_vec();
+    let read = env
+        .store
         .read(move |c| {
-            if let Some(start) = at {
-                if !dag::sources_in_place(c, conversation_id, start, &plan.sources())? {
-                    return Ok(None);
-                }
-            }
-            let previous = previous_context(c, plan.previous(), &pending)?;
-            let render = source::Render {
-                zone: &zone,
-                timestamps: true,
+            let Some(read) = sources_at(c, conversation_id, &sources, at, &zone)? else {
+                return Ok(None);
             };
-            let (mut input, rows) =
-                source::input_with_rows(c, &plan.sources(), render, &HashMap::new())?;
-            input.depth = plan.output_depth();
-            input.previous_context = previous;
-            input.custom_instructions = custom;
-            Ok(Some((input, rows)))
+            Ok(Some((read, previous_context(c, &ids, &pending)?)))
         })
-        .await
+        .await?;
+    Ok(read.map(|((input, rows), previous)| (complete(env, plan, input, previous), rows)))
+}
+
+/// The source part of [`read_input`] (no previous_context, depth or instructions).
+fn sources_at(
+    c: &rusqlite::Connection,
+    conversation_id: i64,
+    sources: &Sources,
+    at: Option<i64>,
+    zone: &Zone,
+) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
+    if let Some(start) = at {
+        if !dag::sources_in_place(c, conversation_id, start, sources)? {
+            return Ok(None);
+        }
+    }
+    let render = source::Render {
+        zone,
+        timestamps: true,
+    };
+    source::input_with_rows(c, sources, render, &HashMap::new()).map(Some)
+}
+
+/// Fills in what the sources alone do not give: depth, previous_context, instructions.
+fn complete(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    mut input: SummarizeInput,
+    previous: Option<String>,
+) -> SummarizeInput {
+    input.depth = plan.output_depth();
+    input.previous_context = previous;
+    input.custom_instructions = env.custom_instructions.clone();
+    input
+}
+
+/// A leaf chunk's sources read ahead of its pass — while the previous pass's
+/// summarizer call runs — by [`prefetch`]; used by [`read_prefetched`] only when
+/// the pass plans exactly that chunk at that ordinal.
+#[derive(Debug)]
+pub struct Prefetched {
+    message_ids: Vec<i64>,
+    at: i64,
+    input: SummarizeInput,
+    rows: Vec<MsgRow>,
+}
+
+/// Reads a leaf chunk's sources ahead (checked at `at`, as [`read_input`] does);
+/// `None` when they are not in place or the read failed (the pass then reads them
+/// itself, and reports any error).
+pub async fn prefetch(env: &PassEnv<'_>, message_ids: Vec<i64>, at: i64) -> Option<Prefetched> {
+    let zone = env.zone;
+    let conversation_id = env.conversation_id;
+    let sources = Sources::Messages(message_ids.clone());
+    let read = env
+        .store
+        .read(move |c| sources_at(c, conversation_id, &sources, Some(at), &zone))
+        .await;
+    let (input, rows) = read.ok()??;
+    Some(Prefetched {
+        message_ids,
+        at,
+        input,
+        rows,
+    })
+}
+
+/// [`read_input`] from a prefetched read of the same leaf chunk at the same
+/// ordinal (`None` otherwise): only previous_context is still to be filled in,
+/// from `pending` or (for stored summaries) one small read.
+pub async fn read_prefetched(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    pending: &[(String, String)],
+    at: Option<i64>,
+    ahead: Prefetched,
+) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
+    let Plan::Leaf { chunk, previous } = plan else {
+        return Ok(None);
+    };
+    if at != Some(ahead.at) || chunk.message_ids != ahead.message_ids {
+        return Ok(None);
+    }
+    let previous = if previous
+        .iter()
+        .all(|id| pending.iter().any(|(p, _)| p == id))
+    {
+        previous_from(previous, pending, HashMap::new())
+    } else {
+        let ids = previous.clone();
+        let pending = pending.to_vec();
+        env.store
+            .read(move |c| previous_context(c, &ids, &pending))
+            .await?
+    };
+    Ok(Some((
+        complete(env, plan, ahead.input, previous),
+        ahead.rows,
+    )))
 }
 
 fn previous_context(
@@ -189,28 +277,37 @@ fn previous_context(
     ids: &[String],
     pending: &[(String, String)],
 ) -> Result<Option<String>> {
+    let stored: Vec<String> = ids
+        .iter()
+        .filter(|id| !pending.iter().any(|(p, _)| p == *id))
+        .cloned()
+        .collect();
+    let stored: HashMap<String, String> = summaries::by_ids(c, &stored)?
+        .into_iter()
+        .map(|s| (s.summary_id, s.content))
+        .collect();
+    Ok(previous_from(ids, pending, stored))
+}
+
+/// previous_context of `ids`: each one's text from `pending`, else from `stored`.
+fn previous_from(
+    ids: &[String],
+    pending: &[(String, String)],
+    mut stored: HashMap<String, String>,
+) -> Option<String> {
     let held = |id: &String| {
         pending
             .iter()
             .find(|(p, _)| p == id)
             .map(|(_, t)| t.clone())
     };
-    let stored: Vec<String> = ids
-        .iter()
-        .filter(|id| held(id).is_none())
-        .cloned()
-        .collect();
-    let mut stored: HashMap<String, String> = summaries::by_ids(c, &stored)?
-        .into_iter()
-        .map(|s| (s.summary_id, s.content))
-        .collect();
     let texts: Vec<String> = ids
         .iter()
         .filter_map(|id| held(id).or_else(|| stored.remove(id)))
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect();
-    Ok((!texts.is_empty()).then(|| texts.join("\n\n")))
+    (!texts.is_empty()).then(|| texts.join("\n\n"))
 }
 
 /// A source with no text at all is recorded without calling the summarizer, so the
@@ -297,7 +394,20 @@ pub async fn summarize_plan(
     at: Option<i64>,
 ) -> Result<Summarize> {
     let started = Instant::now();
-    let Some((input, rows)) = read_input(env, plan, pending, at).await? else {
+    let read = read_input(env, plan, pending, at).await?;
+    summarize_read(env, plan, before, read, started).await
+}
+
+/// The summarizer part of [`summarize_plan`], from the read sources (`None`: they
+/// moved, [`Summarize::Stale`]); `started` is when the pass started.
+pub async fn summarize_read(
+    env: &PassEnv<'_>,
+    plan: &Plan,
+    before: i64,
+    read: Option<(SummarizeInput, Vec<MsgRow>)>,
+    started: Instant,
+) -> Result<Summarize> {
+    let Some((input, rows)) = read else {
         return Ok(Summarize::Stale);
     };
     let called = Instant::now();
@@ -352,14 +462,25 @@ pub async fn write_batch(
     features: Features,
     batch: Vec<dag::Queued>,
 ) -> Result<Option<Vec<dag::Persisted>>> {
-    let written = store
-        .write_tx(move |tx| dag::persist_batch(tx, &batch, features))
-        .await;
-    match written {
-        Ok(p) => Ok(Some(p)),
-        // The sources moved (compacted, or no longer a run): nothing was written.
-        Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
-        Err(e) => Err(e),
+    start_batch(store, features, batch).await
+}
+
+/// [`write_batch`], queued to the writer at once (not when first polled): the
+/// caller may go on and await the outcome later.
+pub fn start_batch(
+    store: &Store,
+    features: Features,
+    batch: Vec<dag::Queued>,
+) -> impl std::future::Future<Output = Result<Option<Vec<dag::Persisted>>>> + Send + Sync + 'static
+{
+    let written = store.write_tx(move |tx| dag::persist_batch(tx, &batch, features));
+    async move {
+        match written.await {
+            Ok(p) => Ok(Some(p)),
+            // The sources moved (compacted, or no longer a run): nothing was written.
+            Err(e) if matches!(e.code, ErrorCode::InvalidInput | ErrorCode::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -79,6 +79,23 @@ pub struct Run<'a> {
     queue_since: Option<Instant>,
     /// Batches rejected because the list moved (each retried from a re-read).
     stale_batches: usize,
+    /// The sources of the leaf chunk expected next, read while the last pass's
+    /// summarizer call ran (used only if the next pass plans exactly that chunk).
+    ahead: Option<pass::Prefetched>,
+    /// A full batch handed to the writer while the next passes go on (see
+    /// [`Run::start_flush`]); awaited by [`Run::flush`].
+    inflight: Option<InFlight>,
+}
+
+/// The outcome of a batch write, awaited later.
+type Written = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Option<Vec<Persisted>>>> + Send + Sync>,
+>;
+
+/// A batch being written: its passes (reported once it is durable) and the write.
+struct InFlight {
+    queue: Vec<QueuedPass>,
+    written: Written,
 }
 
 /// The context item of a new summary (its ordinal is set where it is placed).
@@ -163,6 +180,24 @@ fn depth_plan(
     }
 }
 
+/// The leaf chunk expected after `plan`'s (its message ids and the stored ordinal
+/// of its first one): the oldest raw run after the planned chunk, before `tail`.
+fn next_leaf(
+    items: &[ContextItem],
+    plan: &Plan,
+    tail: usize,
+    limits: &Limits,
+) -> Option<(Vec<i64>, i64)> {
+    let Plan::Leaf { .. } = plan else {
+        return None;
+    };
+    let after = plan.start() + plan.source_count();
+    let rest = items.get(after..)?;
+    let chunk = select::oldest_leaf_chunk(rest, tail.saturating_sub(after), limits)?;
+    let at = rest.get(chunk.start)?.ordinal;
+    Some((chunk.message_ids, at))
+}
+
 impl<'a> Run<'a> {
     /// Prepares a run; the conversation's lock must be held.
     pub fn new(
@@ -195,6 +230,8 @@ impl<'a> Run<'a> {
             queue: Vec::new(),
             queue_since: None,
             stale_batches: 0,
+            ahead: None,
+            inflight: None,
         })
     }
 
@@ -238,7 +275,11 @@ impl<'a> Run<'a> {
             }
             let items = match self.cache.take() {
                 Some(items) => items,
-                None => self.snapshot().await?,
+                // A re-read must see every pass: what is queued or in flight first.
+                None => {
+                    self.flush().await?;
+                    self.snapshot().await?
+                }
             };
             let tail = select::fresh_tail_start(items.items(), &self.limits);
             let Some(plan) = choose(items.items(), tail) else {
@@ -248,7 +289,7 @@ impl<'a> Run<'a> {
             let before = items.tokens();
             let hint = items.items()[plan.start()].ordinal;
             if batched {
-                match self.queue_pass(items, plan, before, hint).await? {
+                match self.queue_pass(items, plan, tail, before, hint).await? {
                     Queued::Pass(rec) => return Ok(Some(rec)),
                     Queued::Stale => continue,
                     Queued::Stopped => return Ok(None),
@@ -281,22 +322,36 @@ impl<'a> Run<'a> {
         &mut self,
         items: ContextList,
         plan: Plan,
+        tail: usize,
         before: i64,
         hint: i64,
     ) -> Result<Queued> {
-        let pending: Vec<(String, String)> = self
-            .queue
-            .iter()
-            .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
-            .collect();
-        let done = match pass::summarize_plan(&self.env, &plan, before, pending, Some(hint)).await?
-        {
+        let started = Instant::now();
+        let read = self.read_sources(&plan, hint).await?;
+        // The next leaf chunk does not depend on this pass's summary: its sources
+        // are read while the summarizer runs.
+        let next = read
+            .as_ref()
+            .and_then(|_| next_leaf(items.items(), &plan, tail, &self.limits));
+        let env = &self.env;
+        let (done, ahead) = tokio::join!(
+            pass::summarize_read(env, &plan, before, read, started),
+            async {
+                match next {
+                    Some((ids, at)) => pass::prefetch(env, ids, at).await,
+                    None => None,
+                }
+            }
+        );
+        self.ahead = ahead;
+        let done = match done? {
             Summarize::Ready(done) => *done,
             // Its sources moved (compacted behind the sweep's back): write what is
             // queued and re-plan from a re-read, as an unbatched pass would.
             Summarize::Stale => {
                 self.flush().await?;
                 self.cache = None;
+                self.ahead = None;
                 return Ok(Queued::Stale);
             }
             end => {
@@ -331,32 +386,84 @@ impl<'a> Run<'a> {
                 rows: done.rows,
             },
         });
-        if done.call >= BATCH_FAST
-            || self.queue.len() >= BATCH_MAX
+        if done.call >= BATCH_FAST {
+            self.flush().await?;
+        } else if self.queue.len() >= BATCH_MAX
             || self
                 .queue_since
                 .is_some_and(|t| t.elapsed() >= BATCH_MAX_AGE)
         {
-            self.flush().await?;
+            self.start_flush().await?;
         }
         Ok(Queued::Pass(rec))
     }
 
-    /// Writes the queued passes in one transaction. When the list moved under them
-    /// nothing is written (`true` is returned): the list is re-read and their work
-    /// is redone by the next passes.
+    /// The pass's input (see [`pass::read_input`]), from the sources read ahead
+    /// when they are this plan's.
+    async fn read_sources(
+        &mut self,
+        plan: &Plan,
+        hint: i64,
+    ) -> Result<
+        Option<(
+            crate::summarize::SummarizeInput,
+            Vec<crate::store::derived::MsgRow>,
+        )>,
+    > {
+        let inflight = self.inflight.iter().flat_map(|f| &f.queue);
+        let pending: Vec<(String, String)> = inflight
+            .chain(&self.queue)
+            .map(|q| (q.write.id.clone(), q.write.summary.content.clone()))
+            .collect();
+        if let Some(ahead) = self.ahead.take() {
+            let read = pass::read_prefetched(&self.env, plan, &pending, Some(hint), ahead).await?;
+            if read.is_some() {
+                return Ok(read);
+            }
+        }
+        pass::read_input(&self.env, plan, pending, Some(hint)).await
+    }
+
+    /// Writes the queued passes in one transaction (after the batch in flight). When
+    /// the list moved under them nothing is written (`true` is returned): the list
+    /// is re-read and their work is redone by the next passes.
     async fn flush(&mut self) -> Result<bool> {
+        let rejected = self.start_flush().await?;
+        Ok(self.finish_flight().await? || rejected)
+    }
+
+    /// Hands the queued passes to the writer as one batch and lets the run go on
+    /// (the writer commits while the next passes are read and summarized); the
+    /// batch in flight before it is awaited first. `true` when that one was rejected
+    /// (see [`Run::flush`]).
+    async fn start_flush(&mut self) -> Result<bool> {
+        let rejected = self.finish_flight().await?;
         self.queue_since = None;
         if self.queue.is_empty() {
-            return Ok(false);
+            return Ok(rejected);
         }
         let queue = std::mem::take(&mut self.queue);
         let batch = queue.iter().map(|q| q.write.clone()).collect();
         let store = self.env.store;
-        let Some(written) = pass::write_batch(store, store.features(), batch).await? else {
+        let written = Box::pin(pass::start_batch(store, store.features(), batch));
+        self.inflight = Some(InFlight { queue, written });
+        Ok(rejected)
+    }
+
+    /// Awaits the batch in flight and reports its passes once durable. When it was
+    /// rejected (the list moved), the passes queued on top of it are dropped too:
+    /// all their work is redone from a re-read (`true` is returned).
+    async fn finish_flight(&mut self) -> Result<bool> {
+        let Some(InFlight { queue, written }) = self.inflight.take() else {
+            return Ok(false);
+        };
+        let Some(written) = written.await? else {
             // Not written, not reported: their work is redone from a re-read.
+            let dropped = queue.len() + std::mem::take(&mut self.queue).len();
+            self.queue_since = None;
             self.cache = None;
-            self.sweep_passes -= queue.len() as i64;
+            self.ahead = None;
+            self.sweep_passes -= dropped as i64;
             self.stale_batches += 1;
             if self.stale_batches >= STALE_RETRIES && self.stop.is_none() {
                 self.stop = Some(Stop::Unstable);
@@ -371,6 +478,7 @@ impl<'a> Run<'a> {
             .all(|(w, q)| Some(w.start) == q.write.start_hint && Some(w.next_ordinal) == expected);
         if !consistent {
             self.cache = None;
+            self.ahead = None;
         }
         // Reported once durable, per pass and in order.
         for q in queue {
@@ -631,5 +739,73 @@ impl<'a> Run<'a> {
         }
         r.passes = self.passes;
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(ordinal: i64, role: &str, summary: bool, tokens: i64) -> ContextItem {
+        ContextItem {
+            ordinal,
+            item_type: if summary { "summary" } else { "message" }.into(),
+            message_id: (!summary).then_some(ordinal + 100),
+            summary_id: summary.then(|| format!("s{ordinal}")),
+            token_count: tokens,
+            depth: summary.then_some(0),
+            role: (!summary).then(|| role.into()),
+        }
+    }
+
+    /// The chunk read ahead is the one the next pass plans once the current pass's
+    /// summary replaced its sources (gapped ordinals, a summary before the run).
+    #[test]
+    fn the_next_leaf_is_the_one_planned_after_the_pass() {
+        let limits = limits();
+        let mut items = vec![item(0, "", true, 40)];
+        for o in (3..40).step_by(2) {
+            let role = if o % 3 == 0 { "user" } else { "assistant" };
+            items.push(item(o, role, false, 60 + o));
+        }
+        let mut list = ContextList::new(items);
+        let mut predicted = None;
+        while let Some(plan) = leaf_plan(limits)(list.items(), fresh_tail_start(&list)) {
+            let Plan::Leaf { chunk, .. } = &plan else {
+                unreachable!()
+            };
+            if let Some((ids, at)) = predicted.take() {
+                assert_eq!(
+                    (ids, at),
+                    (
+                        chunk.message_ids.clone(),
+                        list.items()[plan.start()].ordinal
+                    )
+                );
+            }
+            predicted = next_leaf(list.items(), &plan, fresh_tail_start(&list), &limits);
+            let first = list.items()[plan.start()].ordinal;
+            list.replace(plan.start(), plan.source_count(), item(first, "", true, 30));
+        }
+        assert!(
+            predicted.is_none(),
+            "nothing is read ahead past the last chunk"
+        );
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            fresh_tail_count: 4,
+            fresh_tail_max_tokens: None,
+            chunk_tokens: 250,
+            leaf_min_fanout: 8,
+            condensed_min_fanout: 4,
+            hard_fanout: 2,
+            condensed_min_chunk_tokens: 0,
+        }
+    }
+
+    fn fresh_tail_start(list: &ContextList) -> usize {
+        select::fresh_tail_start(list.items(), &limits())
     }
 }
