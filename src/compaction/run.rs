@@ -693,12 +693,37 @@ impl<'a> Run<'a> {
             return Ok(result);
         }
         self.cache = Some(list);
-        match p.mode {
-            Mode::Incremental => self.incremental().await?,
-            Mode::Sweep => self.sweep(target).await?,
-            Mode::UntilUnder => self.until_under(target, current).await?,
+        let ran = match p.mode {
+            Mode::Incremental => self.incremental().await,
+            Mode::Sweep => self.sweep(target).await,
+            Mode::UntilUnder => self.until_under(target, current).await,
+        };
+        if let Err(e) = ran {
+            self.settle_after_error().await;
+            return Err(e);
         }
         self.finish(result, p.mode, target).await
+    }
+
+    /// On an error return: the batch already handed to the writer is awaited (it
+    /// commits, validated and atomic, whatever the error), and the gaps this run
+    /// left are closed, so the caller is answered with no write still running and the
+    /// list renumbered. Best effort: when the store itself failed, the marked gaps
+    /// are closed by the next compaction or open.
+    async fn settle_after_error(&mut self) {
+        let _ = self.finish_flight().await;
+        if self.gaps {
+            let conv = self.env.conversation_id;
+            if self
+                .env
+                .store
+                .write_tx(move |tx| dag::close_gaps(tx, conv))
+                .await
+                .is_ok()
+            {
+                self.gaps = false;
+            }
+        }
     }
 
     async fn finish(
