@@ -14,6 +14,33 @@ use crate::error::Result;
 /// Ids looked up per statement by the batched reads.
 const BATCH: usize = 32;
 
+/// The one batched lookup by id: runs `select` (a statement ending in `IN`, with
+/// the placeholder list appended here) over `ids` in chunks of [`BATCH`], a short
+/// chunk padded with `pad` (an id no row has), and calls `row` for every row. The
+/// statement text is the same for every chunk, so it is prepared once.
+fn for_each_by_id<T: rusqlite::ToSql + Copy>(
+    conn: &Connection,
+    select: &str,
+    ids: &[T],
+    pad: T,
+    mut row: impl FnMut(&rusqlite::Row) -> Result<()>,
+) -> Result<()> {
+    let sql = format!("{select} ({})", vec!["?"; BATCH].join(","));
+    let mut stmt = conn.prepare_cached(&sql)?;
+    for chunk in ids.chunks(BATCH) {
+        let padded = chunk
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(pad))
+            .take(BATCH);
+        let mut rows = stmt.query(params_from_iter(padded))?;
+        while let Some(r) = rows.next()? {
+            row(r)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `f` inside one read transaction, so every read it makes sees the same
 /// snapshot (the transaction is ended whatever `f` returns).
 pub fn snapshot<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -125,21 +152,11 @@ pub fn message_times_maybe_after(
 /// The content of messages by id (unknown ids are absent from the map).
 pub fn message_contents(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, String>> {
     let mut out = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(BATCH) {
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT message_id, content FROM messages WHERE message_id IN ({})",
-            vec!["?"; BATCH].join(",")
-        ))?;
-        let padded = chunk
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(0))
-            .take(BATCH);
-        let mut rows = stmt.query(params_from_iter(padded))?;
-        while let Some(r) = rows.next()? {
-            out.insert(r.get(0)?, r.get(1)?);
-        }
-    }
+    let select = "SELECT message_id, content FROM messages WHERE message_id IN";
+    for_each_by_id(conn, select, ids, 0, |r| {
+        out.insert(r.get(0)?, r.get(1)?);
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -197,27 +214,18 @@ pub struct MessageMeta {
 /// Id, conversation, role and time of messages by id (unknown ids are absent).
 pub fn message_meta(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, MessageMeta>> {
     let mut out = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(BATCH) {
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT message_id, conversation_id, role, created_at FROM messages WHERE message_id IN ({})",
-            vec!["?"; BATCH].join(",")
-        ))?;
-        let padded = chunk
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(0))
-            .take(BATCH);
-        let mut rows = stmt.query(params_from_iter(padded))?;
-        while let Some(r) = rows.next()? {
-            let m = MessageMeta {
-                id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                role: r.get(2)?,
-                created_at: r.get(3)?,
-            };
-            out.insert(m.id, m);
-        }
-    }
+    let select =
+        "SELECT message_id, conversation_id, role, created_at FROM messages WHERE message_id IN";
+    for_each_by_id(conn, select, ids, 0, |r| {
+        let m = MessageMeta {
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            role: r.get(2)?,
+            created_at: r.get(3)?,
+        };
+        out.insert(m.id, m);
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -307,22 +315,11 @@ pub fn summary_keys_by_id(
     ids: &[&str],
     mut f: impl FnMut(&SummaryKey),
 ) -> Result<()> {
-    for chunk in ids.chunks(BATCH) {
-        let mut stmt = conn.prepare_cached(&format!(
-            "{KEYS} INDEXED BY lcm_summaries_keys_idx WHERE summary_id IN ({})",
-            vec!["?"; BATCH].join(",")
-        ))?;
-        let padded = chunk
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(""))
-            .take(BATCH);
-        let mut rows = stmt.query(params_from_iter(padded))?;
-        while let Some(r) = rows.next()? {
-            f(&key_of(r)?);
-        }
-    }
-    Ok(())
+    let select = format!("{KEYS} INDEXED BY lcm_summaries_keys_idx WHERE summary_id IN");
+    for_each_by_id(conn, &select, ids, "", |r| {
+        f(&key_of(r)?);
+        Ok(())
+    })
 }
 
 /// The full-text tables over summaries.
@@ -396,31 +393,21 @@ pub struct SummaryMatch {
 /// Summaries by rowid (unknown rowids are absent from the map).
 pub fn summaries_by_rowid(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, SummaryMatch>> {
     let mut out = HashMap::with_capacity(rowids.len());
-    for chunk in rowids.chunks(BATCH) {
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT summary_id, conversation_id, kind, depth, COALESCE(latest_at, created_at), earliest_at, latest_at, content, rowid FROM summaries WHERE rowid IN ({})",
-            vec!["?"; BATCH].join(",")
-        ))?;
-        let padded = chunk
-            .iter()
-            .copied()
-            .chain(std::iter::repeat(-1))
-            .take(BATCH);
-        let mut rows = stmt.query(params_from_iter(padded))?;
-        while let Some(r) = rows.next()? {
-            let m = SummaryMatch {
-                summary_id: r.get(0)?,
-                conversation_id: r.get(1)?,
-                kind: r.get(2)?,
-                depth: r.get(3)?,
-                time: r.get(4)?,
-                earliest_at: r.get(5)?,
-                latest_at: r.get(6)?,
-                content: r.get(7)?,
-            };
-            out.insert(r.get(8)?, m);
-        }
-    }
+    let select = "SELECT summary_id, conversation_id, kind, depth, COALESCE(latest_at, created_at), earliest_at, latest_at, content, rowid FROM summaries WHERE rowid IN";
+    for_each_by_id(conn, select, rowids, -1, |r| {
+        let m = SummaryMatch {
+            summary_id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            kind: r.get(2)?,
+            depth: r.get(3)?,
+            time: r.get(4)?,
+            earliest_at: r.get(5)?,
+            latest_at: r.get(6)?,
+            content: r.get(7)?,
+        };
+        out.insert(r.get(8)?, m);
+        Ok(())
+    })?;
     Ok(out)
 }
 
