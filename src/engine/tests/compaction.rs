@@ -101,6 +101,11 @@ async fn ingest(engine: &Engine, session: &str, from: usize, n: usize, tokens_ea
             json!({"role": role, "content": body, "timestamp": 1_771_313_820_000i64 + i as i64 * 60_000})
         })
         .collect();
+    append(engine, session, messages).await
+}
+
+/// Appends `messages` to `session` in one batch; returns the conversation id.
+async fn append(engine: &Engine, session: &str, messages: Vec<serde_json::Value>) -> i64 {
     engine
         .ingest_batch(IngestBatchParams {
             session_id: session.into(),
@@ -961,18 +966,7 @@ async fn ingest_tool_turns(engine: &Engine, turns: usize) -> i64 {
             ]
         })
         .collect();
-    engine
-        .ingest_batch(IngestBatchParams {
-            session_id: "s1".into(),
-            session_key: None,
-            messages,
-            entry_ids: None,
-            is_heartbeat: false,
-        })
-        .await
-        .unwrap()
-        .conversation_id
-        .unwrap()
+    append(engine, "s1", messages).await
 }
 
 /// The doctor drift: compaction, rewrite and doctor must give the summarizer the

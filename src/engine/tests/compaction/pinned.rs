@@ -43,18 +43,7 @@ async fn ingest_varied(engine: &Engine) -> i64 {
                 json!({"role": role, "content": body, "timestamp": at})
             })
             .collect();
-        conv = engine
-            .ingest_batch(IngestBatchParams {
-                session_id: "s1".into(),
-                session_key: None,
-                messages,
-                entry_ids: None,
-                is_heartbeat: false,
-            })
-            .await
-            .unwrap()
-            .conversation_id
-            .unwrap();
+        conv = append(engine, "s1", messages).await;
     }
     conv
 }
