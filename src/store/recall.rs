@@ -64,6 +64,21 @@ pub struct MessageRow<'a> {
     pub content: &'a str,
 }
 
+/// The columns a [`MessageRow`] is read from.
+const MESSAGE_ROW: &str =
+    "SELECT message_id, conversation_id, role, created_at, content FROM messages";
+
+/// Columns of [`MESSAGE_ROW`] as a [`MessageRow`] borrowing from the row.
+fn message_row<'r>(r: &'r rusqlite::Row) -> Result<MessageRow<'r>> {
+    Ok(MessageRow {
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        role: r.get_ref(2)?.as_str().unwrap_or("user"),
+        created_at: r.get_ref(3)?.as_str().unwrap_or(""),
+        content: r.get_ref(4)?.as_str().unwrap_or(""),
+    })
+}
+
 /// Calls `f` with every message whose id is above `after`, in id order. Returns
 /// how many were read.
 pub fn for_each_message_after(
@@ -71,19 +86,13 @@ pub fn for_each_message_after(
     after: i64,
     mut f: impl FnMut(&MessageRow),
 ) -> Result<usize> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{MESSAGE_ROW} WHERE message_id > ?1 ORDER BY message_id"
+    ))?;
     let mut rows = stmt.query([after])?;
     let mut n = 0;
     while let Some(r) = rows.next()? {
-        f(&MessageRow {
-            id: r.get(0)?,
-            conversation_id: r.get(1)?,
-            role: r.get_ref(2)?.as_str().unwrap_or("user"),
-            created_at: r.get_ref(3)?.as_str().unwrap_or(""),
-            content: r.get_ref(4)?.as_str().unwrap_or(""),
-        });
+        f(&message_row(r)?);
         n += 1;
     }
     Ok(n)
@@ -97,18 +106,12 @@ pub fn messages_below(
     n: usize,
     mut f: impl FnMut(&MessageRow),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT message_id, conversation_id, role, created_at, content FROM messages WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{MESSAGE_ROW} WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2"
+    ))?;
     let mut rows = stmt.query(rusqlite::params![below, n as i64])?;
     while let Some(r) = rows.next()? {
-        f(&MessageRow {
-            id: r.get(0)?,
-            conversation_id: r.get(1)?,
-            role: r.get_ref(2)?.as_str().unwrap_or("user"),
-            created_at: r.get_ref(3)?.as_str().unwrap_or(""),
-            content: r.get_ref(4)?.as_str().unwrap_or(""),
-        });
+        f(&message_row(r)?);
     }
     Ok(())
 }
