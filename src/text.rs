@@ -73,6 +73,37 @@ pub fn cut_chars(s: &str, max: usize, marker: &str) -> String {
     format!("{}{marker}", prefix_chars(s, keep))
 }
 
+/// The first occurrence of `needle` in `haystack` (byte offset), exactly as
+/// `haystack.find(needle)`, but cheap for a long needle whose opening is rare (a
+/// summarizer prompt and the source text it wraps): `str::find` first builds a
+/// searcher over the whole needle (a pass over all of it), this one looks for the
+/// needle's first 64 bytes and compares the rest in place, falling back to
+/// `str::find` after a few false starts so no input costs more than a few passes.
+pub fn find_long(haystack: &str, needle: &str) -> Option<usize> {
+    find_probed(haystack, needle, 64, 8)
+}
+
+/// [`find_long`] with the probe length (bytes) and false starts allowed.
+fn find_probed(haystack: &str, needle: &str, probe: usize, tries: usize) -> Option<usize> {
+    let opening = head(needle, probe);
+    if needle.len() <= probe || opening.is_empty() {
+        return haystack.find(needle);
+    }
+    let mut from = 0;
+    for _ in 0..tries {
+        let at = from + tail(haystack, from).find(opening)?;
+        if haystack
+            .as_bytes()
+            .get(at..)?
+            .starts_with(needle.as_bytes())
+        {
+            return Some(at);
+        }
+        from = ceil_boundary(haystack, at + 1);
+    }
+    tail(haystack, from).find(needle).map(|i| from + i)
+}
+
 #[cfg(test)]
 pub(crate) mod strategies {
     //! Proptest strategies for hostile Unicode, shared by every text property test.
@@ -179,6 +210,14 @@ mod tests {
         assert_eq!(cut_chars("abc", 3, "..."), "abc");
     }
 
+    #[test]
+    fn find_long_sees_overlapping_openings() {
+        assert_eq!(find_probed("xaaaaaab", "aaab", 2, 8), Some(4));
+        assert_eq!(find_probed("xaaaaaab", "aaab", 2, 1), Some(4));
+        assert_eq!(find_probed("漢字漢字漢字x", "漢字漢字x", 4, 8), Some(6));
+        assert_eq!(find_probed("abc", "abcd", 2, 8), None);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -190,6 +229,15 @@ mod tests {
             prop_assert!(s.ends_with(t));
             prop_assert!(s.contains(slice(&s, a, b)));
             prop_assert!(s.is_char_boundary(ceil_boundary(&s, a)));
+        }
+
+        #[test]
+        fn find_long_finds_what_find_finds(
+            a in text(12), n in text(12), b in text(12), probe in 1usize..12, tries in 0usize..4, plant in any::<bool>(),
+        ) {
+            let hay = if plant { format!("{a}{n}{b}{n}") } else { format!("{a}{b}") };
+            prop_assert_eq!(find_probed(&hay, &n, probe, tries), hay.find(n.as_str()));
+            prop_assert_eq!(find_long(&hay, &n), hay.find(n.as_str()));
         }
 
         #[test]

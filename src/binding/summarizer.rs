@@ -64,7 +64,23 @@ pub type CallbackFn = super::hooks::JsFn<CallbackReturn, Request>;
 /// serialized order and names). The source text crosses into JavaScript once:
 /// `prompt` is the rendered text before it, `sourceText` and the text after it,
 /// joined by `String.prototype.concat` (a rope, no second copy of the source).
-pub struct Request(SummaryRequest);
+/// Where the source sits in the prompt is found before the call, off the JS thread.
+pub struct Request {
+    req: SummaryRequest,
+    /// Byte offset of `req.source_text` in `req.prompt` (none: no rope).
+    source_at: Option<usize>,
+}
+
+impl Request {
+    /// A request, with its source located in its prompt.
+    fn new(req: SummaryRequest) -> Self {
+        let source_at = match req.source_text.is_empty() {
+            true => None,
+            false => crate::text::find_long(&req.prompt, &req.source_text),
+        };
+        Request { req, source_at }
+    }
+}
 
 impl TypeName for Request {
     fn type_name() -> &'static str {
@@ -112,15 +128,17 @@ unsafe fn concat(env: sys::napi_env, parts: [sys::napi_value; 3]) -> Result<sys:
 
 impl ToNapiValue for Request {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
-        let r = val.0;
+        let (r, source_at) = (val.req, val.source_at);
         // SAFETY (whole body): called by napi on the JS thread with a live env.
         unsafe {
             let source = js_string(env, &r.source_text)?;
-            let prompt = match r.prompt.split_once(r.source_text.as_str()) {
-                Some((head, tail)) if !r.source_text.is_empty() => {
+            let prompt = match source_at {
+                Some(at) => {
+                    let head = crate::text::head(&r.prompt, at);
+                    let tail = crate::text::tail(&r.prompt, at + r.source_text.len());
                     concat(env, [js_string(env, head)?, source, js_string(env, tail)?])?
                 }
-                _ => js_string(env, &r.prompt)?,
+                None => js_string(env, &r.prompt)?,
             };
             let env_ = Env::from_raw(env);
             let mut obj = Object::new(&env_)?;
@@ -228,7 +246,7 @@ impl Summarizer for CallbackSummarizer {
     async fn summarize(&self, req: SummaryRequest) -> crate::error::Result<SummaryResponse> {
         let model = req.model.clone();
         let ms = self.timeout.as_millis();
-        let v = tokio::time::timeout(self.timeout, self.call(Request(req)))
+        let v = tokio::time::timeout(self.timeout, self.call(Request::new(req)))
             .await
             .map_err(|_| {
                 callback_err(format!("did not settle within {ms} ms (summaryTimeoutMs)"))
