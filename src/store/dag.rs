@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::types::Value;
+use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, Transaction};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -119,29 +119,33 @@ fn run_at(
     start: i64,
     sources: &Sources,
 ) -> Result<Option<(i64, i64)>> {
-    let len = source_len(sources);
+    let len = usize::try_from(source_len(sources)).unwrap_or(0);
     // `+?1` and no bound LIMIT: with an ORDER BY, an equality or LIMIT on a bound
     // parameter makes SQLite re-prepare the statement on every run (≈ 0.1 ms, on
-    // every pass); the rows are read lazily, so only `len` are stepped through.
+    // every pass); the rows are read lazily, so only `len` are stepped through,
+    // each compared in place (no row is copied out).
     let mut stmt = conn.prepare_cached(
         "SELECT ordinal, message_id, summary_id FROM context_items WHERE conversation_id = +?1 AND ordinal >= ?2 ORDER BY ordinal",
     )?;
-    let found: Vec<(i64, Option<i64>, Option<String>)> = stmt
-        .query_map(params![conversation_id, start], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .take(usize::try_from(len).unwrap_or(0))
-        .collect::<rusqlite::Result<_>>()?;
-    let matches = found.len() as i64 == len
-        && found.first().is_some_and(|f| f.0 == start)
-        && match sources {
-            Sources::Messages(ids) => ids.iter().zip(&found).all(|(a, f)| f.1 == Some(*a)),
-            Sources::Summaries(ids) => ids
-                .iter()
-                .zip(&found)
-                .all(|(a, f)| f.2.as_deref() == Some(a.as_str())),
+    let mut rows = stmt.query(params![conversation_id, start])?;
+    let mut last = start;
+    for i in 0..len {
+        let Some(r) = rows.next()? else {
+            return Ok(None);
         };
-    Ok(matches.then(|| (start, found.last().map_or(start, |f| f.0))))
+        let ordinal: i64 = r.get(0)?;
+        let same = match sources {
+            Sources::Messages(ids) => r.get::<_, Option<i64>>(1)? == Some(ids[i]),
+            Sources::Summaries(ids) => {
+                matches!(r.get_ref(2)?, ValueRef::Text(t) if t == ids[i].as_bytes())
+            }
+        };
+        if !same || (i == 0 && ordinal != start) {
+            return Ok(None);
+        }
+        last = ordinal;
+    }
+    Ok((len > 0).then_some((start, last)))
 }
 
 /// Whether `sources` are the context items that come first from ordinal `start`
