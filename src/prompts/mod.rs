@@ -9,11 +9,9 @@ pub mod gotmpl;
 pub mod source;
 
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
-use regex::Regex;
 use serde::Serialize;
 
 use crate::error::{ErrorCode, LcmError, Result};
@@ -318,13 +316,52 @@ fn samples(kind: PromptKind) -> Vec<PromptVars> {
     out
 }
 
-static EXTRA_BLANK_LINES: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\n[ \t]*\n(?:[ \t]*\n)+").expect("valid regex"));
-
 /// Collapses runs of blank lines left by optional blocks and trims the ends.
 fn tidy(rendered: &str) -> String {
-    let s = EXTRA_BLANK_LINES.replace_all(rendered, "\n\n");
-    s.trim().to_owned()
+    collapse_blank_runs(rendered).trim().to_owned()
+}
+
+/// Every run of two or more blank lines (lines of spaces and tabs only) becomes
+/// one blank line: the regex `\n[ \t]*\n(?:[ \t]*\n)+` replaced by `\n\n`,
+/// leftmost first, in one pass over the newlines (a rendered prompt holds the whole
+/// source text, whose every newline started a regex attempt).
+fn collapse_blank_runs(s: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = s.as_bytes();
+    let mut out = String::new();
+    let (mut copied, mut at) = (0, 0);
+    while let Some(found) = memchr::memchr(b'\n', bytes.get(at..).unwrap_or_default()) {
+        let start = at + found;
+        let (end, lines) = blank_lines_after(bytes, start + 1);
+        if lines >= 2 {
+            out.push_str(crate::text::slice(s, copied, start));
+            out.push_str("\n\n");
+            copied = end;
+            at = end;
+        } else {
+            at = start + 1;
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    out.push_str(crate::text::tail(s, copied));
+    std::borrow::Cow::Owned(out)
+}
+
+/// From byte `at`, how many `[ \t]*\n` lines follow back to back, and where the
+/// last one ends.
+fn blank_lines_after(bytes: &[u8], mut at: usize) -> (usize, usize) {
+    let (mut end, mut lines) = (at, 0);
+    loop {
+        while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        if bytes.get(at) != Some(&b'\n') {
+            return (end, lines);
+        }
+        at += 1;
+        (end, lines) = (at, lines + 1);
+    }
 }
 
 impl Compiled {

@@ -200,3 +200,47 @@ fn missing_directory_means_embedded() {
         .iter()
         .all(|(_, o)| *o == PromptOrigin::Embedded));
 }
+
+mod blank_runs {
+    use super::super::collapse_blank_runs;
+    use proptest::prelude::*;
+
+    /// The rule as a regex: the oracle the one-pass scanner must agree with.
+    fn oracle(s: &str) -> String {
+        regex::Regex::new(r"\n[ \t]*\n(?:[ \t]*\n)+")
+            .unwrap()
+            .replace_all(s, "\n\n")
+            .into_owned()
+    }
+
+    #[test]
+    fn runs_of_blank_lines_become_one() {
+        assert_eq!(collapse_blank_runs("a\n\nb"), "a\n\nb");
+        assert_eq!(collapse_blank_runs("a\n\n\nb"), "a\n\nb");
+        assert_eq!(collapse_blank_runs("a\n \t\n  \n\t\nb \n"), "a\n\nb \n");
+        assert_eq!(collapse_blank_runs("\n\n\n"), "\n\n");
+        assert_eq!(collapse_blank_runs("a\n \n x\n\n\n"), "a\n \n x\n\n");
+        assert!(matches!(
+            collapse_blank_runs("no runs\n\nhere"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => proptest::sample::select(&["\n", " ", "\t", "a", "\r", "漢", "\u{3000}", "\u{a0}"][..])
+                .prop_map(str::to_owned),
+            1 => crate::text::strategies::piece(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn agrees_with_the_regex(parts in proptest::collection::vec(piece(), 0..40)) {
+            let s = parts.concat();
+            prop_assert_eq!(collapse_blank_runs(&s).into_owned(), oracle(&s));
+        }
+    }
+}
