@@ -116,14 +116,22 @@ impl EscalatingPipeline {
             depth: input.depth,
             aggressive,
             model: s.model.clone(),
-            source_text: source.to_owned(),
+            source_text: vars.source_text,
         })
     }
 
-    /// Calls the summarizer; an empty (or reasoning-only) answer is retried once.
-    async fn attempt(&self, req: SummaryRequest) -> Result<Attempt> {
+    /// Calls the summarizer with the request for `input`; an empty (or
+    /// reasoning-only) answer is retried once, with the request rendered again (so
+    /// the usual single call copies no request).
+    async fn attempt(
+        &self,
+        input: &SummarizeInput,
+        input_tokens: i64,
+        aggressive: bool,
+    ) -> Result<Attempt> {
         for _ in 0..2 {
-            let r = self.summarizer.summarize(req.clone()).await?;
+            let req = self.request(input, input_tokens, aggressive)?;
+            let r = self.summarizer.summarize(req).await?;
             let text = normalize::strip_reasoning(&r.content);
             if !text.is_empty() {
                 return Ok(Some((text, r.model)));
@@ -185,17 +193,13 @@ impl SummaryPipeline for EscalatingPipeline {
         }
         let input_tokens = estimate(source).max(1);
         let smaller = |a: &Attempt| a.as_ref().is_some_and(|(t, _)| estimate(t) < input_tokens);
-        let normal = self
-            .attempt(self.request(&input, input_tokens, false)?)
-            .await?;
+        let normal = self.attempt(&input, input_tokens, false).await?;
         let (chosen, level) = if smaller(&normal) {
             (normal, Level::Normal)
         } else if normal.is_none() {
             (None, Level::Fallback)
         } else {
-            let aggressive = self
-                .attempt(self.request(&input, input_tokens, true)?)
-                .await?;
+            let aggressive = self.attempt(&input, input_tokens, true).await?;
             if smaller(&aggressive) {
                 (aggressive, Level::Aggressive)
             } else {
