@@ -116,7 +116,21 @@ impl CachedSummary {
             && v.descendant_count == row.descendant_count
             && v.earliest_at == row.earliest_at
             && v.latest_at == row.latest_at
-            && self.text.get(self.content.clone()) == Some(&*escape_text(&row.content))
+            && self.content_is(&row.content)
+    }
+
+    /// Whether the escaped content held here is `raw`'s. Escaping turns every
+    /// special byte (`&` included) into an entity that starts with `&`, so a cached
+    /// content without `&` is its raw text unchanged: compared as is, with no
+    /// escaping per turn.
+    fn content_is(&self, raw: &str) -> bool {
+        let Some(cached) = self.text.get(self.content.clone()) else {
+            return false;
+        };
+        match memchr::memchr(b'&', cached.as_bytes()) {
+            None => cached == raw,
+            Some(_) => cached == escape_text(raw),
+        }
     }
 }
 
@@ -130,6 +144,66 @@ impl CachedMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cached(content: &str) -> (CachedSummary, SummaryView) {
+        let view = SummaryView {
+            summary_id: "sum_0123456789abcdef".into(),
+            kind: "leaf".into(),
+            depth: 0,
+            descendant_count: 0,
+            earliest_at: None,
+            latest_at: None,
+            created_at: None,
+            parents: Vec::new(),
+            content: content.into(),
+        };
+        let format = crate::config::SummaryFormat::Xml;
+        let text = super::super::xml::render(&view, format, crate::timefmt::Zone::utc());
+        let range = super::super::xml::content_range(&text, format).unwrap();
+        let c = CachedSummary {
+            view: SummaryView {
+                content: String::new(),
+                ..view.clone()
+            },
+            text,
+            content: range,
+            cost: 0,
+        };
+        (c, view)
+    }
+
+    #[test]
+    fn a_cached_summary_matches_exactly_its_own_content() {
+        let with = |row: &SummaryView, content: &str| SummaryView {
+            content: content.into(),
+            ..row.clone()
+        };
+        for old in [
+            "plain text",
+            "a & b < c",
+            "&amp; literal",
+            "漢字 😀 \u{a0}",
+            "",
+        ] {
+            let (c, row) = cached(old);
+            assert!(c.matches(&row), "{old:?}");
+            for new in [
+                "plain text",
+                "plain texT",
+                "a &amp; b &lt; c",
+                "a & b < c",
+                "&amp;amp; literal",
+                "&amp; literal",
+                "",
+            ] {
+                assert_eq!(
+                    c.matches(&with(&row, new)),
+                    new == old,
+                    "{old:?} vs {new:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn keeps_the_most_recent_conversations() {

@@ -141,8 +141,10 @@ fn attr_special(b: u8) -> bool {
     matches!(b, b'&' | b'<' | b'>' | b'"')
 }
 
-fn escape(s: &str, special: fn(u8) -> bool) -> Cow<'_, str> {
-    if !contains(s, special) {
+/// `s` with every byte `special` accepts replaced by its entity; `plain` says the
+/// caller's scan found none.
+fn escape(s: &str, plain: bool, special: fn(u8) -> bool) -> Cow<'_, str> {
+    if plain {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + s.len() / 16 + 8);
@@ -166,12 +168,13 @@ fn escape(s: &str, special: fn(u8) -> bool) -> Cow<'_, str> {
 
 /// Escapes an attribute value: `&`, `"`, `<`, `>`.
 pub fn escape_attr(s: &str) -> Cow<'_, str> {
-    escape(s, attr_special)
+    escape(s, !contains(s, attr_special), attr_special)
 }
 
 /// Escapes element text: `&`, `<`, `>`.
 pub fn escape_text(s: &str) -> Cow<'_, str> {
-    escape(s, text_special)
+    let plain = memchr::memchr3(b'&', b'<', b'>', s.as_bytes()).is_none();
+    escape(s, plain, text_special)
 }
 
 #[cfg(test)]
