@@ -1056,19 +1056,31 @@ mod pinned;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_mid_sweep_leaves_no_write_running_and_no_gaps() {
     let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
     let opts = EngineOptions {
-        db_path: Some(dir.path().join("lcm.db").to_string_lossy().into_owned()),
+        db_path: Some(path.clone()),
         ..small_options()
     };
     let engine = Arc::new(Engine::open(opts).await.unwrap());
     let conv = ingest(&engine, "s1", 0, 800, 100).await;
     let fake = Arc::new(Fake::default());
-    // After two full batches of leaves were handed to the writer, the next write job
-    // (the third batch) fails as a bug would: the run returns an error with gaps
-    // left in the ordinals by the batches that committed.
+    // Once two full batches of leaves have committed (batches are written in the
+    // background, so wait for the second one to land), the next write job (the third
+    // batch) fails as a bug would: the run returns an error with gaps left in the
+    // ordinals by the batches that committed.
     let e2 = engine.clone();
     *fake.on_call.lock().unwrap() = Some(Box::new(move |n| {
         if n == 140 {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while c
+                .query_row("SELECT COUNT(*) FROM summaries", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+                < 128
+            {
+                assert!(std::time::Instant::now() < deadline, "batch 2 never landed");
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
             e2.store()
                 .debug_panic_next_job(crate::store::guard::JobKind::Write);
         }
