@@ -4,21 +4,29 @@
 //! instructions on a busy machine as on a quiet one).
 //!
 //! ```text
-//! cargo run --profile fastrelease --example first_grep -- <db> <regex|full_text> <pattern> [conversation_id] [runs]
+//! cargo run --profile fastrelease --example first_grep -- <db> <regex|full_text> <pattern> [conversation_id] [runs] [warm]
 //! ```
 //! Prints, per run (each on a new connection), the time of the message and of the
 //! summary search and how each was answered (`declined` when it needs a catalog).
+//! With `warm`, it then builds both catalogs on one more connection (timed: what a
+//! declined first call waits for) and times the catalog paths' answers.
 
 use std::time::Instant;
 
-use lcm_native::retrieval::grep::{build_query, cold, summaries, Filter, Mode, Sort};
+use lcm_native::retrieval::catalog::Catalog;
+use lcm_native::retrieval::grep::{
+    build_query, cold, search_messages, search_summaries, summaries, Filter, Mode, ScopeStats, Sort,
+};
+use lcm_native::retrieval::sumcat::SummaryCatalog;
 use lcm_native::store::Features;
 use rusqlite::{Connection, OpenFlags};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: first_grep <db> <regex|full_text> <pattern> [conversation_id] [runs]");
+        eprintln!(
+            "usage: first_grep <db> <regex|full_text> <pattern> [conversation_id] [runs] [warm]"
+        );
         std::process::exit(2);
     }
     let mode = if args[2] == "regex" {
@@ -36,14 +44,20 @@ fn main() {
         fts5: true,
         trigram: true,
     };
+    let open = || {
+        Connection::open_with_flags(
+            &args[1],
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .expect("open the database")
+    };
+    let filter = Filter {
+        conversations,
+        ..Filter::default()
+    };
+    let q = build_query(&args[3], mode, Sort::Recency, 20, filter).expect("query");
     for _ in 0..runs {
-        let conn = Connection::open_with_flags(&args[1], OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open the database");
-        let filter = Filter {
-            conversations: conversations.clone(),
-            ..Filter::default()
-        };
-        let q = build_query(&args[3], mode, Sort::Recency, 20, filter).expect("query");
+        let conn = open();
         conn.execute_batch("BEGIN").expect("begin");
         let t0 = Instant::now();
         let m = cold::search_messages_cold(&conn, &q, features).expect("messages");
@@ -51,7 +65,7 @@ fn main() {
         let s = summaries::search_summaries_cold(&conn, &q, features).expect("summaries");
         let t2 = Instant::now();
         conn.execute_batch("COMMIT").expect("commit");
-        let how = |r: &Option<(Vec<_>, lcm_native::retrieval::grep::ScopeStats)>| match r {
+        let how = |r: &Option<(Vec<_>, ScopeStats)>| match r {
             Some((hits, st)) => format!(
                 "{} ({} hits, {} candidates)",
                 st.strategy,
@@ -69,6 +83,47 @@ fn main() {
                 Some((hits, st)) => format!("{} ({} hits)", st.strategy, hits.len()),
                 None => "declined".into(),
             }
+        );
+    }
+    if args.get(6).map(String::as_str) == Some("warm") {
+        warm(&open(), &q, features);
+    }
+}
+
+/// Builds both catalogs (timed) and times the catalog paths' answers.
+fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Features) {
+    let t0 = Instant::now();
+    let mut sc = SummaryCatalog::default();
+    sc.sync(conn).expect("summary catalog");
+    let t1 = Instant::now();
+    let mut cat = Catalog::default();
+    cat.catch_up(conn).expect("catalog");
+    let t2 = Instant::now();
+    println!(
+        "catalogs: summaries {:.2} ms ({} rows), messages {:.2} ms ({} rows)",
+        (t1 - t0).as_secs_f64() * 1e3,
+        sc.len(),
+        (t2 - t1).as_secs_f64() * 1e3,
+        cat.len()
+    );
+    for _ in 0..3 {
+        conn.execute_batch("BEGIN").expect("begin");
+        let t0 = Instant::now();
+        let (m, ms) = search_messages(conn, &cat, q, features).expect("messages");
+        let t1 = Instant::now();
+        let (s, ss) = search_summaries(conn, &sc, q, features).expect("summaries");
+        let t2 = Instant::now();
+        conn.execute_batch("COMMIT").expect("commit");
+        println!(
+            "warm: messages {:.2} ms {} ({} hits, {} scanned) | summaries {:.2} ms {} ({} hits, {} candidates)",
+            (t1 - t0).as_secs_f64() * 1e3,
+            ms.strategy,
+            m.len(),
+            ms.scanned,
+            (t2 - t1).as_secs_f64() * 1e3,
+            ss.strategy,
+            s.len(),
+            ss.candidates
         );
     }
 }

@@ -16,7 +16,6 @@ use crate::store::recall;
 #[derive(Debug, Default)]
 pub struct SummaryCatalog {
     rowid: Vec<i64>,
-    ids: Vec<String>,
     conv: Vec<i64>,
     time: Vec<i64>,
     by_id: HashMap<String, usize>,
@@ -25,12 +24,12 @@ pub struct SummaryCatalog {
 impl SummaryCatalog {
     /// Number of summaries.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.rowid.len()
     }
 
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.rowid.is_empty()
     }
 
     /// Position of a summary id.
@@ -55,19 +54,22 @@ impl SummaryCatalog {
 
     /// Brings the catalog up to date with `conn`'s snapshot.
     pub fn sync(&mut self, conn: &Connection) -> Result<()> {
+        if self.is_empty() {
+            // The first load reads every summary of the snapshot: nothing to compare.
+            return self.load_all(conn);
+        }
         let (count, max) = recall::summary_count_and_max_rowid(conn)?;
         let last = self.rowid.last().copied().unwrap_or(0);
         if count as usize == self.len() && max == last {
             return Ok(());
         }
         if max < last || (count as usize) < self.len() {
-            *self = SummaryCatalog::default();
+            return self.load_all(conn);
         }
-        self.load_after(conn, self.rowid.last().copied().unwrap_or(0))?;
+        self.load_after(conn, last)?;
         if self.len() != count as usize {
             // A row appeared below the last rowid (rowid reuse): reload.
-            *self = SummaryCatalog::default();
-            self.load_after(conn, 0)?;
+            return self.load_all(conn);
         }
         Ok(())
     }
@@ -76,36 +78,69 @@ impl SummaryCatalog {
     /// of its known matches while the full catalog is not loaded yet. Positions
     /// follow rowid order, as in the full catalog.
     pub fn of_ids(conn: &Connection, ids: &[&str]) -> Result<SummaryCatalog> {
-        let mut keys: Vec<(i64, String, i64, i64)> = Vec::with_capacity(ids.len());
-        recall::summary_keys_by_id(conn, ids, |r| {
-            keys.push((
-                r.rowid,
-                r.summary_id.to_owned(),
-                r.conversation_id,
-                parse_time_ms(r.time),
-            ));
-        })?;
-        keys.sort_unstable_by_key(|k| k.0);
-        keys.dedup_by_key(|k| k.0);
-        let mut c = SummaryCatalog::default();
-        for (rowid, id, conv, time) in keys {
-            c.by_id.insert(id.clone(), c.ids.len());
-            c.rowid.push(rowid);
-            c.ids.push(id);
-            c.conv.push(conv);
-            c.time.push(time);
-        }
-        Ok(c)
+        let mut keys = Keys::default();
+        recall::summary_keys_by_id(conn, ids, |r| keys.push(r))?;
+        Ok(keys.into_catalog())
     }
 
+    /// Reads every summary (in any order) and puts them in rowid order.
+    fn load_all(&mut self, conn: &Connection) -> Result<()> {
+        let mut keys = Keys::default();
+        recall::for_each_summary_after(conn, 0, |r| keys.push(r))?;
+        *self = keys.into_catalog();
+        Ok(())
+    }
+
+    /// Appends the summaries above rowid `after` (read in rowid order).
     fn load_after(&mut self, conn: &Connection, after: i64) -> Result<()> {
         recall::for_each_summary_after(conn, after, |r| {
-            self.by_id.insert(r.summary_id.to_owned(), self.ids.len());
+            self.by_id.insert(r.summary_id.to_owned(), self.len());
             self.rowid.push(r.rowid);
-            self.ids.push(r.summary_id.to_owned());
             self.conv.push(r.conversation_id);
             self.time.push(parse_time_ms(r.time));
         })
+    }
+}
+
+/// Summary keys read in any order, before they are put in rowid order.
+#[derive(Default)]
+struct Keys {
+    rowid: Vec<i64>,
+    ids: Vec<String>,
+    conv: Vec<i64>,
+    time: Vec<i64>,
+}
+
+impl Keys {
+    fn push(&mut self, r: &recall::SummaryKey) {
+        self.rowid.push(r.rowid);
+        self.ids.push(r.summary_id.to_owned());
+        self.conv.push(r.conversation_id);
+        self.time.push(parse_time_ms(r.time));
+    }
+
+    /// The catalog of these keys in rowid order (a rowid read twice counts once).
+    fn into_catalog(self) -> SummaryCatalog {
+        let mut order: Vec<(i64, u32)> = (0..self.rowid.len())
+            .map(|i| (self.rowid[i], i as u32))
+            .collect();
+        order.sort_unstable();
+        order.dedup_by_key(|o| o.0);
+        let mut ids = self.ids;
+        let mut c = SummaryCatalog {
+            rowid: Vec::with_capacity(order.len()),
+            conv: Vec::with_capacity(order.len()),
+            time: Vec::with_capacity(order.len()),
+            by_id: HashMap::with_capacity(order.len()),
+        };
+        for (rowid, i) in order {
+            let i = i as usize;
+            c.by_id.insert(std::mem::take(&mut ids[i]), c.rowid.len());
+            c.rowid.push(rowid);
+            c.conv.push(self.conv[i]);
+            c.time.push(self.time[i]);
+        }
+        c
     }
 }
 

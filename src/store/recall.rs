@@ -251,10 +251,11 @@ pub struct SummaryKey<'a> {
     pub time: &'a str,
 }
 
-/// Calls `f` with every summary whose rowid is above `after`, in rowid order. The
-/// first load (`after == 0`) reads the covering index `lcm_summaries_keys_idx`
-/// and sorts by rowid, so no summary content is touched (the table's rows carry
-/// it before their times); later catch-ups read the few new rows of the table.
+/// Calls `f` with every summary whose rowid is above `after`: in rowid order,
+/// except on the first load (`after == 0`), which reads the covering index
+/// `lcm_summaries_keys_idx` in its own order (by summary id), so no summary
+/// content is touched (the table's rows carry it before their times); later
+/// catch-ups read the few new rows of the table.
 pub fn for_each_summary_after(
     conn: &Connection,
     after: i64,
@@ -266,33 +267,14 @@ pub fn for_each_summary_after(
     } else {
         None
     };
-    let Some(mut stmt) = keys else {
-        let mut stmt = conn.prepare_cached(&format!("{KEYS} WHERE rowid > ?1 ORDER BY rowid"))?;
-        let mut rows = stmt.query([after])?;
-        while let Some(r) = rows.next()? {
-            f(&key_of(r)?);
-        }
-        return Ok(());
+    let mut stmt = match keys {
+        Some(stmt) => stmt,
+        None => conn.prepare_cached(&format!("{KEYS} WHERE rowid > ?1 ORDER BY rowid"))?,
     };
-    let mut all: Vec<(i64, String, i64, String)> = Vec::new();
-    let mut rows = stmt.query([])?;
+    let n = stmt.parameter_count();
+    let mut rows = stmt.query(&[&after as &dyn rusqlite::ToSql][..n])?;
     while let Some(r) = rows.next()? {
-        let k = key_of(r)?;
-        all.push((
-            k.rowid,
-            k.summary_id.to_owned(),
-            k.conversation_id,
-            k.time.to_owned(),
-        ));
-    }
-    all.sort_unstable_by_key(|k| k.0);
-    for (rowid, summary_id, conversation_id, time) in &all {
-        f(&SummaryKey {
-            rowid: *rowid,
-            summary_id,
-            conversation_id: *conversation_id,
-            time,
-        });
+        f(&key_of(r)?);
     }
     Ok(())
 }
@@ -370,6 +352,57 @@ pub fn summary_fts_matches(
         }
     }
     Ok(())
+}
+
+/// Streams the rows of `index` from the highest rowid down to `f`, each with its
+/// summary id and whether it matches `expr`, until `f` returns false (every row,
+/// matching or not: a walk needs to know which summaries it has read). Returns
+/// false without calling `f` when no more than `more_than` rows match (the
+/// matches are read lazily, newest first, alongside the rows).
+pub fn summary_fts_rows_desc(
+    conn: &Connection,
+    index: SummaryIndex,
+    expr: &str,
+    more_than: usize,
+    mut f: impl FnMut(i64, &str, bool) -> Result<bool>,
+) -> Result<bool> {
+    let table = index.table();
+    let mut m = conn.prepare_cached(&format!(
+        "SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid DESC"
+    ))?;
+    let mut matches = m.query([expr])?;
+    let mut ahead: std::collections::VecDeque<i64> = std::collections::VecDeque::new();
+    while ahead.len() <= more_than {
+        match matches.next()? {
+            Some(r) => ahead.push_back(r.get(0)?),
+            None => return Ok(false),
+        }
+    }
+    let mut all = conn.prepare_cached(&format!(
+        "SELECT rowid, summary_id FROM {table} ORDER BY rowid DESC"
+    ))?;
+    let mut rows = all.query([])?;
+    let mut ended = false;
+    while let Some(r) = rows.next()? {
+        let rowid: i64 = r.get(0)?;
+        loop {
+            if ahead.is_empty() && !ended {
+                match matches.next()? {
+                    Some(m) => ahead.push_back(m.get(0)?),
+                    None => ended = true,
+                }
+            }
+            match ahead.front() {
+                Some(&m) if m > rowid => drop(ahead.pop_front()),
+                _ => break,
+            }
+        }
+        let matched = ahead.front() == Some(&rowid);
+        if !f(rowid, r.get_ref(1)?.as_str().unwrap_or(""), matched)? {
+            break;
+        }
+    }
+    Ok(true)
 }
 
 /// A summary as a search returns it.

@@ -2,12 +2,14 @@
 //! compiled regex or FTS expression and the literal requirement) and the hit
 //! types. The two searches are [`messages`] (through the in-memory catalog, or
 //! [`cold`] from SQLite alone while the catalog is being built) and
-//! [`summaries`].
+//! [`summaries`] (with [`sumnewest`]: newest-first walks over a summary
+//! full-text table when it has many matches).
 
 pub mod cold;
 pub mod messages;
 pub mod newest;
 pub mod summaries;
+pub mod sumnewest;
 
 #[cfg(test)]
 mod cold_vs_warm;
@@ -369,6 +371,14 @@ impl TopK {
             return None;
         }
         self.heap.peek().map(|Reverse(Key(t, _, _))| *t)
+    }
+
+    /// The (time, id) of the oldest item kept, once `k` are kept.
+    fn oldest_key_when_full(&self) -> Option<(i64, i64)> {
+        if self.heap.len() < self.k {
+            return None;
+        }
+        self.heap.peek().map(|Reverse(Key(t, id, _))| (*t, *id))
     }
 
     /// True when nothing older than what is kept can enter any more: the heap is

@@ -9,6 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
+use super::sumnewest::{self, WALK_ABOVE};
 use super::{
     iso_ms, Mode, Query, ScopeStats, Sort, SummaryHit, BATCH, MAX_SCAN_ROWS, SNIPPET_CHARS,
 };
@@ -27,6 +28,8 @@ struct Plan<'q> {
     expr: &'q str,
     ranked: bool,
     strategy: &'static str,
+    /// The strategy's name when a newest-first walk answers ([`sumnewest`]).
+    walked: &'static str,
 }
 
 /// The full-text table a query narrows summaries with: for a regex, the trigram
@@ -44,6 +47,7 @@ fn plan(q: &Query, features: Features) -> Option<Plan<'_>> {
                 expr,
                 ranked: false,
                 strategy: "trigram-index",
+                walked: "trigram-newest",
             }),
         Mode::FullText => {
             let terms_ok = q.terms.iter().all(|t| t.chars().count() >= 3);
@@ -54,12 +58,14 @@ fn plan(q: &Query, features: Features) -> Option<Plan<'_>> {
                     expr,
                     ranked,
                     strategy: "fts",
+                    walked: "fts-newest",
                 }),
                 Some(expr) if q.cjk && features.trigram && terms_ok => Some(Plan {
                     index: SummaryIndex::Trigram,
                     expr,
                     ranked,
                     strategy: "fts-trigram",
+                    walked: "fts-trigram-newest",
                 }),
                 _ => None,
             }
@@ -75,11 +81,60 @@ pub fn search_summaries(
     features: Features,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
     let plan = plan(q, features);
+    if let Some(p) = plan.as_ref().filter(|p| !p.ranked) {
+        // A damaged index is left to the path below.
+        if let Ok(Some(w)) = sumnewest::newest(conn, sc, q, p.index, p.expr, q.regex.as_ref()) {
+            return walked(conn, sc, q, p, w);
+        }
+    }
     // A damaged index falls back to checking every summary in scope (regex) or LIKE.
     let found = plan
         .as_ref()
         .and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
     finish(conn, sc, q, plan.as_ref(), found)
+}
+
+/// [`search_summaries`] without the newest-first walk: every match is read (the
+/// answer a walk must give).
+#[cfg(test)]
+pub(super) fn search_summaries_reading_all(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    features: Features,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let plan = plan(q, features);
+    let found = plan
+        .as_ref()
+        .and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
+    finish(conn, sc, q, plan.as_ref(), found)
+}
+
+/// The hits of a newest-first walk, built as the path that reads every match
+/// builds them (`scanned`: the full-text rows the walk read).
+fn walked(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    p: &Plan,
+    w: sumnewest::Walked,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let (hits, mut stats) = match &q.regex {
+        Some(re) => check_summaries(conn, sc, q, w.ords, p.walked, |c: &str| {
+            re.find(c).map(|m| (m.start(), m.end()))
+        })?,
+        None => {
+            let found = w.ords.into_iter().map(|o| (o, None)).collect();
+            ranked_summary_hits(conn, sc, q, found, p.walked)?
+        }
+    };
+    stats.scanned = w.rows;
+    Ok((hits, stats))
+}
+
+/// Whether `index` has more than [`WALK_ABOVE`] matches for `expr`.
+fn many_matches(conn: &Connection, index: SummaryIndex, expr: &str) -> Result<bool> {
+    recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, _, _| Ok(false))
 }
 
 /// Most full-text matches the cold summary search reads before it leaves a query
@@ -92,7 +147,9 @@ pub const MAX_COLD_MATCHES: usize = 1_000;
 /// ([`SummaryCatalog::of_ids`]), and the rest is the catalog path's own code, so
 /// the answer is the same. Full text without a usable table needs no catalog
 /// (LIKE). `Ok(None)` when the query needs the full catalog: a regex without
-/// literals the trigram table can use, more matches, or a damaged index.
+/// literals the trigram table can use, more matches (in recency order, more than
+/// [`WALK_ABOVE`]: the catalog, loaded in the background at open, then lets a
+/// newest-first walk read only the newest of them), or a damaged index.
 pub fn search_summaries_cold(
     conn: &Connection,
     q: &Query,
@@ -104,6 +161,9 @@ pub fn search_summaries_cold(
             Mode::Regex => Ok(None),
         };
     };
+    if !plan.ranked && many_matches(conn, plan.index, plan.expr).unwrap_or(true) {
+        return Ok(None);
+    }
     let mut matched: Vec<(String, Option<f64>)> = Vec::new();
     let mut over = false;
     let read = recall::summary_fts_matches(conn, plan.index, plan.expr, plan.ranked, |id, r| {

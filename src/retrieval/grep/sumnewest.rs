@@ -1,0 +1,160 @@
+//! Newest-first answers over summaries with many full-text matches (common
+//! words; regexes whose literals are common): reading every match's summary id
+//! costs a row of the full-text table's content per match (≈ 10,000 rows at a
+//! million messages), while the newest `limit` are usually among the last rows
+//! written. The walk reads the table's rows from the highest rowid down (every
+//! row, with its summary id, and whether it matches), keeps the newest `limit`
+//! matches in scope (a regex's candidates checked against the content first) and
+//! stops once no summary it has not read can be newer than the oldest kept: the
+//! summary catalog knows every summary's time, and a summary whose row was read
+//! and did not match cannot match (each summary has one row in a full-text
+//! table, as every writer keeps it). Past its budget the query goes to the path
+//! that reads every match.
+
+use regex::Regex;
+use rusqlite::Connection;
+
+use super::{Query, TopK, BATCH};
+use crate::error::Result;
+use crate::retrieval::sumcat::SummaryCatalog;
+use crate::store::recall::{self, SummaryIndex};
+
+/// Matches at or below which reading every match's summary id is cheaper than a
+/// walk.
+pub const WALK_ABOVE: usize = 128;
+/// Most rows a walk reads (about what reading that many matches' ids costs; under
+/// the catalog path's scan budget, [`super::MAX_SCAN_ROWS`], so that path is never
+/// truncated where a walk answers).
+pub const MAX_WALK_ROWS: usize = 1_024;
+/// Rows read between two checks of whether the walk is done.
+const PAGE: usize = 64;
+
+/// What a walk found.
+pub struct Walked {
+    /// The newest matches in scope (at most `limit`), newest first, as catalog
+    /// positions.
+    pub ords: Vec<usize>,
+    /// Full-text rows read.
+    pub rows: usize,
+}
+
+/// The newest `q.limit` summaries in scope that `index` matches for `expr` (and,
+/// with `regex`, whose content it matches); `None` when the matches are few (the
+/// caller reads them all) or the walk runs past its budget.
+pub fn newest(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    index: SummaryIndex,
+    expr: &str,
+    regex: Option<&Regex>,
+) -> Result<Option<Walked>> {
+    let mut w = Walk {
+        sc,
+        q,
+        top: TopK::new(q.limit),
+        seen: vec![false; sc.len()],
+        page: Vec::with_capacity(PAGE),
+        rows: 0,
+        done: false,
+        stopped: false,
+    };
+    let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, id, matched| {
+        w.rows += 1;
+        if let Some(ord) = w.see(id) {
+            if matched && w.in_scope(ord) {
+                w.page.push(ord);
+            }
+        }
+        if w.rows % PAGE != 0 {
+            return Ok(true);
+        }
+        w.keep(conn, regex)?;
+        w.done = w.settled();
+        w.stopped = w.done || w.rows >= MAX_WALK_ROWS;
+        Ok(!w.stopped)
+    })?;
+    if !walked {
+        return Ok(None);
+    }
+    if !w.stopped {
+        // The rows ended: everything was read.
+        w.keep(conn, regex)?;
+        w.done = true;
+    }
+    let rows = w.rows;
+    Ok(w.done.then(|| Walked {
+        ords: w.top.into_sorted(),
+        rows,
+    }))
+}
+
+/// The state of one walk.
+struct Walk<'a> {
+    sc: &'a SummaryCatalog,
+    q: &'a Query,
+    top: TopK,
+    /// Catalog positions whose full-text row was read.
+    seen: Vec<bool>,
+    /// Matches in scope not yet kept.
+    page: Vec<usize>,
+    rows: usize,
+    /// The newest `limit` are certain.
+    done: bool,
+    /// The walk stopped before the rows ended (done, or out of budget).
+    stopped: bool,
+}
+
+impl Walk<'_> {
+    /// Marks a summary id's row as read; its catalog position.
+    fn see(&mut self, id: &str) -> Option<usize> {
+        let ord = self.sc.position(id)?;
+        self.seen[ord] = true;
+        Some(ord)
+    }
+
+    fn in_scope(&self, ord: usize) -> bool {
+        self.q
+            .filter
+            .accepts_at(self.sc.conversation(ord), self.sc.time(ord))
+    }
+
+    /// Keeps the page's matches (with a regex, those whose content it matches).
+    fn keep(&mut self, conn: &Connection, regex: Option<&Regex>) -> Result<()> {
+        let ords = std::mem::take(&mut self.page);
+        let Some(re) = regex else {
+            for ord in ords {
+                self.push(ord);
+            }
+            return Ok(());
+        };
+        for chunk in ords.chunks(BATCH) {
+            let ids: Vec<i64> = chunk.iter().map(|&o| self.sc.rowid(o)).collect();
+            let rows = recall::summaries_by_rowid(conn, &ids)?;
+            for &ord in chunk {
+                if rows
+                    .get(&self.sc.rowid(ord))
+                    .is_some_and(|r| re.is_match(&r.content))
+                {
+                    self.push(ord);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, ord: usize) {
+        self.top.push(self.sc.time(ord), self.sc.rowid(ord), ord);
+    }
+
+    /// Whether the newest `limit` are certain: `limit` are kept and every summary
+    /// in scope newer than the oldest kept (by time, then rowid) had its row read.
+    fn settled(&self) -> bool {
+        let Some(oldest) = self.top.oldest_key_when_full() else {
+            return false;
+        };
+        (0..self.sc.len()).all(|o| {
+            self.seen[o] || (self.sc.time(o), self.sc.rowid(o)) <= oldest || !self.in_scope(o)
+        })
+    }
+}
