@@ -181,8 +181,13 @@ fn cold_answers_equal_warm_answers() {
                     "{mode:?} {sort:?} {pattern} limit {limit} {f:?}"
                 );
                 let cold = search_summaries_cold(&conn, &q, features).unwrap();
-                let (cold, _) =
-                    cold.unwrap_or_else(|| panic!("cold declined {pattern} (summaries)"));
+                // Recency-ordered searches of the trigram table (regexes, CJK terms)
+                // are left to the catalog's path.
+                let trigram = mode == Mode::Regex || crate::retrieval::text::has_cjk(pattern);
+                let Some((cold, _)) = cold else {
+                    assert!(trigram && sort == Sort::Recency, "cold declined {pattern}");
+                    continue;
+                };
                 let (warm, _) = search_summaries(&conn, &sc, &q, features).unwrap();
                 let cold: Vec<_> = cold.iter().map(summary_key).collect();
                 let warm: Vec<_> = warm.iter().map(summary_key).collect();

@@ -149,7 +149,9 @@ pub const MAX_COLD_MATCHES: usize = 1_000;
 /// (LIKE). `Ok(None)` when the query needs the full catalog: a regex without
 /// literals the trigram table can use, more matches (in recency order, more than
 /// [`WALK_ABOVE`]: the catalog, loaded in the background at open, then lets a
-/// newest-first walk read only the newest of them), or a damaged index.
+/// newest-first walk read only the newest of them; any recency-ordered search of
+/// the trigram table, whose matches cost more to count than the catalog's path
+/// costs), or a damaged index.
 pub fn search_summaries_cold(
     conn: &Connection,
     q: &Query,
@@ -161,7 +163,12 @@ pub fn search_summaries_cold(
             Mode::Regex => Ok(None),
         };
     };
-    if !plan.ranked && many_matches(conn, plan.index, plan.expr).unwrap_or(true) {
+    // In recency order the catalog's path walks when the matches are many; on the
+    // trigram table even counting them reads long doclists, so that path decides.
+    if !plan.ranked
+        && (plan.index == SummaryIndex::Trigram
+            || many_matches(conn, plan.index, plan.expr).unwrap_or(true))
+    {
         return Ok(None);
     }
     let mut matched: Vec<(String, Option<f64>)> = Vec::new();
