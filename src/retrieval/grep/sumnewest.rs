@@ -66,7 +66,7 @@ pub fn newest(
                 w.page.push(ord);
             }
         }
-        if w.rows % PAGE != 0 {
+        if !w.rows.is_multiple_of(PAGE) {
             return Ok(true);
         }
         w.keep(conn, regex)?;
