@@ -2,7 +2,7 @@
 //! as SQLite UTC text (`YYYY-MM-DD HH:MM:SS`), summary time ranges as JavaScript ISO
 //! strings (`YYYY-MM-DDTHH:MM:SS.sssZ`). Parsing is lenient: bare SQLite text is UTC.
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, SecondsFormat, TimeZone, Timelike, Utc};
 
 /// Parses a stored or user-supplied timestamp: RFC 3339 / ISO with zone, or bare
 /// `YYYY-MM-DD HH:MM:SS[.fff]` / `YYYY-MM-DDTHH:MM:SS[.fff]` taken as UTC.
@@ -68,8 +68,34 @@ pub fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
     Utc.timestamp_millis_opt(ms).single()
 }
 
-/// SQLite `datetime('now')` format, UTC, whole seconds.
+/// SQLite `datetime('now')` format, UTC, whole seconds. Years 0–9999 are written
+/// digit by digit (chrono's `format` parses its pattern on every call, a few
+/// thousand instructions per ingested message); other years through chrono.
 pub fn to_sqlite(t: DateTime<Utc>) -> String {
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        return to_sqlite_general(t);
+    }
+    let mut out = String::with_capacity(19);
+    let mut put = |n: u32, digits: u32, sep: char| {
+        for k in (0..digits).rev() {
+            out.push(char::from(b'0' + (n / 10u32.pow(k) % 10) as u8));
+        }
+        if sep != '\0' {
+            out.push(sep);
+        }
+    };
+    put(year as u32, 4, '-');
+    put(t.month(), 2, '-');
+    put(t.day(), 2, ' ');
+    put(t.hour(), 2, ':');
+    put(t.minute(), 2, ':');
+    put(t.second(), 2, '\0');
+    out
+}
+
+/// [`to_sqlite`] through chrono's formatter (every year).
+fn to_sqlite_general(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
@@ -109,6 +135,15 @@ mod tests {
             } else {
                 prop_assert!(junk == 1 || se >= 60 || parse_general(&s).is_none(), "{}", s);
             }
+        }
+    }
+
+    proptest! {
+        /// The digit-by-digit writer gives chrono's text for every instant.
+        #[test]
+        fn sqlite_text_agrees_with_chrono(ms in -300_000_000_000_000i64..300_000_000_000_000i64) {
+            let t = from_millis(ms).unwrap();
+            prop_assert_eq!(to_sqlite(t), to_sqlite_general(t));
         }
     }
 

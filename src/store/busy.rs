@@ -60,8 +60,7 @@ fn retry(attempt: i32) -> bool {
 
 /// `BEGIN IMMEDIATE`: takes the write lock now (waiting through [`retry`]).
 pub fn begin_immediate(conn: &Connection) -> Result<()> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    Ok(())
+    super::group::run_cached(conn, "BEGIN IMMEDIATE")
 }
 
 #[cfg(test)]

@@ -146,11 +146,19 @@ pub fn run(conn: &mut Connection, mut jobs: Vec<Box<dyn GroupJob>>) {
     }
 }
 
+/// Runs one statement without a result through the connection's statement cache:
+/// the transaction and savepoint statements of every group, which `execute_batch`
+/// would parse and plan again on each run.
+pub(super) fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 fn run_in_transaction(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<()> {
     super::busy::begin_immediate(conn)?;
     let body = run_jobs(conn, jobs).and_then(|committed| {
         if committed {
-            conn.execute_batch("COMMIT")?;
+            run_cached(conn, "COMMIT")?;
         }
         Ok(())
     });
@@ -171,9 +179,9 @@ fn run_jobs(conn: &Connection, jobs: &mut [Box<dyn GroupJob>]) -> Result<bool> {
         return Ok(true);
     }
     for job in jobs.iter_mut() {
-        conn.execute_batch("SAVEPOINT lcm_job")?;
+        run_cached(conn, "SAVEPOINT lcm_job")?;
         if job.run(conn) {
-            conn.execute_batch("RELEASE lcm_job")?;
+            run_cached(conn, "RELEASE lcm_job")?;
         } else {
             conn.execute_batch("ROLLBACK TO lcm_job; RELEASE lcm_job")?;
         }

@@ -118,6 +118,11 @@ pub struct Store {
 /// count in the process's RSS as shared, reclaimable file cache.
 pub const MMAP_BYTES: i64 = 0x7fff_0000;
 
+/// Prepared statements kept per connection: an ingest alone uses about 40 (its
+/// multi-row INSERTs have one statement per row count), compaction, assembly and
+/// recall as many again.
+const STATEMENT_CACHE: usize = 128;
+
 fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connection> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -147,7 +152,7 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
     // each execution (≈ 15 µs each, several per ingest).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
         .map_err(|e| open_error(path, e))?;
-    conn.set_prepared_statement_cache_capacity(64);
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
 
