@@ -128,7 +128,7 @@ pub fn write_batch(
     let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
     // Validate the whole batch before anything is written (no file for a refused batch).
     let mut mapped = map_batch(&p, opts.max_message_bytes)?;
-    let conversation_id = conversations::find_or_create(conn, &session)?;
+    let (conversation_id, stored_session) = conversations::find_or_create_session(conn, &session)?;
     if may_need_files {
         let n = crate::largefiles::intercept::intercept_in(
             conn,
@@ -140,7 +140,8 @@ pub fn write_batch(
             mapped = map_batch(&p, opts.max_message_bytes)?;
         }
     }
-    let messages = messages::insert_batch_in(conn, conversation_id, &mapped)?;
+    let appender = messages::Appender::open_known(conn, conversation_id, stored_session)?;
+    let messages = messages::insert_batch_with(conn, appender, &mapped)?;
     Ok(IngestBatchResult {
         ingested_count: messages.iter().filter(|m| m.ingested).count(),
         conversation_id: Some(conversation_id),

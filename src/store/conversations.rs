@@ -78,6 +78,12 @@ pub fn find(conn: &Connection, s: &SessionRef) -> Result<Option<ConversationReco
 /// Finds or creates the conversation (call inside a write transaction). A row found
 /// by session id that has no key yet adopts the given key.
 pub fn find_or_create(conn: &Connection, s: &SessionRef) -> Result<i64> {
+    Ok(find_or_create_session(conn, s)?.0)
+}
+
+/// [`find_or_create`], with the conversation's stored session id (what its part rows
+/// carry), read by the same query.
+pub fn find_or_create_session(conn: &Connection, s: &SessionRef) -> Result<(i64, String)> {
     if let Some(found) = find(conn, s)? {
         if found.session_key.is_none() && s.session_key.is_some() {
             conn.prepare_cached(
@@ -85,11 +91,11 @@ pub fn find_or_create(conn: &Connection, s: &SessionRef) -> Result<i64> {
             )?
             .execute(params![s.session_key, found.conversation_id])?;
         }
-        return Ok(found.conversation_id);
+        return Ok((found.conversation_id, found.session_id));
     }
     conn.prepare_cached("INSERT INTO conversations (session_id, session_key) VALUES (?1, ?2)")?
         .execute(params![s.session_id, s.session_key])?;
-    Ok(conn.last_insert_rowid())
+    Ok((conn.last_insert_rowid(), s.session_id.clone()))
 }
 
 /// One conversation by id.

@@ -58,8 +58,16 @@ pub fn insert_batch_in(
     conversation_id: i64,
     batch: &[NewMessage],
 ) -> Result<Vec<IngestedMessage>> {
-    let existing = existing_entry_ids(tx, conversation_id, batch)?;
-    let mut appender = Appender::open(tx, conversation_id)?;
+    insert_batch_with(tx, Appender::open(tx, conversation_id)?, batch)
+}
+
+/// [`insert_batch_in`] through an appender already open on the conversation.
+pub fn insert_batch_with(
+    tx: &Connection,
+    mut appender: Appender,
+    batch: &[NewMessage],
+) -> Result<Vec<IngestedMessage>> {
+    let existing = existing_entry_ids(tx, appender.conversation_id, batch)?;
     // An identical replay inside one batch: same envelope, text and parts, every column
     // (a plain user string has no part: its text is in `content` only). Messages are
     // told apart by their envelope first (it carries the timestamp), so the text is
@@ -128,12 +136,22 @@ pub struct Appender {
 }
 
 impl Appender {
-    /// Reads the conversation's next seq and ordinal.
+    /// Reads the conversation's session id, next seq and next ordinal.
     pub fn open(tx: &Connection, conversation_id: i64) -> Result<Appender> {
-        let (seq, ordinal) = next_positions(tx, conversation_id)?;
         let session_id: String = tx
             .prepare_cached("SELECT session_id FROM conversations WHERE conversation_id = ?1")?
             .query_row([conversation_id], |r| r.get(0))?;
+        Self::open_known(tx, conversation_id, session_id)
+    }
+
+    /// [`Appender::open`] for a conversation whose stored session id the caller has
+    /// already read (`conversations::find_or_create_session`).
+    pub fn open_known(
+        tx: &Connection,
+        conversation_id: i64,
+        session_id: String,
+    ) -> Result<Appender> {
+        let (seq, ordinal) = next_positions(tx, conversation_id)?;
         Ok(Appender {
             conversation_id,
             seq,
@@ -247,18 +265,14 @@ fn existing_entry_ids(
     Ok(found)
 }
 
+/// The next seq and the next context ordinal of a conversation, in one statement.
 fn next_positions(tx: &Connection, conversation_id: i64) -> Result<(i64, i64)> {
-    let seq: i64 = tx
+    Ok(tx
         .prepare_cached(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?1",
+            "SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?1),
+                    (SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items WHERE conversation_id = ?1)",
         )?
-        .query_row([conversation_id], |r| r.get(0))?;
-    let ordinal: i64 = tx
-        .prepare_cached(
-            "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items WHERE conversation_id = ?1",
-        )?
-        .query_row([conversation_id], |r| r.get(0))?;
-    Ok((seq, ordinal))
+        .query_row([conversation_id], |r| Ok((r.get(0)?, r.get(1)?)))?)
 }
 
 /// The id AUTOINCREMENT would give the next `messages` row: above every id the
