@@ -36,6 +36,11 @@ pub fn set_timeout(timeout: Duration) {
     TIMEOUT.with(|t| t.set(timeout));
 }
 
+/// The busy timeout of the write connections used on this thread.
+pub fn timeout() -> Duration {
+    TIMEOUT.with(Cell::get)
+}
+
 /// SQLite calls this with the number of earlier attempts for the same lock;
 /// returning false ends the wait with `SQLITE_BUSY`.
 fn retry(attempt: i32) -> bool {

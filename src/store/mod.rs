@@ -228,6 +228,8 @@ impl Store {
         }
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
+        let restart_wal = Arc::new(AtomicBool::new(false));
+        let restart2 = restart_wal.clone();
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
         let writer_guard = guard.clone();
@@ -236,7 +238,7 @@ impl Store {
             .name("lcm-writer".into())
             .spawn(move || {
                 busy::set_timeout(busy_timeout);
-                writer_loop(writer, rx, lag, &writer_guard)
+                writer_loop(writer, rx, lag, &writer_guard, &restart_wal)
             })
             .map_err(LcmError::from)?];
         if !in_memory {
@@ -246,7 +248,7 @@ impl Store {
             threads.push(
                 std::thread::Builder::new()
                     .name("lcm-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, stop2, every))
+                    .spawn(move || checkpoint_loop(ckpt, stop2, every, restart2))
                     .map_err(LcmError::from)?,
             );
         }
@@ -518,6 +520,7 @@ fn writer_loop(
     rx: mpsc::Receiver<Msg>,
     mut lag: fts_lag::FtsLag,
     guard: &guard::Guard,
+    restart_wal: &AtomicBool,
 ) {
     let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
         let r = guard.run(
@@ -553,12 +556,14 @@ fn writer_loop(
             Msg::Job(job) => {
                 job(&mut conn);
                 index_if_due(&mut conn, &mut lag);
+                top_up_checkpoint(&conn, restart_wal);
             }
             Msg::Grouped(first) => {
                 let (jobs, after) = group::collect(first, &rx);
                 next = after;
                 group::run(&mut conn, jobs);
                 index_if_due(&mut conn, &mut lag);
+                top_up_checkpoint(&conn, restart_wal);
             }
             Msg::FlushFts(reply) => {
                 let _ = reply.send(catch_up(&mut conn, &mut lag));
@@ -586,7 +591,27 @@ fn writer_loop(
     }
 }
 
-fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration) {
+/// WAL length (frames, ≈ 4 KiB each) past which the checkpointer has the writer
+/// start the log over.
+pub const WAL_RESTART_FRAMES: i64 = 4096;
+
+/// The background checkpointer: a PASSIVE checkpoint every `every`, off the writer.
+///
+/// A PASSIVE checkpoint copies frames into the database file but never starts the
+/// log over: SQLite does that when a write transaction begins with every frame
+/// already copied, which under steady writes never happens (new commits always
+/// land between the checkpoint and the next write). The WAL then grows without
+/// bound (≈ 150 MB after 10k messages ingested back to back) and every page read
+/// searches more of it. So once the log passes [`WAL_RESTART_FRAMES`], the writer is
+/// asked to copy the few frames committed since and wait briefly for readers of the
+/// log ([`top_up_checkpoint`], between two of its transactions); its next write
+/// transaction then starts the log over.
+fn checkpoint_loop(
+    conn: Connection,
+    stop: Arc<AtomicBool>,
+    every: Duration,
+    restart_wal: Arc<AtomicBool>,
+) {
     let tick = Duration::from_millis(50);
     let mut waited = Duration::ZERO;
     while !stop.load(Ordering::Acquire) {
@@ -594,8 +619,29 @@ fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration) {
         waited += tick;
         if waited >= every {
             waited = Duration::ZERO;
-            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            let log = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
+            if log.is_ok_and(|frames| frames >= WAL_RESTART_FRAMES) {
+                restart_wal.store(true, Ordering::Release);
+            }
         }
+    }
+}
+
+/// How long the writer's top-up checkpoint waits for readers of old frames (and
+/// another process's writer) before leaving the restart to the next round.
+const RESTART_WAIT: Duration = Duration::from_millis(2);
+
+/// When the checkpointer asked for it: a RESTART checkpoint on the writer
+/// connection, between transactions. After the checkpointer's pass only the frames
+/// committed since are left to copy; RESTART then waits (at most [`RESTART_WAIT`])
+/// until no reader still reads from the log, so the next write transaction starts
+/// it over. A busy attempt changes nothing and is retried on a later round.
+fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
+    if restart_wal.swap(false, Ordering::AcqRel) {
+        let timeout = busy::timeout();
+        busy::set_timeout(RESTART_WAIT);
+        let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+        busy::set_timeout(timeout);
     }
 }
 
@@ -647,6 +693,37 @@ mod tests {
                 .unwrap();
             assert_eq!(bytes, MMAP_BYTES, "read_only = {read_only}");
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_under_steady_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db").to_string_lossy().into_owned();
+        let store = Store::open(StoreOptions {
+            path: path.clone(),
+            checkpoint_interval: Duration::from_millis(20),
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        store
+            .write(|c| Ok(c.execute_batch("CREATE TABLE scratch (b BLOB)")?))
+            .await
+            .unwrap();
+        // Back-to-back commits of ≈ 5 pages each, far more than the restart
+        // threshold: without the writer's top-up checkpoint the log never starts
+        // over and the file grows to about what was written.
+        let bound = 3 * WAL_RESTART_FRAMES as u64 * 4096;
+        let mut written = 0u64;
+        while written < 4 * bound {
+            store
+                .write(|c| Ok(c.execute("INSERT INTO scratch (b) VALUES (randomblob(16000))", [])?))
+                .await
+                .unwrap();
+            written += 5 * 4096;
+        }
+        let wal = std::fs::metadata(format!("{path}-wal")).unwrap().len();
+        assert!(wal <= bound, "WAL {wal} bytes after {written} written");
+        store.close().await.unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
