@@ -72,7 +72,7 @@ impl Default for StoreOptions {
             path: ":memory:".into(),
             busy_timeout: Duration::from_secs(30),
             readers: 2,
-            checkpoint_interval: Duration::from_millis(500),
+            checkpoint_interval: Duration::from_millis(100),
         }
     }
 }
