@@ -87,11 +87,19 @@ pub fn search_summaries(
             return walked(conn, sc, q, p, w);
         }
     }
-    // A damaged index falls back to checking every summary in scope (regex) or LIKE.
-    let found = plan
-        .as_ref()
-        .and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
-    finish(conn, sc, q, plan.as_ref(), found)
+    read_every_match(conn, sc, q, plan.as_ref())
+}
+
+/// Every match of the plan's index read, then filtered, ordered and cut; a damaged
+/// index (or no plan) falls back to checking every summary in scope (regex) or LIKE.
+fn read_every_match(
+    conn: &Connection,
+    sc: &SummaryCatalog,
+    q: &Query,
+    plan: Option<&Plan>,
+) -> Result<(Vec<SummaryHit>, ScopeStats)> {
+    let found = plan.and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
+    finish(conn, sc, q, plan, found)
 }
 
 /// [`search_summaries`] without the newest-first walk: every match is read (the
@@ -103,11 +111,7 @@ pub(super) fn search_summaries_reading_all(
     q: &Query,
     features: Features,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
-    let plan = plan(q, features);
-    let found = plan
-        .as_ref()
-        .and_then(|p| fts_positions(conn, sc, p.index, p.expr, p.ranked).ok());
-    finish(conn, sc, q, plan.as_ref(), found)
+    read_every_match(conn, sc, q, plan(q, features).as_ref())
 }
 
 /// The hits of a newest-first walk, built as the path that reads every match
