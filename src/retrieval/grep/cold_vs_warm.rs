@@ -112,6 +112,27 @@ fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
     )
 }
 
+/// The scopes every query is checked in: each listed conversation alone, all
+/// conversations, and conversations 1 and 2 within a time window around the
+/// fixtures' messages.
+fn scopes(alone: &[i64]) -> Vec<Filter> {
+    let base = 1_771_313_820_000i64;
+    let mut out: Vec<Filter> = alone
+        .iter()
+        .map(|c| Filter {
+            conversations: Some(vec![*c]),
+            ..Filter::default()
+        })
+        .collect();
+    out.push(Filter::default());
+    out.push(Filter {
+        conversations: Some(vec![1, 2]),
+        since_ms: Some(base - 3_000_000),
+        before_ms: Some(base + 1_200_000),
+    });
+    out
+}
+
 #[test]
 fn cold_answers_equal_warm_answers() {
     let mut conn = Connection::open_in_memory().unwrap();
@@ -125,19 +146,7 @@ fn cold_answers_equal_warm_answers() {
         summarize(&mut conn, conversation, &ids, features);
     }
     FtsLag::new(true).catch_up(&mut conn).unwrap();
-    let base = 1_771_313_820_000i64;
-    let filters = [
-        Filter {
-            conversations: Some(vec![1]),
-            ..Filter::default()
-        },
-        Filter::default(),
-        Filter {
-            conversations: Some(vec![1, 2]),
-            since_ms: Some(base - 3_000_000),
-            before_ms: Some(base + 1_200_000),
-        },
-    ];
+    let filters = scopes(&[1]);
     let queries: &[(Mode, Sort, &str)] = &[
         (Mode::Regex, Sort::Recency, r"NEEDLE-3-\d+\."),
         (Mode::Regex, Sort::Recency, r"(?i)needle-1-1\d+"),
@@ -368,23 +377,7 @@ fn summary_walks_answer_like_reading_every_match() {
     }
     let mut sc = SummaryCatalog::default();
     sc.sync(&conn).unwrap();
-    let base = 1_771_313_820_000i64;
-    let filters = [
-        Filter {
-            conversations: Some(vec![1]),
-            ..Filter::default()
-        },
-        Filter {
-            conversations: Some(vec![2]),
-            ..Filter::default()
-        },
-        Filter::default(),
-        Filter {
-            conversations: Some(vec![1, 2]),
-            since_ms: Some(base - 3_000_000),
-            before_ms: Some(base + 1_200_000),
-        },
-    ];
+    let filters = scopes(&[1, 2]);
     let queries: &[(Mode, &str)] = &[
         (Mode::FullText, "staging"),
         (Mode::FullText, "gamma1"),
