@@ -154,11 +154,8 @@ async fn check_invariants(engine: &Engine, conv: i64) -> i64 {
         .into_iter()
         .map(|s| (s.summary.summary_id.clone(), s))
         .collect();
-    let all: Vec<i64> = engine
-        .store()
-        .read(move |c| crate::store::messages::ids_in_order(c, conv))
-        .await
-        .unwrap();
+    let records = message_records(engine, conv).await;
+    let all: Vec<i64> = records.iter().map(|m| m.message_id).collect();
     let mut covered: Vec<i64> = Vec::new();
     let mut reached: HashSet<String> = HashSet::new();
     let mut stack: Vec<String> = Vec::new();
@@ -179,17 +176,8 @@ async fn check_invariants(engine: &Engine, conv: i64) -> i64 {
     let mut sorted = covered.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, all, "every message covered exactly once");
-    let msgs: HashMap<i64, crate::store::messages::MessageRecord> = engine
-        .store()
-        .read(move |c| {
-            let ids = crate::store::messages::ids_in_order(c, conv)?;
-            crate::store::messages::records_by_ids(c, &ids)
-        })
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| (m.message_id, m))
-        .collect();
+    let msgs: HashMap<i64, crate::store::messages::MessageRecord> =
+        records.into_iter().map(|m| (m.message_id, m)).collect();
     let iso = |s: &str| crate::timestamp::parse(s).map(crate::timestamp::to_iso);
     let mut deepest = -1;
     for s in sums.values() {
@@ -1052,6 +1040,18 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
 }
 
 mod pinned;
+
+/// A conversation's stored messages, in order.
+async fn message_records(engine: &Engine, conv: i64) -> Vec<crate::store::messages::MessageRecord> {
+    engine
+        .store()
+        .read(move |c| {
+            let ids = crate::store::messages::ids_in_order(c, conv)?;
+            crate::store::messages::records_by_ids(c, &ids)
+        })
+        .await
+        .unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_mid_sweep_leaves_no_write_running_and_no_gaps() {

@@ -64,14 +64,8 @@ fn call_of(content: &str) -> String {
 /// The DAG as text: every summarizer call's input, every summary's columns and
 /// sources, and the context list, with summaries named by call and messages by seq.
 async fn describe(engine: &Engine, fake: &Fake, conv: i64) -> String {
-    let seq: HashMap<i64, i64> = engine
-        .store()
-        .read(move |c| {
-            let ids = crate::store::messages::ids_in_order(c, conv)?;
-            crate::store::messages::records_by_ids(c, &ids)
-        })
+    let seq: HashMap<i64, i64> = super::message_records(engine, conv)
         .await
-        .unwrap()
         .into_iter()
         .map(|m| (m.message_id, m.seq))
         .collect();
