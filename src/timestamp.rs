@@ -69,28 +69,24 @@ pub fn from_millis(ms: i64) -> Option<DateTime<Utc>> {
 }
 
 /// SQLite `datetime('now')` format, UTC, whole seconds. Years 0–9999 are written
-/// digit by digit (chrono's `format` parses its pattern on every call, a few
+/// with `write!` (chrono's `format` parses its pattern on every call, a few
 /// thousand instructions per ingested message); other years through chrono.
 pub fn to_sqlite(t: DateTime<Utc>) -> String {
-    let year = t.year();
-    if !(0..=9999).contains(&year) {
+    use std::fmt::Write;
+    if !(0..=9999).contains(&t.year()) {
         return to_sqlite_general(t);
     }
     let mut out = String::with_capacity(19);
-    let mut put = |n: u32, digits: u32, sep: char| {
-        for k in (0..digits).rev() {
-            out.push(char::from(b'0' + (n / 10u32.pow(k) % 10) as u8));
-        }
-        if sep != '\0' {
-            out.push(sep);
-        }
-    };
-    put(year as u32, 4, '-');
-    put(t.month(), 2, '-');
-    put(t.day(), 2, ' ');
-    put(t.hour(), 2, ':');
-    put(t.minute(), 2, ':');
-    put(t.second(), 2, '\0');
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    );
     out
 }
 
