@@ -64,8 +64,8 @@ pub struct CachedMessage {
     pub content: String,
     /// messages.lcm_envelope when it was rebuilt.
     pub envelope: Option<String>,
-    /// The message as presented.
-    pub message: Value,
+    /// The message as presented (shared with the assemblies that use it).
+    pub message: std::sync::Arc<Value>,
     /// Whether presenting it downgraded a tool result.
     pub downgraded: bool,
 }
@@ -215,7 +215,7 @@ mod tests {
                 CachedMessage {
                     content: String::new(),
                     envelope: None,
-                    message: Value::Null,
+                    message: std::sync::Arc::new(Value::Null),
                     downgraded: false,
                 },
             );

@@ -77,7 +77,11 @@ pub fn strip_unpaired_calls(
             continue;
         }
         stats.stripped_unpaired_tool_calls += strip.len();
-        if let Some(blocks) = e.message.get_mut("content").and_then(Value::as_array_mut) {
+        if let Some(blocks) = e
+            .message_mut()
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+        {
             let mut i = 0;
             blocks.retain(|_| {
                 let keep = !strip.contains(&i);
@@ -103,7 +107,15 @@ pub fn normalize_assistants(entries: &mut [Entry]) {
         if role(&e.message) != "assistant" {
             continue;
         }
-        let Some(content) = e.message.get_mut("content") else {
+        let changes = match e.message.get("content") {
+            Some(Value::String(_)) => true,
+            Some(Value::Array(blocks)) => blocks.iter().any(is_blank_text),
+            _ => false,
+        };
+        if !changes {
+            continue;
+        }
+        let Some(content) = e.message_mut().get_mut("content") else {
             continue;
         };
         match content {

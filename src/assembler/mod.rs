@@ -154,8 +154,9 @@ pub struct AssembleStats {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssembleResult {
-    /// The messages for the model, oldest first.
-    pub messages: Vec<Value>,
+    /// The messages for the model, oldest first (shared with the assembly cache
+    /// when unchanged, so a turn copies none of them).
+    pub messages: Vec<Arc<Value>>,
     /// Estimated tokens of `messages` (XML wrappers included).
     pub estimated_tokens: i64,
     /// What the assembly did.
@@ -198,8 +199,9 @@ impl Settings {
 /// One message on its way to the output.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The message.
-    pub message: Value,
+    /// The message: shared with the assembly cache until a pass changes it
+    /// (through [`Entry::message_mut`], which copies it first when shared).
+    pub message: Arc<Value>,
     /// Its token estimate; `None` once changed (recomputed at the end).
     pub tokens: Option<i64>,
     /// Context ordinal (`-1` for synthetic messages).
@@ -223,11 +225,17 @@ impl Entry {
     /// A message made by the repair passes.
     pub fn synthetic(message: Value) -> Entry {
         Entry {
-            message,
+            message: Arc::new(message),
             tokens: None,
             ordinal: -1,
             source: Source::Synthetic,
         }
+    }
+
+    /// The message to change: copied out of the cache first when shared. Call it
+    /// only once a change is certain.
+    pub fn message_mut(&mut self) -> &mut Value {
+        Arc::make_mut(&mut self.message)
     }
 
     fn cost(&self) -> i64 {
@@ -354,7 +362,7 @@ pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
     r.messages = live
         .into_iter()
         .zip(c.keep)
-        .filter_map(|(m, keep)| keep.then_some(m))
+        .filter_map(|(m, keep)| keep.then(|| Arc::new(m)))
         .collect();
     r.summary_positions.clear();
     r
@@ -508,7 +516,7 @@ fn assemble_with(
 /// Applies the hard budget ([`clamp`]) to the assembled entries.
 fn clamp_entries(out: Vec<Entry>, stats: &mut AssembleStats) -> Vec<Entry> {
     let costs: Vec<i64> = out.iter().map(Entry::cost).collect();
-    let refs: Vec<&Value> = out.iter().map(|e| &e.message).collect();
+    let refs: Vec<&Value> = out.iter().map(|e| &*e.message).collect();
     let c = clamp::clamp(&refs, &costs, stats.token_budget);
     if c.dropped == 0 {
         return out;
@@ -550,7 +558,7 @@ fn entries(
     for item in items {
         let (message, source) = match item.body {
             select::Body::Summary(Some(s)) => (
-                json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms}),
+                Arc::new(json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms})),
                 Source::Summary,
             ),
             select::Body::Message(Some(stored)) => {
@@ -576,7 +584,7 @@ fn message_for(
     mut stored: StoredMessage,
     parts: &mut HashMap<i64, Vec<StoredPart>>,
     reuse: &mut select::Reuse,
-) -> (Value, bool) {
+) -> (Arc<Value>, bool) {
     let id = stored.message_id;
     if let Some(hit) = reuse
         .old
@@ -591,6 +599,7 @@ fn message_for(
     stored.parts = parts.remove(&id).unwrap_or_default();
     let mut message = rebuild::rebuild(&stored);
     let downgraded = present(&mut message, &stored.content);
+    let message = Arc::new(message);
     let cached = cache::CachedMessage {
         content: stored.content,
         envelope: stored.envelope,

@@ -178,7 +178,11 @@ fn apply(e: &mut Entry, plan: &Plan) {
     if plan.drop.is_empty() {
         return;
     }
-    if let Some(blocks) = e.message.get_mut("content").and_then(Value::as_array_mut) {
+    if let Some(blocks) = e
+        .message_mut()
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+    {
         let mut i = 0;
         blocks.retain(|_| {
             let keep = !plan.drop.contains(&i);
@@ -218,7 +222,11 @@ fn normalize_reasoning(e: &mut Entry) {
     if !late_reasoning || function_calls != 1 {
         return;
     }
-    if let Some(blocks) = e.message.get_mut("content").and_then(Value::as_array_mut) {
+    if let Some(blocks) = e
+        .message_mut()
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+    {
         let (mut reasoning, calls): (Vec<Value>, Vec<Value>) = blocks
             .drain(..)
             .partition(|b| matches!(block_type(b), "reasoning" | "thinking"));
@@ -336,7 +344,7 @@ impl Repair<'_> {
             let mut chosen = span.results.remove(&call.id).map(|(r, _)| r);
             if let Some(idx) = later.remove(&call.id) {
                 let candidate = self.msgs[idx].as_ref().map(|c| &c.message);
-                if candidate.is_some_and(|c| should_use(chosen.as_ref().map(|x| &x.message), c)) {
+                if candidate.is_some_and(|c| should_use(chosen.as_ref().map(|x| &*x.message), c)) {
                     chosen = self.msgs[idx].take();
                     self.stats.moved_tool_results += 1;
                 }
@@ -417,7 +425,7 @@ impl Repair<'_> {
             return false;
         }
         let id = id.to_owned();
-        let existing = span.results.get(&id).map(|(x, _)| &x.message);
+        let existing = span.results.get(&id).map(|(x, _)| &*x.message);
         let had = existing.is_some();
         let used = should_use(existing, &r.message);
         if used {
@@ -479,7 +487,7 @@ impl Repair<'_> {
             let existing = later
                 .get(id)
                 .and_then(|&x| self.msgs[x].as_ref())
-                .map(|x| &x.message);
+                .map(|x| &*x.message);
             if should_use(existing, &c.message) {
                 later.insert(id.to_owned(), k);
             }
@@ -513,7 +521,7 @@ mod tests {
         msgs.iter()
             .enumerate()
             .map(|(i, m)| Entry {
-                message: m.clone(),
+                message: std::sync::Arc::new(m.clone()),
                 tokens: Some(1),
                 ordinal: i as i64,
                 source: Source::Message,
@@ -524,7 +532,8 @@ mod tests {
     fn fix(msgs: &[Value]) -> (Vec<Value>, RepairStats) {
         let mut stats = RepairStats::default();
         let out = repair(entries(msgs), &mut stats);
-        (out.into_iter().map(|e| e.message).collect(), stats)
+        let out = out.into_iter().map(|e| Value::clone(&e.message)).collect();
+        (out, stats)
     }
 
     fn user(t: &str) -> Value {

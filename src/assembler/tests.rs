@@ -100,7 +100,7 @@ fn plain(r: &AssembleResult) -> Vec<Value> {
     r.messages
         .iter()
         .map(|m| {
-            let mut m = m.clone();
+            let mut m = Value::clone(m);
             if let Some(o) = m.as_object_mut() {
                 o.shift_remove("timestamp");
             }
@@ -513,6 +513,54 @@ fn empty_messages_are_dropped_and_strings_become_blocks() {
 }
 
 #[test]
+fn repairs_change_the_output_never_the_cached_messages() {
+    let msgs = [
+        user("go"),
+        call("c1"),
+        result("c1", "out"),
+        user("q"),
+        json!({"role": "assistant", "content": "plain"}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": ""}, {"type": "text", "text": "real"}]}),
+    ];
+    let mut d = db(&msgs);
+    d.leaf("the result", 2..3);
+    let cache = Cache::new();
+    let first = d.assemble_with(10_000, &settings(3), &cache);
+    let out = plain(&first);
+    assert_eq!(out[0], user("go"));
+    assert!(is_summary(&out[1]));
+    assert_eq!(&out[2..], &[user("q"), say("plain"), say("real")]);
+    assert_eq!(first.stats.repair.stripped_unpaired_tool_calls, 1);
+    // Every later turn served from the cache repairs the same way: the passes
+    // changed copies, never the shared cached messages.
+    for _ in 0..2 {
+        let again = d.assemble_with(10_000, &settings(3), &cache);
+        assert_eq!(again.messages, first.messages);
+        assert_eq!(again.stats.repair, first.stats.repair);
+        assert_eq!(again.estimated_tokens, first.estimated_tokens);
+    }
+    let cached = cache.take(d.conv);
+    let contents: Vec<&Value> = cached
+        .messages
+        .values()
+        .map(|c| &c.message["content"])
+        .collect();
+    assert!(contents.contains(&&json!("plain")), "{contents:?}");
+    assert!(
+        contents.iter().any(|c| c
+            .as_array()
+            .is_some_and(|b| b.len() == 2 && b[0]["text"] == "")),
+        "{contents:?}"
+    );
+    assert!(
+        contents.iter().any(|c| c
+            .as_array()
+            .is_some_and(|b| b.iter().any(|x| x["id"] == "c1"))),
+        "{contents:?}"
+    );
+}
+
+#[test]
 fn guards_fall_back_to_live_messages() {
     let d = db(&[user("q"), say("a")]);
     let other = SessionRef {
@@ -543,7 +591,7 @@ fn guards_fall_back_to_live_messages() {
         fallback(FallbackReason::Error, AssembleStats::default()),
         vec![user("live")],
     );
-    assert_eq!(r.messages, [user("live")]);
+    assert_eq!(r.messages, [Arc::new(user("live"))]);
     assert_eq!(r.estimated_tokens, 1);
     assert!(r.stats.live_fallback);
 }

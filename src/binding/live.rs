@@ -62,7 +62,12 @@ pub fn prepare(r: crate::error::Result<AssembleResult>) -> crate::error::Result<
     let mut r = r?;
     let mut summaries = Vec::with_capacity(r.summary_positions.len());
     for &i in &r.summary_positions {
-        let content = r.messages.get_mut(i).and_then(|m| m.get_mut("content"));
+        // Summary messages are made per assembly (never shared with the cache), so
+        // this takes the text out without copying the message.
+        let content = r
+            .messages
+            .get_mut(i)
+            .and_then(|m| std::sync::Arc::make_mut(m).get_mut("content"));
         if let Some(serde_json::Value::String(s)) = content {
             summaries.push((i, std::mem::take(s)));
         }
