@@ -195,6 +195,7 @@ impl Store {
     pub fn open(opts: StoreOptions) -> Result<Store> {
         let in_memory = opts.path == ":memory:";
         prepare_parent_dir(&opts.path)?;
+        let restart_wal = Arc::new(AtomicBool::new(false));
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
         if !in_memory {
             let mode: String = writer
@@ -208,6 +209,16 @@ impl Store {
             }
             writer
                 .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+                .map_err(|e| open_error(&opts.path, e))?;
+            // After the pragma, which replaces any WAL hook.
+            let overdue = restart_wal.clone();
+            writer
+                .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
+                    if i64::from(frames) >= WAL_OVERDUE_FRAMES {
+                        overdue.store(true, Ordering::Release);
+                    }
+                    Ok(())
+                }))
                 .map_err(|e| open_error(&opts.path, e))?;
         }
         let features = migrate::migrate(&mut writer).map_err(|e| {
@@ -229,7 +240,6 @@ impl Store {
         }
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
-        let restart_wal = Arc::new(AtomicBool::new(false));
         let restart2 = restart_wal.clone();
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
@@ -630,6 +640,13 @@ fn writer_loop(
 /// start the log over.
 pub const WAL_RESTART_FRAMES: i64 = 4096;
 
+/// WAL length past which the writer starts the log over on its own, whatever the
+/// checkpointer did: its commits report the log's length (SQLite's WAL hook), so
+/// a checkpointer that gets no CPU (it runs only on otherwise idle cores, see
+/// [`run_when_idle`]) never leaves the log unbounded. The writer then copies every
+/// frame itself, a few tens of milliseconds once per 32 MiB of log.
+pub const WAL_OVERDUE_FRAMES: i64 = 2 * WAL_RESTART_FRAMES;
+
 /// The background checkpointer: a PASSIVE checkpoint every `every`, off the writer.
 ///
 /// A PASSIVE checkpoint copies frames into the database file but never starts the
@@ -813,13 +830,15 @@ mod tests {
         theirs.close().await.unwrap();
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_wal_starts_over_under_steady_writes() {
+    /// Writes ≈ 200 MB back to back (commits of ≈ 5 pages, far more than the
+    /// restart thresholds) with the given checkpointer interval and returns the
+    /// WAL's size after each tenth of it.
+    async fn wal_under_steady_writes(checkpoint_interval: Duration) -> (Vec<u64>, u64) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db").to_string_lossy().into_owned();
         let store = Store::open(StoreOptions {
             path: path.clone(),
-            checkpoint_interval: Duration::from_millis(20),
+            checkpoint_interval,
             ..StoreOptions::default()
         })
         .unwrap();
@@ -827,21 +846,44 @@ mod tests {
             .write(|c| Ok(c.execute_batch("CREATE TABLE scratch (b BLOB)")?))
             .await
             .unwrap();
-        // Back-to-back commits of ≈ 5 pages each, far more than the restart
-        // threshold: without the writer's top-up checkpoint the log never starts
-        // over and the file grows to about what was written.
-        let bound = 3 * WAL_RESTART_FRAMES as u64 * 4096;
-        let mut written = 0u64;
-        while written < 4 * bound {
+        let total = 12 * WAL_RESTART_FRAMES as u64 * 4096;
+        let (mut written, mut sizes) = (0u64, Vec::new());
+        while written < total {
             store
                 .write(|c| Ok(c.execute("INSERT INTO scratch (b) VALUES (randomblob(16000))", [])?))
                 .await
                 .unwrap();
             written += 5 * 4096;
+            if written % (total / 10) < 5 * 4096 {
+                sizes.push(std::fs::metadata(format!("{path}-wal")).unwrap().len());
+            }
         }
-        let wal = std::fs::metadata(format!("{path}-wal")).unwrap().len();
-        assert!(wal <= bound, "WAL {wal} bytes after {written} written");
         store.close().await.unwrap();
+        (sizes, written)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_under_steady_writes() {
+        // Without the writer's top-up checkpoint the log never starts over and the
+        // file grows to about what was written.
+        let bound = 3 * WAL_RESTART_FRAMES as u64 * 4096;
+        let (sizes, written) = wal_under_steady_writes(Duration::from_millis(20)).await;
+        assert!(
+            sizes.iter().all(|&w| w <= bound),
+            "WAL sizes {sizes:?} after {written} written"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_writer_bounds_the_wal_when_the_checkpointer_gets_no_cpu() {
+        // A checkpointer that never runs (as one starved of CPU would): the
+        // writer's own restart past WAL_OVERDUE_FRAMES still bounds the log.
+        let bound = (WAL_OVERDUE_FRAMES as u64 + 64) * 4120;
+        let (sizes, written) = wal_under_steady_writes(Duration::from_secs(3600)).await;
+        assert!(
+            sizes.iter().all(|&w| w <= bound),
+            "WAL sizes {sizes:?} after {written} written"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
