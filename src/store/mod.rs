@@ -195,7 +195,7 @@ impl Store {
     pub fn open(opts: StoreOptions) -> Result<Store> {
         let in_memory = opts.path == ":memory:";
         prepare_parent_dir(&opts.path)?;
-        let restart_wal = Arc::new(AtomicBool::new(false));
+        let wal = Arc::new(WalSignals::default());
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
         if !in_memory {
             let mode: String = writer
@@ -211,11 +211,11 @@ impl Store {
                 .execute_batch("PRAGMA wal_autocheckpoint = 0;")
                 .map_err(|e| open_error(&opts.path, e))?;
             // After the pragma, which replaces any WAL hook.
-            let overdue = restart_wal.clone();
+            let overdue = wal.clone();
             writer
                 .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
                     if i64::from(frames) >= WAL_OVERDUE_FRAMES {
-                        overdue.store(true, Ordering::Release);
+                        overdue.restart.store(true, Ordering::Release);
                     }
                     Ok(())
                 }))
@@ -240,7 +240,7 @@ impl Store {
         }
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
-        let restart2 = restart_wal.clone();
+        let wal2 = wal.clone();
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
         let writer_guard = guard.clone();
@@ -249,7 +249,7 @@ impl Store {
             .name("lcm-writer".into())
             .spawn(move || {
                 busy::set_timeout(busy_timeout);
-                writer_loop(writer, rx, lag, &writer_guard, &restart_wal)
+                writer_loop(writer, rx, lag, &writer_guard, &wal)
             })
             .map_err(LcmError::from)?];
         if !in_memory {
@@ -259,7 +259,7 @@ impl Store {
             threads.push(
                 std::thread::Builder::new()
                     .name("lcm-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, stop2, every, restart2))
+                    .spawn(move || checkpoint_loop(ckpt, stop2, every, wal2))
                     .map_err(LcmError::from)?,
             );
         }
@@ -520,6 +520,13 @@ impl Store {
     }
 }
 
+/// What the checkpointer and the writer's WAL hook tell the writer about the log.
+#[derive(Debug, Default)]
+struct WalSignals {
+    /// Start the log over between two jobs ([`top_up_checkpoint`]).
+    restart: AtomicBool,
+}
+
 /// How long the writer waits for work before catching up on deferred indexing.
 const IDLE: Duration = Duration::from_millis(100);
 
@@ -560,7 +567,7 @@ fn writer_loop(
     rx: mpsc::Receiver<Msg>,
     mut lag: fts_lag::FtsLag,
     guard: &guard::Guard,
-    restart_wal: &AtomicBool,
+    wal: &WalSignals,
 ) {
     let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
         let r = guard.run(
@@ -582,7 +589,7 @@ fn writer_loop(
             if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
                 let _ = catch_up(conn, lag);
             }
-            top_up_checkpoint(conn, restart_wal);
+            top_up_checkpoint(conn, wal);
             let _ = map.after_write(conn);
         };
     let mut map = mapping::WriterMap::new(mapping::QUIET);
@@ -642,9 +649,9 @@ pub const WAL_RESTART_FRAMES: i64 = 4096;
 
 /// WAL length past which the writer starts the log over on its own, whatever the
 /// checkpointer did: its commits report the log's length (SQLite's WAL hook), so
-/// a checkpointer that gets no CPU (it runs only on otherwise idle cores, see
-/// [`run_when_idle`]) never leaves the log unbounded. The writer then copies every
-/// frame itself, a few tens of milliseconds once per 32 MiB of log.
+/// a checkpointer that falls behind (starved of CPU on a saturated machine, or
+/// gone) never leaves the log unbounded. The writer then copies every frame
+/// itself, a few tens of milliseconds once per 32 MiB of log.
 pub const WAL_OVERDUE_FRAMES: i64 = 2 * WAL_RESTART_FRAMES;
 
 /// The background checkpointer: a PASSIVE checkpoint every `every`, off the writer.
@@ -658,13 +665,7 @@ pub const WAL_OVERDUE_FRAMES: i64 = 2 * WAL_RESTART_FRAMES;
 /// asked to copy the few frames committed since and wait briefly for readers of the
 /// log ([`top_up_checkpoint`], between two of its transactions); its next write
 /// transaction then starts the log over.
-fn checkpoint_loop(
-    conn: Connection,
-    stop: Arc<AtomicBool>,
-    every: Duration,
-    restart_wal: Arc<AtomicBool>,
-) {
-    run_when_idle();
+fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration, wal: Arc<WalSignals>) {
     let tick = Duration::from_millis(50);
     let mut waited = Duration::ZERO;
     while !stop.load(Ordering::Acquire) {
@@ -674,27 +675,8 @@ fn checkpoint_loop(
             waited = Duration::ZERO;
             let log = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
             if log.is_ok_and(|frames| frames >= WAL_RESTART_FRAMES) {
-                restart_wal.store(true, Ordering::Release);
+                wal.restart.store(true, Ordering::Release);
             }
-        }
-    }
-}
-
-/// Puts the calling thread in Linux's `SCHED_IDLE` class: it runs on cores that
-/// would otherwise idle and never preempts the JavaScript thread or the writer.
-/// A PASSIVE checkpoint copies pages and syncs the file for a few milliseconds
-/// every round; on two cores it made a third runnable thread beside the JS thread
-/// and the writer, and the JS thread paid for it (event loop p99 during ingest
-/// ≈ 2.2 → 1.9 ms, during a 100k sweep ≈ 4.4 → 3.3 ms; WAL size unchanged).
-/// Under full CPU saturation the class still gets a small share, so checkpoints
-/// slow down rather than stop. Elsewhere (and if the call fails) nothing changes.
-fn run_when_idle() {
-    #[cfg(target_os = "linux")]
-    {
-        let p = libc::sched_param { sched_priority: 0 };
-        // SAFETY: plain syscall on the calling thread (pid 0) with a valid param.
-        unsafe {
-            libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
         }
     }
 }
@@ -708,8 +690,8 @@ const RESTART_WAIT: Duration = Duration::from_millis(2);
 /// committed since are left to copy; RESTART then waits (at most [`RESTART_WAIT`])
 /// until no reader still reads from the log, so the next write transaction starts
 /// it over. A busy attempt changes nothing and is retried on a later round.
-fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
-    if restart_wal.swap(false, Ordering::AcqRel) {
+fn top_up_checkpoint(conn: &Connection, wal: &WalSignals) {
+    if wal.restart.swap(false, Ordering::AcqRel) {
         let timeout = busy::timeout();
         busy::set_timeout(RESTART_WAIT);
         let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
@@ -765,38 +747,6 @@ mod tests {
                 .unwrap();
             assert_eq!(bytes, MMAP_BYTES, "read_only = {read_only}");
         }
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_checkpointer_runs_only_on_otherwise_idle_cores() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("idle.db").to_string_lossy().into_owned();
-        let store = Store::open(StoreOptions {
-            path,
-            ..StoreOptions::default()
-        })
-        .unwrap();
-        let policy_of = |name: &str| {
-            std::fs::read_dir("/proc/self/task").unwrap().find_map(|t| {
-                let t = t.unwrap().path();
-                let comm = std::fs::read_to_string(t.join("comm")).ok()?;
-                let tid: i32 = t.file_name()?.to_str()?.parse().ok()?;
-                // SAFETY: querying a thread of this process by id.
-                (comm.trim() == name).then(|| unsafe { libc::sched_getscheduler(tid) })
-            })
-        };
-        let mut policy = None;
-        for _ in 0..200 {
-            policy = policy_of("lcm-checkpoint");
-            if policy == Some(libc::SCHED_IDLE) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(policy, Some(libc::SCHED_IDLE));
-        assert_eq!(policy_of("lcm-writer"), Some(libc::SCHED_OTHER));
-        drop(store);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
