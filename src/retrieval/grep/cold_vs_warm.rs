@@ -410,3 +410,68 @@ fn summary_walks_answer_like_reading_every_match() {
         "{walked} walks, {early} stopped early"
     );
 }
+
+/// An id whose last word is one character (`NEEDLE-1-5`), in history longer than
+/// the newest-first scan reads, behind a middle word in every message: the
+/// whole-word expression (`"1"`) has too many matches and the scan gives up, so
+/// only the last-resort prefix phrase (`"1 5" *`) answers before the catalog is
+/// built — and it answers as the catalog does.
+#[test]
+fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
+    let mut conn = Connection::open_in_memory().unwrap();
+    crate::store::migrate::migrate(&mut conn).unwrap();
+    let features = Features {
+        fts5: true,
+        trigram: true,
+    };
+    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
+    let batch = (0..n)
+        .map(|i| {
+            // Only among the oldest messages, which the scan never reaches.
+            let id = if i % 100 == 0 && i < 1_000 {
+                format!(" id NEEDLE-1-{i}")
+            } else {
+                String::new()
+            };
+            let text = format!("m{i} step 1 of {}{id}", i % 7);
+            let m = json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000});
+            map_message(&m, None).unwrap()
+        })
+        .collect();
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    insert_batch(&mut conn, &session, batch).unwrap();
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    for (pattern, hits) in [
+        ("NEEDLE-1-5", 1),
+        ("NEEDLE-1-0", 1),
+        ("NEEDLE-1-1|NEEDLE-1-4", 2),
+    ] {
+        for limit in [1, 3, 20] {
+            let mut q = build_query(
+                pattern,
+                Mode::Regex,
+                Sort::Recency,
+                limit,
+                Filter::default(),
+            )
+            .unwrap();
+            let (cold, stats) = search_messages_cold(&conn, &q, features)
+                .unwrap()
+                .unwrap_or_else(|| panic!("cold path declined {pattern}"));
+            assert_eq!(stats.strategy, "fts-words", "{pattern}");
+            let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
+            assert_eq!(warm.len(), hits.min(limit), "{pattern} limit {limit}");
+            let cold: Vec<_> = cold.iter().map(key).collect();
+            let warm: Vec<_> = warm.iter().map(key).collect();
+            assert_eq!(cold, warm, "{pattern} limit {limit}");
+            // Without the last resort the cold path leaves it to the catalog.
+            q.short_words = None;
+            assert!(search_messages_cold(&conn, &q, features).unwrap().is_none());
+        }
+    }
+}

@@ -191,6 +191,10 @@ pub struct Query {
     /// `messages_fts` expression of the whole words a regex's literals contain
     /// (the cold path's narrowing; see [`cold::word_expression`]).
     pub words: Option<String>,
+    /// The same with a one-character word ending a literal as a prefix token, when
+    /// that differs from `words`: slower to evaluate, the cold path's last resort
+    /// before waiting for the catalog (see [`cold::last_resort_expression`]).
+    pub short_words: Option<String>,
 }
 
 /// Conversation scope and time range.
@@ -317,6 +321,7 @@ pub fn build_query(
         cjk: false,
         trigram: None,
         words: None,
+        short_words: None,
     };
     match mode {
         Mode::Regex => {
@@ -324,6 +329,10 @@ pub fn build_query(
             let req = literals::of_pattern(pattern);
             q.trigram = req.as_ref().and_then(trigram_expression);
             q.words = req.as_ref().and_then(cold::word_expression);
+            q.short_words = req
+                .as_ref()
+                .and_then(cold::last_resort_expression)
+                .filter(|e| q.words.as_ref() != Some(e));
             q.req = req.map(|r| Compiled::new(&r));
         }
         Mode::FullText => {
