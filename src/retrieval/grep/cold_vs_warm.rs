@@ -24,13 +24,39 @@ const WORDS: [&str; 8] = [
     "Alpha1", "alpha2", "beta-77", "gamma", "DELTA", "Ωmega", "epsilon", "zeta",
 ];
 
+/// A migrated in-memory database, with both full-text tables available.
+fn database() -> (Connection, Features) {
+    let mut conn = Connection::open_in_memory().unwrap();
+    let features = crate::store::migrate::migrate(&mut conn).unwrap();
+    assert!(
+        features.fts5 && features.trigram,
+        "the bundled SQLite has FTS5"
+    );
+    (conn, features)
+}
+
+/// Ingests `messages` as one session's batch: its conversation and message ids.
+fn insert(
+    conn: &mut Connection,
+    session: &str,
+    messages: impl Iterator<Item = serde_json::Value>,
+) -> (i64, Vec<i64>) {
+    let batch = messages.map(|m| map_message(&m, None).unwrap()).collect();
+    let session = SessionRef {
+        session_id: session.into(),
+        session_key: None,
+    };
+    let out = insert_batch(conn, &session, batch).unwrap();
+    let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
+    (out.conversation_id, ids)
+}
+
 fn ingest(conn: &mut Connection, session: &str, base: i64) -> (i64, Vec<i64>) {
     ingest_n(conn, session, base, 400)
 }
 
 fn ingest_n(conn: &mut Connection, session: &str, base: i64, n: i64) -> (i64, Vec<i64>) {
-    let batch = (0..n)
-        .map(|i| {
+    let messages = (0..n).map(|i| {
             let w1 = WORDS[(i * 7 % 8) as usize];
             let w2 = WORDS[(i * 3 % 8) as usize];
             // Times go backwards every 50 messages (imports, clock skew).
@@ -41,17 +67,9 @@ fn ingest_n(conn: &mut Connection, session: &str, base: i64, n: i64) -> (i64, Ve
                 String::new()
             };
             let role = ["user", "assistant"][(i % 2) as usize];
-            let m = json!({"role": role, "content": format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000), "timestamp": t});
-            map_message(&m, None).unwrap()
-        })
-        .collect();
-    let session = SessionRef {
-        session_id: session.into(),
-        session_key: None,
-    };
-    let out = insert_batch(conn, &session, batch).unwrap();
-    let ids = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
-    (out.conversation_id, ids)
+            json!({"role": role, "content": format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000), "timestamp": t})
+    });
+    insert(conn, session, messages)
 }
 
 /// 40 leaves of 10 messages each and 10 condensed summaries over 4 leaves each;
@@ -135,12 +153,7 @@ fn scopes(alone: &[i64]) -> Vec<Filter> {
 
 #[test]
 fn cold_answers_equal_warm_answers() {
-    let mut conn = Connection::open_in_memory().unwrap();
-    crate::store::migrate::migrate(&mut conn).unwrap();
-    let features = Features {
-        fts5: true,
-        trigram: true,
-    };
+    let (mut conn, features) = database();
     for (session, base) in [("a", 1_771_313_820_000), ("b", 1_771_313_000_000)] {
         let (conversation, ids) = ingest(&mut conn, session, base);
         summarize(&mut conn, conversation, &ids, features);
@@ -234,20 +247,13 @@ fn cold_answers_equal_warm_answers() {
 /// Messages of one session: `n` of them from `start` (epoch ms) a minute apart,
 /// every third about an invoice, every 97th a CJK note.
 fn ingest_in_order(conn: &mut Connection, session: &str, start: i64, n: i64) -> i64 {
-    let batch = (0..n)
-        .map(|i| {
-            let topic = if i % 3 == 0 { "invoice 7" } else { "flight" };
-            let cjk = if i % 97 == 0 { " 数据库备份" } else { "" };
-            let text = format!("{session} m{i} {topic}{} hotel{cjk}", i % 10);
-            let m = json!({"role": "user", "content": text, "timestamp": start + i * 60_000});
-            map_message(&m, None).unwrap()
-        })
-        .collect();
-    let session = SessionRef {
-        session_id: session.into(),
-        session_key: None,
-    };
-    insert_batch(conn, &session, batch).unwrap().conversation_id
+    let messages = (0..n).map(|i| {
+        let topic = if i % 3 == 0 { "invoice 7" } else { "flight" };
+        let cjk = if i % 97 == 0 { " 数据库备份" } else { "" };
+        let text = format!("{session} m{i} {topic}{} hotel{cjk}", i % 10);
+        json!({"role": "user", "content": text, "timestamp": start + i * 60_000})
+    });
+    insert(conn, session, messages).0
 }
 
 /// Common words, regexes without whole words and CJK substrings are answered
@@ -257,12 +263,7 @@ fn ingest_in_order(conn: &mut Connection, session: &str, start: i64, n: i64) -> 
 /// the answer is still the catalog's.
 #[test]
 fn newest_first_walks_answer_like_the_catalog() {
-    let mut conn = Connection::open_in_memory().unwrap();
-    crate::store::migrate::migrate(&mut conn).unwrap();
-    let features = Features {
-        fts5: true,
-        trigram: true,
-    };
+    let (mut conn, features) = database();
     let now = 1_771_313_820_000i64;
     // Conversation 1: 6,000 messages in time order. Conversation 2: its old
     // history (before conversation 1's), ingested afterwards.
@@ -337,12 +338,7 @@ fn newest_first_walks_answer_like_the_catalog() {
 /// content), limits up to 200.
 #[test]
 fn summary_walks_answer_like_reading_every_match() {
-    let mut conn = Connection::open_in_memory().unwrap();
-    crate::store::migrate::migrate(&mut conn).unwrap();
-    let features = Features {
-        fts5: true,
-        trigram: true,
-    };
+    let (mut conn, features) = database();
     let mut leaves = Vec::new();
     for (session, base) in [("a", 1_771_313_820_000), ("b", 1_771_313_000_000)] {
         let (conversation, ids) = ingest_n(&mut conn, session, base, 600);
@@ -418,31 +414,19 @@ fn summary_walks_answer_like_reading_every_match() {
 /// built — and it answers as the catalog does.
 #[test]
 fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
-    let mut conn = Connection::open_in_memory().unwrap();
-    crate::store::migrate::migrate(&mut conn).unwrap();
-    let features = Features {
-        fts5: true,
-        trigram: true,
-    };
+    let (mut conn, features) = database();
     let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
-    let batch = (0..n)
-        .map(|i| {
-            // Only among the oldest messages, which the scan never reaches.
-            let id = if i % 100 == 0 && i < 1_000 {
-                format!(" id NEEDLE-1-{i}")
-            } else {
-                String::new()
-            };
-            let text = format!("m{i} step 1 of {}{id}", i % 7);
-            let m = json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000});
-            map_message(&m, None).unwrap()
-        })
-        .collect();
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    insert_batch(&mut conn, &session, batch).unwrap();
+    let messages = (0..n).map(|i| {
+        // Only among the oldest messages, which the scan never reaches.
+        let id = if i % 100 == 0 && i < 1_000 {
+            format!(" id NEEDLE-1-{i}")
+        } else {
+            String::new()
+        };
+        let text = format!("m{i} step 1 of {}{id}", i % 7);
+        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+    });
+    insert(&mut conn, "s", messages);
     FtsLag::new(true).catch_up(&mut conn).unwrap();
     let mut cat = Catalog::default();
     cat.catch_up(&conn).unwrap();
