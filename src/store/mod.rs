@@ -195,7 +195,7 @@ impl Store {
     pub fn open(opts: StoreOptions) -> Result<Store> {
         let in_memory = opts.path == ":memory:";
         prepare_parent_dir(&opts.path)?;
-        let wal = Arc::new(WalSignals::default());
+        let restart_wal = Arc::new(AtomicBool::new(false));
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
         if !in_memory {
             let mode: String = writer
@@ -211,11 +211,11 @@ impl Store {
                 .execute_batch("PRAGMA wal_autocheckpoint = 0;")
                 .map_err(|e| open_error(&opts.path, e))?;
             // After the pragma, which replaces any WAL hook.
-            let overdue = wal.clone();
+            let overdue = restart_wal.clone();
             writer
                 .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
                     if i64::from(frames) >= WAL_OVERDUE_FRAMES {
-                        overdue.restart.store(true, Ordering::Release);
+                        overdue.store(true, Ordering::Release);
                     }
                     Ok(())
                 }))
@@ -240,7 +240,7 @@ impl Store {
         }
         let (tx, rx) = mpsc::channel::<Msg>();
         let stop = Arc::new(AtomicBool::new(false));
-        let wal2 = wal.clone();
+        let restart2 = restart_wal.clone();
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
         let writer_guard = guard.clone();
@@ -249,7 +249,7 @@ impl Store {
             .name("lcm-writer".into())
             .spawn(move || {
                 busy::set_timeout(busy_timeout);
-                writer_loop(writer, rx, lag, &writer_guard, &wal)
+                writer_loop(writer, rx, lag, &writer_guard, &restart_wal)
             })
             .map_err(LcmError::from)?];
         if !in_memory {
@@ -259,7 +259,7 @@ impl Store {
             threads.push(
                 std::thread::Builder::new()
                     .name("lcm-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, stop2, every, wal2))
+                    .spawn(move || checkpoint_loop(ckpt, stop2, every, restart2))
                     .map_err(LcmError::from)?,
             );
         }
@@ -520,13 +520,6 @@ impl Store {
     }
 }
 
-/// What the checkpointer and the writer's WAL hook tell the writer about the log.
-#[derive(Debug, Default)]
-struct WalSignals {
-    /// Start the log over between two jobs ([`top_up_checkpoint`]).
-    restart: AtomicBool,
-}
-
 /// How long the writer waits for work before catching up on deferred indexing.
 const IDLE: Duration = Duration::from_millis(100);
 
@@ -567,7 +560,7 @@ fn writer_loop(
     rx: mpsc::Receiver<Msg>,
     mut lag: fts_lag::FtsLag,
     guard: &guard::Guard,
-    wal: &WalSignals,
+    restart_wal: &AtomicBool,
 ) {
     let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
         let r = guard.run(
@@ -589,7 +582,7 @@ fn writer_loop(
             if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
                 let _ = catch_up(conn, lag);
             }
-            top_up_checkpoint(conn, wal);
+            top_up_checkpoint(conn, restart_wal);
             let _ = map.after_write(conn);
         };
     let mut map = mapping::WriterMap::new(mapping::QUIET);
@@ -665,7 +658,12 @@ pub const WAL_OVERDUE_FRAMES: i64 = 2 * WAL_RESTART_FRAMES;
 /// asked to copy the few frames committed since and wait briefly for readers of the
 /// log ([`top_up_checkpoint`], between two of its transactions); its next write
 /// transaction then starts the log over.
-fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration, wal: Arc<WalSignals>) {
+fn checkpoint_loop(
+    conn: Connection,
+    stop: Arc<AtomicBool>,
+    every: Duration,
+    restart_wal: Arc<AtomicBool>,
+) {
     let tick = Duration::from_millis(50);
     let mut waited = Duration::ZERO;
     while !stop.load(Ordering::Acquire) {
@@ -675,7 +673,7 @@ fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration, wal
             waited = Duration::ZERO;
             let log = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
             if log.is_ok_and(|frames| frames >= WAL_RESTART_FRAMES) {
-                wal.restart.store(true, Ordering::Release);
+                restart_wal.store(true, Ordering::Release);
             }
         }
     }
@@ -685,13 +683,13 @@ fn checkpoint_loop(conn: Connection, stop: Arc<AtomicBool>, every: Duration, wal
 /// another process's writer) before leaving the restart to the next round.
 const RESTART_WAIT: Duration = Duration::from_millis(2);
 
-/// When the checkpointer asked for it: a RESTART checkpoint on the writer
+/// When the checkpointer (or the writer's WAL hook) asked for it: a RESTART checkpoint on the writer
 /// connection, between transactions. After the checkpointer's pass only the frames
 /// committed since are left to copy; RESTART then waits (at most [`RESTART_WAIT`])
 /// until no reader still reads from the log, so the next write transaction starts
 /// it over. A busy attempt changes nothing and is retried on a later round.
-fn top_up_checkpoint(conn: &Connection, wal: &WalSignals) {
-    if wal.restart.swap(false, Ordering::AcqRel) {
+fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
+    if restart_wal.swap(false, Ordering::AcqRel) {
         let timeout = busy::timeout();
         busy::set_timeout(RESTART_WAIT);
         let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
@@ -781,9 +779,9 @@ mod tests {
     }
 
     /// Writes ≈ 200 MB back to back (commits of ≈ 5 pages, far more than the
-    /// restart thresholds) with the given checkpointer interval and returns the
-    /// WAL's size after each tenth of it.
-    async fn wal_under_steady_writes(checkpoint_interval: Duration) -> (Vec<u64>, u64) {
+    /// restart thresholds) with the given checkpointer interval, and checks the
+    /// WAL's size against `bound` after each tenth of it.
+    async fn wal_stays_under(bound: u64, checkpoint_interval: Duration) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db").to_string_lossy().into_owned();
         let store = Store::open(StoreOptions {
@@ -809,19 +807,21 @@ mod tests {
             }
         }
         store.close().await.unwrap();
-        (sizes, written)
+        assert!(
+            sizes.iter().all(|&w| w <= bound),
+            "WAL sizes {sizes:?} after {written} written"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_starts_over_under_steady_writes() {
         // Without the writer's top-up checkpoint the log never starts over and the
         // file grows to about what was written.
-        let bound = 3 * WAL_RESTART_FRAMES as u64 * 4096;
-        let (sizes, written) = wal_under_steady_writes(Duration::from_millis(20)).await;
-        assert!(
-            sizes.iter().all(|&w| w <= bound),
-            "WAL sizes {sizes:?} after {written} written"
-        );
+        wal_stays_under(
+            3 * WAL_RESTART_FRAMES as u64 * 4096,
+            Duration::from_millis(20),
+        )
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -829,11 +829,7 @@ mod tests {
         // A checkpointer that never runs (as one starved of CPU would): the
         // writer's own restart past WAL_OVERDUE_FRAMES still bounds the log.
         let bound = (WAL_OVERDUE_FRAMES as u64 + 64) * 4120;
-        let (sizes, written) = wal_under_steady_writes(Duration::from_secs(3600)).await;
-        assert!(
-            sizes.iter().all(|&w| w <= bound),
-            "WAL sizes {sizes:?} after {written} written"
-        );
+        wal_stays_under(bound, Duration::from_secs(3600)).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
