@@ -459,3 +459,63 @@ fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
         }
     }
 }
+
+/// A rare regex with no whole word to narrow by (`rare\w+ tail`), whose matches
+/// lie thousands of messages back: the newest-first scan reads that far and
+/// answers as the catalog does; matches only beyond its budget are left to the
+/// catalog.
+#[test]
+fn the_scan_reaches_rare_matches_deep_in_history() {
+    let (mut conn, features) = database();
+    let n = super::newest::MAX_WALK_ROWS as i64 + 2_000;
+    let messages = (0..n).map(|i| {
+        let rare = if (1_500..3_500).contains(&i) && i % 97 == 0 {
+            " rareword tail"
+        } else if i < 500 && i % 97 == 0 {
+            " deepword tail"
+        } else {
+            ""
+        };
+        let text = format!("m{i} rare tail words{rare}");
+        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+    });
+    insert(&mut conn, "s", messages);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    let query = |pattern: &str, limit: usize| {
+        build_query(
+            pattern,
+            Mode::Regex,
+            Sort::Recency,
+            limit,
+            Filter::default(),
+        )
+        .unwrap()
+    };
+    for limit in [1, 3, 20] {
+        let q = query(r"rare\w+ tail", limit);
+        assert!(q.words.is_none(), "no whole word to narrow by");
+        let (cold, stats) = search_messages_cold(&conn, &q, features)
+            .unwrap()
+            .expect("the scan answers");
+        assert_eq!(stats.strategy, "scan-newest");
+        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
+        assert_eq!(warm.len(), limit);
+        let cold: Vec<_> = cold.iter().map(key).collect();
+        let warm: Vec<_> = warm.iter().map(key).collect();
+        assert_eq!(cold, warm, "limit {limit}");
+    }
+    // The newest 20 lie ≈ 6,700 rows back: deeper than a 4,096-row budget reached.
+    let (_, stats) = search_messages_cold(&conn, &query(r"rare\w+ tail", 20), features)
+        .unwrap()
+        .unwrap();
+    assert!(stats.scanned > 6_000, "{}", stats.scanned);
+    // Matches only past the budget: the catalog's to answer.
+    let q = query(r"deep\w+ tail", 3);
+    assert!(search_messages_cold(&conn, &q, features).unwrap().is_none());
+    assert_eq!(
+        search_messages(&conn, &cat, &q, features).unwrap().0.len(),
+        3
+    );
+}

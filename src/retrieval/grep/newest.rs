@@ -21,13 +21,21 @@ use crate::retrieval::catalog::parse_time_ms;
 use crate::retrieval::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta};
 
-/// Most message rows a newest-first scan reads (regex / substring walk); with
-/// the last page, under the catalog path's scan budget
-/// ([`super::MAX_SCAN_ROWS`]), so the catalog path is never truncated where the
-/// walk answers.
-pub const MAX_WALK_ROWS: usize = 4_096;
-/// Most content bytes a newest-first scan reads.
-pub const MAX_WALK_BYTES: usize = 4 << 20;
+/// Rows after which a newest-first scan (regex / substring walk) reads no
+/// further page. A rare regex on the shared workload (`rollback \w+ incident`:
+/// one message in 300) needs ≈ 6,000–8,000 rows for its newest 20 (≈ 5 ms at
+/// any history length), against the ≈ 150 ms per 100k messages of the catalog
+/// build it would otherwise wait for. With its last page and the catalog path's
+/// last batch, a walk stays under that path's scan budget
+/// ([`super::MAX_SCAN_ROWS`]; asserted below), so the catalog path is never
+/// truncated where the walk answers.
+pub const MAX_WALK_ROWS: usize = 8_192;
+/// Content bytes after which a newest-first scan reads no further page (large
+/// tool results): ≈ 10 ms of reading and matching.
+pub const MAX_WALK_BYTES: usize = 16 << 20;
+/// The largest page a scan reads (pages double from [`PAGE`]).
+const MAX_PAGE: usize = 1_024;
+const _: () = assert!(MAX_WALK_ROWS + MAX_PAGE + super::BATCH < super::MAX_SCAN_ROWS);
 /// Widest id span (highest message id minus the lowest id read) over which a
 /// proof is tried: in time-ordered history the proof reads about that many
 /// `created_at` index entries (the messages newer than the oldest kept one).
@@ -276,7 +284,7 @@ where
         if visited >= MAX_WALK_ROWS || bytes >= MAX_WALK_BYTES {
             return Ok(None);
         }
-        page_rows = (page_rows * 2).min(1024);
+        page_rows = (page_rows * 2).min(MAX_PAGE);
     }
 }
 
