@@ -155,9 +155,10 @@ impl Recall<'_> {
             before_ms,
         };
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
-        if p.scope != Scope::Summaries
-            && (p.mode == Mode::FullText || !self.recall().catalog_ready())
-        {
+        let state = self.recall().clone();
+        // Right after open, the catalog build gives way to this search.
+        let mut in_flight = state.cold_search();
+        if p.scope != Scope::Summaries && (p.mode == Mode::FullText || in_flight.is_some()) {
             // Message indexing is batched off the ingest path: make every
             // acknowledged message searchable first (full text, and regex before
             // the catalog is built; a broken index is not fatal: the search then
@@ -168,7 +169,6 @@ impl Recall<'_> {
                 }
             }
         }
-        let state = self.recall().clone();
         let features = self.store().features();
         let which = p.scope;
         let (msgs, sums) = self
@@ -176,7 +176,7 @@ impl Recall<'_> {
             .read(move |conn| {
                 store_recall::snapshot(conn, || {
                     let m = if which != Scope::Summaries {
-                        Some(state.search_messages(conn, &q, features)?)
+                        Some(state.search_messages(conn, &q, features, &mut in_flight)?)
                     } else {
                         None
                     };

@@ -1,8 +1,9 @@
 //! Per-engine recall state: the delegation grants (in memory only), the message
 //! catalog and the summary catalog, each behind its own lock.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use super::catalog::Catalog;
 use super::grants::Registry;
@@ -23,6 +24,53 @@ pub struct RecallState {
     summaries: Mutex<SummaryCatalog>,
     /// The summary catalog holds every summary up to some snapshot.
     summaries_ready: AtomicBool,
+    /// Searches answering from SQLite alone right now.
+    cold: ColdSearches,
+}
+
+/// Longest a first catalog build pauses, in all, for searches that answer from
+/// SQLite alone: on two cores a build running beside such a search (≈ 2–15 ms)
+/// doubles its time, and the first `grep` after a restart is the one that
+/// matters; the budget bounds how much later the catalog is ready for the
+/// searches that wait for it.
+pub const MAX_GIVE_WAY: Duration = Duration::from_millis(50);
+/// How long a paused build sleeps before it looks again.
+const GIVE_WAY_STEP: Duration = Duration::from_micros(100);
+
+/// The count of searches answering from SQLite alone, which a background build
+/// gives way to.
+#[derive(Debug, Default)]
+pub struct ColdSearches(Arc<AtomicUsize>);
+
+/// A search in flight, counted until it drops.
+#[derive(Debug)]
+pub struct ColdSearch(Arc<AtomicUsize>);
+
+impl Drop for ColdSearch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl ColdSearches {
+    /// Counts a search until the returned guard drops.
+    pub fn enter(&self) -> ColdSearch {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        ColdSearch(self.0.clone())
+    }
+
+    /// Waits while a search is in flight, for at most `budget`, and takes the
+    /// wait off `budget`.
+    pub fn give_way(&self, budget: &mut Duration) {
+        if self.0.load(Ordering::Acquire) == 0 || budget.is_zero() {
+            return;
+        }
+        let start = Instant::now();
+        while self.0.load(Ordering::Acquire) > 0 && start.elapsed() < *budget {
+            std::thread::sleep(GIVE_WAY_STEP);
+        }
+        *budget = budget.saturating_sub(start.elapsed());
+    }
 }
 
 /// The error for a poisoned recall lock.
@@ -55,6 +103,15 @@ impl RecallState {
         });
     }
 
+    /// While the message catalog is not built yet: a search in flight, which the
+    /// build gives way to until the guard drops (see [`MAX_GIVE_WAY`]; on two
+    /// cores a running build delays each of the search's thread hops, not only
+    /// its SQLite work). Pass it to [`RecallState::search_messages`], which
+    /// drops it before waiting for the build.
+    pub(crate) fn cold_search(&self) -> Option<ColdSearch> {
+        (!self.catalog_ready()).then(|| self.cold.enter())
+    }
+
     /// Whether the message catalog has been built.
     pub(crate) fn catalog_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
@@ -83,6 +140,7 @@ impl RecallState {
         features: crate::store::Features,
     ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
         if !self.summaries_ready.load(Ordering::Acquire) {
+            let _cold = self.cold.enter();
             if let Some(found) = grep::summaries::search_summaries_cold(conn, q, features)? {
                 return Ok(found);
             }
@@ -92,19 +150,24 @@ impl RecallState {
     }
 
     /// Searches messages: from SQLite alone while the catalog is not built yet and
-    /// the query allows it ([`grep::cold`]), else through the catalog brought up
-    /// to date first (waiting for a build in progress).
+    /// the query allows it ([`grep::cold`]; a build in progress pauses meanwhile,
+    /// see [`MAX_GIVE_WAY`]), else through the catalog brought up to date first
+    /// (waiting for a build in progress, after dropping `in_flight`).
     pub(crate) fn search_messages(
         &self,
         conn: &rusqlite::Connection,
         q: &grep::Query,
         features: crate::store::Features,
+        in_flight: &mut Option<ColdSearch>,
     ) -> Result<(Vec<MessageHit>, ScopeStats)> {
         if !self.catalog_ready() {
+            let _cold = self.cold.enter();
             if let Some(found) = grep::cold::search_messages_cold(conn, q, features)? {
                 return Ok(found);
             }
         }
+        // About to wait for the build, which must not wait for this search.
+        drop(in_flight.take());
         self.sync_catalog(conn)?;
         let cat = self.catalog.read().map_err(|_| poisoned())?;
         grep::search_messages(conn, &cat, q, features)
@@ -128,11 +191,97 @@ impl RecallState {
                 .map_err(|_| poisoned())?
                 .catch_up(conn)?;
         } else {
+            // The first build gives way to searches answering without it.
             let mut fresh = Catalog::default();
-            fresh.catch_up(conn)?;
+            let mut budget = MAX_GIVE_WAY;
+            fresh.catch_up_with(conn, || self.cold.give_way(&mut budget))?;
             *self.catalog.write().map_err(|_| poisoned())? = fresh;
         }
         self.ready.store(true, Ordering::Release);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_gives_way_while_a_search_is_in_flight() {
+        let cold = Arc::new(ColdSearches::default());
+        // Nothing in flight: no wait, nothing spent.
+        let mut budget = Duration::from_secs(1);
+        cold.give_way(&mut budget);
+        assert_eq!(budget, Duration::from_secs(1));
+        // A search ends after 30 ms: the build waits for it, and no longer.
+        let done = Arc::new(AtomicBool::new(false));
+        let (entered, go) = std::sync::mpsc::channel();
+        let search = {
+            let (cold, done) = (cold.clone(), done.clone());
+            std::thread::spawn(move || {
+                let _in_flight = cold.enter();
+                entered.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+                done.store(true, Ordering::Release);
+            })
+        };
+        go.recv().unwrap();
+        cold.give_way(&mut budget);
+        assert!(
+            done.load(Ordering::Acquire),
+            "gave way until the search ended"
+        );
+        assert!(budget < Duration::from_secs(1), "the wait was spent");
+        search.join().unwrap();
+        assert_eq!(cold.0.load(Ordering::Acquire), 0);
+    }
+
+    /// A search whose cold path declines stops counting before it waits for the
+    /// build (else the build would give way to the search waiting for it).
+    #[test]
+    fn a_search_that_needs_the_catalog_stops_counting_before_it_waits() {
+        use crate::retrieval::grep::{build_query, Filter, Mode, Sort};
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        let features = crate::store::migrate::migrate(&mut conn).unwrap();
+        let batch = (0..1_100)
+            .map(|i| {
+                let m = serde_json::json!({"role": "user", "content": format!("alpha {i}")});
+                crate::message::ingest::map_message(&m, None).unwrap()
+            })
+            .collect();
+        let session = crate::store::conversations::SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+        crate::store::fts_lag::FtsLag::new(true)
+            .catch_up(&mut conn)
+            .unwrap();
+        let state = RecallState::default();
+        let mut in_flight = state.cold_search();
+        assert!(in_flight.is_some());
+        // Hybrid order over more than 1,000 matches: the catalog's to answer.
+        let q = build_query("alpha", Mode::FullText, Sort::Hybrid, 5, Filter::default());
+        let (hits, stats) = state
+            .search_messages(&conn, &q.unwrap(), features, &mut in_flight)
+            .unwrap();
+        assert!(in_flight.is_none());
+        assert_eq!(state.cold.0.load(Ordering::Acquire), 0);
+        assert_eq!((hits.len(), stats.indexed_messages), (5, Some(1_100)));
+        assert!(
+            state.cold_search().is_none(),
+            "built: nothing to give way to"
+        );
+    }
+
+    #[test]
+    fn giving_way_stops_when_the_budget_is_spent() {
+        let cold = ColdSearches::default();
+        let _stuck = cold.enter();
+        let mut budget = Duration::from_millis(20);
+        let start = Instant::now();
+        cold.give_way(&mut budget);
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert_eq!(budget, Duration::ZERO);
     }
 }
