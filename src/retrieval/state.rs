@@ -24,7 +24,7 @@ pub struct RecallState {
     summaries: Mutex<SummaryCatalog>,
     /// The summary catalog holds every summary up to some snapshot.
     summaries_ready: AtomicBool,
-    /// Searches answering from SQLite alone right now.
+    /// Greps in flight while the catalog is not built ([`RecallState::cold_search`]).
     cold: ColdSearches,
 }
 
@@ -140,7 +140,6 @@ impl RecallState {
         features: crate::store::Features,
     ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
         if !self.summaries_ready.load(Ordering::Acquire) {
-            let _cold = self.cold.enter();
             if let Some(found) = grep::summaries::search_summaries_cold(conn, q, features)? {
                 return Ok(found);
             }
@@ -150,9 +149,10 @@ impl RecallState {
     }
 
     /// Searches messages: from SQLite alone while the catalog is not built yet and
-    /// the query allows it ([`grep::cold`]; a build in progress pauses meanwhile,
-    /// see [`MAX_GIVE_WAY`]), else through the catalog brought up to date first
-    /// (waiting for a build in progress, after dropping `in_flight`).
+    /// the query allows it ([`grep::cold`]; a build in progress pauses meanwhile
+    /// for the caller's `in_flight`, see [`RecallState::cold_search`]), else
+    /// through the catalog brought up to date first (waiting for a build in
+    /// progress, after dropping `in_flight`).
     pub(crate) fn search_messages(
         &self,
         conn: &rusqlite::Connection,
@@ -161,7 +161,6 @@ impl RecallState {
         in_flight: &mut Option<ColdSearch>,
     ) -> Result<(Vec<MessageHit>, ScopeStats)> {
         if !self.catalog_ready() {
-            let _cold = self.cold.enter();
             if let Some(found) = grep::cold::search_messages_cold(conn, q, features)? {
                 return Ok(found);
             }
@@ -208,24 +207,21 @@ mod tests {
 
     #[test]
     fn a_build_gives_way_while_a_search_is_in_flight() {
-        let cold = Arc::new(ColdSearches::default());
+        let cold = ColdSearches::default();
         // Nothing in flight: no wait, nothing spent.
         let mut budget = Duration::from_secs(1);
         cold.give_way(&mut budget);
         assert_eq!(budget, Duration::from_secs(1));
         // A search ends after 30 ms: the build waits for it, and no longer.
         let done = Arc::new(AtomicBool::new(false));
-        let (entered, go) = std::sync::mpsc::channel();
         let search = {
-            let (cold, done) = (cold.clone(), done.clone());
+            let (in_flight, done) = (cold.enter(), done.clone());
             std::thread::spawn(move || {
-                let _in_flight = cold.enter();
-                entered.send(()).unwrap();
+                let _in_flight = in_flight;
                 std::thread::sleep(Duration::from_millis(30));
                 done.store(true, Ordering::Release);
             })
         };
-        go.recv().unwrap();
         cold.give_way(&mut budget);
         assert!(
             done.load(Ordering::Acquire),
