@@ -13,8 +13,6 @@ use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Mutex;
 
-use serde_json::Value;
-
 use super::xml::{escape_text, SummaryView};
 use crate::message::rebuild::StoredMessage;
 
@@ -65,7 +63,7 @@ pub struct CachedMessage {
     /// messages.lcm_envelope when it was rebuilt.
     pub envelope: Option<String>,
     /// The message as presented (shared with the assemblies that use it).
-    pub message: std::sync::Arc<Value>,
+    pub message: super::SharedMessage,
     /// Whether presenting it downgraded a tool result.
     pub downgraded: bool,
 }
@@ -215,7 +213,7 @@ mod tests {
                 CachedMessage {
                     content: String::new(),
                     envelope: None,
-                    message: std::sync::Arc::new(Value::Null),
+                    message: crate::assembler::SharedMessage::new(serde_json::Value::Null),
                     downgraded: false,
                 },
             );

@@ -32,6 +32,7 @@ pub mod clamp;
 mod clean;
 pub mod pairing;
 pub mod select;
+pub mod shared;
 pub mod tail;
 pub mod xml;
 
@@ -54,6 +55,7 @@ use crate::tokens;
 
 pub use cache::Cache;
 pub use pairing::{RepairStats, MISSING_TOOL_RESULT_TEXT};
+pub use shared::SharedMessage;
 pub use tail::{fresh_tail_start, TailWalk, NO_TAIL};
 
 /// Recall guidance returned as `systemPromptAddition` whenever a summary is part of
@@ -156,7 +158,7 @@ pub struct AssembleStats {
 pub struct AssembleResult {
     /// The messages for the model, oldest first (shared with the assembly cache
     /// when unchanged, so a turn copies none of them).
-    pub messages: Vec<Arc<Value>>,
+    pub messages: Vec<SharedMessage>,
     /// Estimated tokens of `messages` (XML wrappers included).
     pub estimated_tokens: i64,
     /// What the assembly did.
@@ -201,7 +203,7 @@ impl Settings {
 pub struct Entry {
     /// The message: shared with the assembly cache until a pass changes it
     /// (through [`Entry::message_mut`], which copies it first when shared).
-    pub message: Arc<Value>,
+    pub message: SharedMessage,
     /// Its token estimate; `None` once changed (recomputed at the end).
     pub tokens: Option<i64>,
     /// Context ordinal (`-1` for synthetic messages).
@@ -225,7 +227,7 @@ impl Entry {
     /// A message made by the repair passes.
     pub fn synthetic(message: Value) -> Entry {
         Entry {
-            message: Arc::new(message),
+            message: SharedMessage::new(message),
             tokens: None,
             ordinal: -1,
             source: Source::Synthetic,
@@ -235,7 +237,7 @@ impl Entry {
     /// The message to change: copied out of the cache first when shared. Call it
     /// only once a change is certain.
     pub fn message_mut(&mut self) -> &mut Value {
-        Arc::make_mut(&mut self.message)
+        self.message.make_mut()
     }
 
     fn cost(&self) -> i64 {
@@ -362,7 +364,7 @@ pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
     r.messages = live
         .into_iter()
         .zip(c.keep)
-        .filter_map(|(m, keep)| keep.then(|| Arc::new(m)))
+        .filter_map(|(m, keep)| keep.then(|| SharedMessage::new(m)))
         .collect();
     r.summary_positions.clear();
     r
@@ -558,7 +560,9 @@ fn entries(
     for item in items {
         let (message, source) = match item.body {
             select::Body::Summary(Some(s)) => (
-                Arc::new(json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms})),
+                SharedMessage::new(
+                    json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms}),
+                ),
                 Source::Summary,
             ),
             select::Body::Message(Some(stored)) => {
@@ -584,7 +588,7 @@ fn message_for(
     mut stored: StoredMessage,
     parts: &mut HashMap<i64, Vec<StoredPart>>,
     reuse: &mut select::Reuse,
-) -> (Arc<Value>, bool) {
+) -> (SharedMessage, bool) {
     let id = stored.message_id;
     if let Some(hit) = reuse
         .old
@@ -599,7 +603,7 @@ fn message_for(
     stored.parts = parts.remove(&id).unwrap_or_default();
     let mut message = rebuild::rebuild(&stored);
     let downgraded = present(&mut message, &stored.content);
-    let message = Arc::new(message);
+    let message = SharedMessage::new(message);
     let cached = cache::CachedMessage {
         content: stored.content,
         envelope: stored.envelope,

@@ -521,7 +521,7 @@ mod tests {
         msgs.iter()
             .enumerate()
             .map(|(i, m)| Entry {
-                message: std::sync::Arc::new(m.clone()),
+                message: crate::assembler::SharedMessage::new(m.clone()),
                 tokens: Some(1),
                 ordinal: i as i64,
                 source: Source::Message,

@@ -591,7 +591,7 @@ fn guards_fall_back_to_live_messages() {
         fallback(FallbackReason::Error, AssembleStats::default()),
         vec![user("live")],
     );
-    assert_eq!(r.messages, [Arc::new(user("live"))]);
+    assert_eq!(r.messages, [SharedMessage::new(user("live"))]);
     assert_eq!(r.estimated_tokens, 1);
     assert!(r.stats.live_fallback);
 }

@@ -67,7 +67,7 @@ pub fn prepare(r: crate::error::Result<AssembleResult>) -> crate::error::Result<
         let content = r
             .messages
             .get_mut(i)
-            .and_then(|m| std::sync::Arc::make_mut(m).get_mut("content"));
+            .and_then(|m| m.make_mut().get_mut("content"));
         if let Some(serde_json::Value::String(s)) = content {
             summaries.push((i, std::mem::take(s)));
         }
