@@ -96,6 +96,17 @@ fn result(id: &str, t: &str) -> Value {
 }
 
 /// The output with each message's timestamp removed (inputs get one at ingest).
+/// The messages as the binding sends them (JSON text, kept texts included).
+fn sent(r: &AssembleResult) -> String {
+    serde_json::to_string(&r.messages).unwrap()
+}
+
+/// The messages' values written out now (no kept text involved).
+fn written(r: &AssembleResult) -> String {
+    let values: Vec<&Value> = r.messages.iter().map(|m| &**m).collect();
+    serde_json::to_string(&values).unwrap()
+}
+
 fn plain(r: &AssembleResult) -> Vec<Value> {
     r.messages
         .iter()
@@ -393,6 +404,8 @@ fn cached_items_are_used_only_while_their_rows_are_unchanged() {
     let first = d.assemble_with(10_000, &settings(2), &cache);
     let again = d.assemble_with(10_000, &settings(2), &cache);
     assert_eq!(first.messages, again.messages);
+    // Sending them keeps their text for the next turn.
+    assert_eq!(sent(&first), sent(&again));
     // A rewritten summary is rendered again, sources included.
     summaries::replace_content(&mut d.conn, d.conv, &c, "C, revised", d.features).unwrap();
     let r = d.assemble_with(10_000, &settings(2), &cache);
@@ -411,6 +424,8 @@ fn cached_items_are_used_only_while_their_rows_are_unchanged() {
         .unwrap();
     let r = d.assemble_with(10_000, &settings(2), &cache);
     assert_eq!(r.messages.last().unwrap()["note"], 1);
+    assert_eq!(sent(&r), written(&r));
+    assert!(sent(&r).contains(r#""note":1"#));
 }
 
 #[test]
@@ -536,6 +551,9 @@ fn repairs_change_the_output_never_the_cached_messages() {
     for _ in 0..2 {
         let again = d.assemble_with(10_000, &settings(3), &cache);
         assert_eq!(again.messages, first.messages);
+        // The text each message is sent as (kept from the turn before) says what
+        // its repaired value says.
+        assert_eq!(sent(&again), written(&again));
         assert_eq!(again.stats.repair, first.stats.repair);
         assert_eq!(again.estimated_tokens, first.estimated_tokens);
     }
