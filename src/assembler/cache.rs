@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 
 use super::xml::{escape_text, SummaryView};
-use crate::message::rebuild::StoredMessage;
+use crate::store::context::MessageColumns;
 
 /// Conversations whose last assembly is kept.
 pub const MAX_CONVERSATIONS: usize = 8;
@@ -134,8 +134,8 @@ impl CachedSummary {
 
 impl CachedMessage {
     /// True when the stored columns are those this message was rebuilt from.
-    pub fn matches(&self, stored: &StoredMessage) -> bool {
-        self.content == stored.content && self.envelope == stored.envelope
+    pub fn matches(&self, stored: &MessageColumns) -> bool {
+        self.content == stored.content && self.envelope.as_deref() == stored.envelope
     }
 }
 

@@ -45,7 +45,7 @@ use serde_json::{json, Value};
 
 use crate::config::{EngineOptions, SummaryFormat};
 use crate::error::{ErrorCode, LcmError, Result};
-use crate::message::rebuild::{StoredMessage, StoredPart};
+use crate::message::rebuild::StoredPart;
 use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
 use crate::store::Store;
@@ -543,15 +543,7 @@ fn entries(
     let misses: Vec<i64> = items
         .iter()
         .filter_map(|i| match &i.body {
-            select::Body::Message(Some(m))
-                if !reuse
-                    .old
-                    .messages
-                    .get(&m.message_id)
-                    .is_some_and(|c| c.matches(m)) =>
-            {
-                Some(m.message_id)
-            }
+            select::Body::Message(Some(select::Message::Stored(m))) => Some(m.message_id),
             _ => None,
         })
         .collect();
@@ -565,8 +557,8 @@ fn entries(
                 ),
                 Source::Summary,
             ),
-            select::Body::Message(Some(stored)) => {
-                let (message, downgraded) = message_for(stored, &mut parts, reuse);
+            select::Body::Message(Some(m)) => {
+                let (message, downgraded) = message_for(m, &mut parts, reuse);
                 repair.downgraded_tool_results += usize::from(downgraded);
                 (message, Source::Message)
             }
@@ -583,23 +575,21 @@ fn entries(
 }
 
 /// A message as presented: the cached copy when its stored columns are unchanged,
-/// else rebuilt from `parts` (and cached for the next turn).
+/// else rebuilt from `parts`; either way cached for the next turn.
 fn message_for(
-    mut stored: StoredMessage,
+    m: select::Message,
     parts: &mut HashMap<i64, Vec<StoredPart>>,
     reuse: &mut select::Reuse,
 ) -> (SharedMessage, bool) {
+    let mut stored = match m {
+        select::Message::Cached(id, hit) => {
+            let out = (hit.message.clone(), hit.downgraded);
+            reuse.next.messages.insert(id, hit);
+            return out;
+        }
+        select::Message::Stored(stored) => stored,
+    };
     let id = stored.message_id;
-    if let Some(hit) = reuse
-        .old
-        .messages
-        .remove(&id)
-        .filter(|c| c.matches(&stored))
-    {
-        let out = (hit.message.clone(), hit.downgraded);
-        reuse.next.messages.insert(id, hit);
-        return out;
-    }
     stored.parts = parts.remove(&id).unwrap_or_default();
     let mut message = rebuild::rebuild(&stored);
     let downgraded = present(&mut message, &stored.content);

@@ -5,23 +5,32 @@
 
 use rusqlite::Connection;
 
-use super::cache::{CachedSummary, Prepared};
+use super::cache::{CachedMessage, CachedSummary, Prepared};
 use super::tail::{TailWalk, NO_TAIL};
 use super::xml::{self, SummaryView};
 use super::Settings;
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
-use crate::store::context::{self, ContextRow};
+use crate::store::context::{self, ContextRow, MessageColumns};
 use crate::store::summaries;
 use crate::tokens;
 
 /// What an item holds once read.
 #[derive(Debug)]
 pub enum Body {
-    /// A message (parts not yet attached); None when the row is missing.
-    Message(Option<StoredMessage>),
+    /// A message; None when the row is missing.
+    Message(Option<Message>),
     /// A summary's presentation; None when the row is missing.
     Summary(Option<Presented>),
+}
+
+/// A message item as read.
+#[derive(Debug)]
+pub enum Message {
+    /// The previous assembly's copy, its stored columns unchanged (message id, copy).
+    Cached(i64, CachedMessage),
+    /// To rebuild (parts not yet attached).
+    Stored(StoredMessage),
 }
 
 /// A summary as it enters the context.
@@ -64,7 +73,10 @@ pub struct Item {
 impl Item {
     fn new(conn: &Connection, row: ContextRow, s: &Settings, reuse: &mut Reuse) -> Result<Item> {
         let (cost, body) = match (row.is_message, row.summary) {
-            (true, _) => (row.tokens.max(0), Body::Message(row.message)),
+            (true, _) => {
+                let message = row.message.map(|m| message(m, reuse));
+                (row.tokens.max(0), Body::Message(message))
+            }
             (false, Some(view)) => {
                 let timestamp_ms = xml::timestamp_ms(&view);
                 let (text, cost) = present_summary(conn, view, row.parents_loaded, s, reuse)?;
@@ -85,6 +97,15 @@ impl Item {
             Body::Message(m) => m.is_some(),
             Body::Summary(s) => s.is_some(),
         }
+    }
+}
+
+/// The previous turn's copy of a message when its stored columns are unchanged
+/// (compared in place, so a hit copies nothing), else the columns to rebuild from.
+fn message(m: MessageColumns, reuse: &mut Reuse) -> Message {
+    match reuse.old.messages.remove(&m.message_id) {
+        Some(hit) if hit.matches(&m) => Message::Cached(m.message_id, hit),
+        _ => Message::Stored(m.to_stored()),
     }
 }
 

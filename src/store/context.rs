@@ -35,9 +35,37 @@ pub struct ContextSummary {
     pub content: String,
 }
 
-/// One context item with its row, as streamed.
+/// A message's stored columns as streamed, borrowed from the row (a reader that
+/// already has the message rebuilt compares them without copying).
+#[derive(Debug, Clone, Copy)]
+pub struct MessageColumns<'r> {
+    /// messages.message_id
+    pub message_id: i64,
+    /// DB role.
+    pub role: &'r str,
+    /// Plain-text content column.
+    pub content: &'r str,
+    /// Our envelope, when this engine wrote the row.
+    pub envelope: Option<&'r str>,
+}
+
+impl MessageColumns<'_> {
+    /// The columns as an owned message without parts.
+    pub fn to_stored(self) -> StoredMessage {
+        StoredMessage {
+            message_id: self.message_id,
+            role: self.role.to_owned(),
+            content: self.content.to_owned(),
+            envelope: self.envelope.map(str::to_owned),
+            created_at: None,
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// One context item with its row, as streamed (valid while the row is).
 #[derive(Debug)]
-pub struct ContextRow {
+pub struct ContextRow<'r> {
     /// Position in the context list.
     pub ordinal: i64,
     /// True for `message` items (even when the message row is missing).
@@ -45,11 +73,11 @@ pub struct ContextRow {
     /// A message item with a message id: what the fresh-tail rule counts.
     pub is_raw: bool,
     /// The message's DB role.
-    pub role: Option<String>,
+    pub role: Option<&'r str>,
     /// Stored token count of the message or summary (0 when missing).
     pub tokens: i64,
-    /// The message, without parts (None for summaries and missing rows).
-    pub message: Option<StoredMessage>,
+    /// The message's columns (None for summaries and missing rows).
+    pub message: Option<MessageColumns<'r>>,
     /// The summary with its sources (None for messages and missing rows).
     pub summary: Option<ContextSummary>,
     /// False for a condensed summary whose sources were not read (see
@@ -74,7 +102,7 @@ pub fn newest_first(
     conn: &Connection,
     conversation_id: i64,
     known: &[String],
-    mut visit: impl FnMut(ContextRow) -> Result<bool>,
+    mut visit: impl FnMut(ContextRow<'_>) -> Result<bool>,
 ) -> Result<()> {
     let mut stmt = conn.prepare_cached(
         "SELECT ci.ordinal, ci.item_type,
@@ -101,20 +129,27 @@ pub fn newest_first(
     Ok(())
 }
 
+/// A text column borrowed from the row (an error for a blob or invalid UTF-8, as
+/// reading it as a `String` gives).
+fn text<'r>(r: &'r Row, i: usize) -> Result<Option<&'r str>> {
+    let v = r.get_ref(i)?;
+    let ty = v.data_type();
+    Ok(v.as_str_or_null()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, ty, Box::new(e)))?)
+}
+
 /// Reads one row of [`newest_first`].
-fn read_row(r: &Row) -> Result<ContextRow> {
+fn read_row<'r>(r: &'r Row) -> Result<ContextRow<'r>> {
     let ordinal: i64 = r.get(0)?;
     let is_message = r.get_ref(1)?.as_str().ok() == Some("message");
     let message_id: Option<i64> = r.get(2)?;
-    let role: Option<String> = r.get(3)?;
-    let message = match (message_id, &role) {
-        (Some(message_id), Some(role)) => Some(StoredMessage {
+    let role = text(r, 3)?;
+    let message = match (message_id, role) {
+        (Some(message_id), Some(role)) => Some(MessageColumns {
             message_id,
-            role: role.clone(),
-            content: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-            envelope: r.get(6)?,
-            created_at: None,
-            parts: Vec::new(),
+            role,
+            content: text(r, 5)?.unwrap_or_default(),
+            envelope: text(r, 6)?,
         }),
         _ => None,
     };
