@@ -186,7 +186,7 @@ pub fn select(
     context::newest_first(conn, conversation_id, &known, |row| {
         let step = Step {
             is_raw: row.is_raw,
-            is_user: row.role.as_deref() == Some("user"),
+            is_user: row.role == Some("user"),
             tokens: row.tokens,
         };
         let item = Item::new(conn, row, s, reuse)?;
