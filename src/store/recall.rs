@@ -354,8 +354,21 @@ pub fn summary_fts_matches(
     Ok(())
 }
 
+/// What [`summary_fts_rows_desc`] does after a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkStep {
+    /// Read the next row.
+    Next,
+    /// Read the next row, and report every further row as matching without
+    /// reading the matches (for a caller that checks each row itself, once the
+    /// expression has been seen to let nearly every row through).
+    NextUnfiltered,
+    /// Stop reading.
+    Stop,
+}
+
 /// Streams the rows of `index` from the highest rowid down to `f`, each with its
-/// summary id and whether it matches `expr`, until `f` returns false (every row,
+/// summary id and whether it matches `expr`, until `f` says stop (every row,
 /// matching or not: a walk needs to know which summaries it has read). Returns
 /// false without calling `f` when no more than `more_than` rows match (the
 /// matches are read lazily, newest first, alongside the rows).
@@ -364,7 +377,7 @@ pub fn summary_fts_rows_desc(
     index: SummaryIndex,
     expr: &str,
     more_than: usize,
-    mut f: impl FnMut(i64, &str, bool) -> Result<bool>,
+    mut f: impl FnMut(i64, &str, bool) -> Result<WalkStep>,
 ) -> Result<bool> {
     let table = index.table();
     let mut m = conn.prepare_cached(&format!(
@@ -383,9 +396,10 @@ pub fn summary_fts_rows_desc(
     ))?;
     let mut rows = all.query([])?;
     let mut ended = false;
+    let mut unfiltered = false;
     while let Some(r) = rows.next()? {
         let rowid: i64 = r.get(0)?;
-        loop {
+        while !unfiltered {
             if ahead.is_empty() && !ended {
                 match matches.next()? {
                     Some(m) => ahead.push_back(m.get(0)?),
@@ -397,9 +411,11 @@ pub fn summary_fts_rows_desc(
                 _ => break,
             }
         }
-        let matched = ahead.front() == Some(&rowid);
-        if !f(rowid, r.get_ref(1)?.as_str().unwrap_or(""), matched)? {
-            break;
+        let matched = unfiltered || ahead.front() == Some(&rowid);
+        match f(rowid, r.get_ref(1)?.as_str().unwrap_or(""), matched)? {
+            WalkStep::Next => {}
+            WalkStep::NextUnfiltered => unfiltered = true,
+            WalkStep::Stop => break,
         }
     }
     Ok(true)
@@ -445,6 +461,21 @@ pub fn summaries_by_rowid(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i
         Ok(())
     })?;
     Ok(out)
+}
+
+/// Calls `f` with the rowid and content of each summary in `rowids` that exists
+/// (in no particular order), the content borrowed from the row: for checks that
+/// keep nothing of the text.
+pub fn summary_contents(
+    conn: &Connection,
+    rowids: &[i64],
+    mut f: impl FnMut(i64, &str),
+) -> Result<()> {
+    let select = "SELECT rowid, content FROM summaries WHERE rowid IN";
+    for_each_by_id(conn, select, rowids, -1, |r| {
+        f(r.get(0)?, r.get_ref(1)?.as_str().unwrap_or(""));
+        Ok(())
+    })
 }
 
 /// A substring search over summaries without a usable full-text index.

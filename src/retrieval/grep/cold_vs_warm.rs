@@ -18,6 +18,7 @@ use crate::store::conversations::SessionRef;
 use crate::store::dag::{persist_summary, NewSummary, Sources};
 use crate::store::fts_lag::FtsLag;
 use crate::store::messages::insert_batch;
+use crate::store::recall::SummaryIndex;
 use crate::store::Features;
 
 const WORDS: [&str; 8] = [
@@ -405,6 +406,29 @@ fn summary_walks_answer_like_reading_every_match() {
         walked >= 40 && early >= 20,
         "{walked} walks, {early} stopped early"
     );
+    // The regex whose literal nearly every leaf holds: its walks stop reading the
+    // trigram matches and check the rows' content (and answered as above).
+    for f in &filters {
+        let pattern = r"code for staging is NEEDLE-[12]-\d*7\.";
+        let q = build_query(pattern, Mode::Regex, Sort::Recency, 50, f.clone()).unwrap();
+        let (expr, re) = (q.trigram.clone().unwrap(), q.regex.clone());
+        let w = super::sumnewest::newest(&conn, &sc, &q, SummaryIndex::Trigram, &expr, re.as_ref())
+            .unwrap()
+            .expect("walked");
+        assert!(w.unfiltered, "{f:?}");
+    }
+    // A selective one keeps reading them.
+    let q = build_query(
+        r"NEEDLE-3-\d+",
+        Mode::Regex,
+        Sort::Recency,
+        50,
+        filters[0].clone(),
+    )
+    .unwrap();
+    let (expr, re) = (q.trigram.clone().unwrap(), q.regex.clone());
+    let w = super::sumnewest::newest(&conn, &sc, &q, SummaryIndex::Trigram, &expr, re.as_ref());
+    assert!(!w.unwrap().is_some_and(|w| w.unfiltered));
 }
 
 /// An id whose last word is one character (`NEEDLE-1-5`), in history longer than

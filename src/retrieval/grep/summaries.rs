@@ -138,7 +138,9 @@ fn walked(
 
 /// Whether `index` has more than [`WALK_ABOVE`] matches for `expr`.
 fn many_matches(conn: &Connection, index: SummaryIndex, expr: &str) -> Result<bool> {
-    recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, _, _| Ok(false))
+    recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, _, _| {
+        Ok(recall::WalkStep::Stop)
+    })
 }
 
 /// Most full-text matches the cold summary search reads before it leaves a query

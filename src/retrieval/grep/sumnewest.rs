@@ -11,13 +11,15 @@
 //! table, as every writer keeps it). Past its budget the query goes to the path
 //! that reads every match.
 
+use std::collections::HashMap;
+
 use regex::Regex;
 use rusqlite::Connection;
 
-use super::{Query, TopK, BATCH};
+use super::{Query, TopK};
 use crate::error::Result;
 use crate::retrieval::sumcat::SummaryCatalog;
-use crate::store::recall::{self, SummaryIndex};
+use crate::store::recall::{self, SummaryIndex, WalkStep};
 
 /// Matches at or below which reading every match's summary id is cheaper than a
 /// walk.
@@ -28,6 +30,12 @@ pub const WALK_ABOVE: usize = 128;
 pub const MAX_WALK_ROWS: usize = 1_024;
 /// Rows read between two checks of whether the walk is done.
 const PAGE: usize = 64;
+/// A regex's walk stops reading the full-text matches once at least this share
+/// of the rows read matched (9 in 10): every further row is then checked against
+/// the content directly, which gives the same answer (the expression only narrows
+/// what the regex checks) at less cost.
+const UNFILTERED_NUMERATOR: usize = 9;
+const UNFILTERED_DENOMINATOR: usize = 10;
 
 /// What a walk found.
 pub struct Walked {
@@ -36,6 +44,9 @@ pub struct Walked {
     pub ords: Vec<usize>,
     /// Full-text rows read.
     pub rows: usize,
+    /// Whether the walk stopped reading the expression's matches and checked
+    /// every further row's content (see [`UNFILTERED_NUMERATOR`]).
+    pub unfiltered: bool,
 }
 
 /// The newest `q.limit` summaries in scope that `index` matches for `expr` (and,
@@ -56,23 +67,33 @@ pub fn newest(
         seen: vec![false; sc.len()],
         page: Vec::with_capacity(PAGE),
         rows: 0,
+        matched: 0,
+        unfiltered: false,
         done: false,
         stopped: false,
     };
     let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, id, matched| {
         w.rows += 1;
+        w.matched += usize::from(matched);
         if let Some(ord) = w.see(id) {
             if matched && w.in_scope(ord) {
                 w.page.push(ord);
             }
         }
         if !w.rows.is_multiple_of(PAGE) {
-            return Ok(true);
+            return Ok(WalkStep::Next);
         }
         w.keep(conn, regex)?;
         w.done = w.settled();
         w.stopped = w.done || w.rows >= MAX_WALK_ROWS;
-        Ok(!w.stopped)
+        Ok(if w.stopped {
+            WalkStep::Stop
+        } else if regex.is_some() && !w.unfiltered && w.filter_useless() {
+            w.unfiltered = true;
+            WalkStep::NextUnfiltered
+        } else {
+            WalkStep::Next
+        })
     })?;
     if !walked {
         return Ok(None);
@@ -82,10 +103,11 @@ pub fn newest(
         w.keep(conn, regex)?;
         w.done = true;
     }
-    let rows = w.rows;
+    let (rows, unfiltered) = (w.rows, w.unfiltered);
     Ok(w.done.then(|| Walked {
         ords: w.top.into_sorted(),
         rows,
+        unfiltered,
     }))
 }
 
@@ -99,6 +121,10 @@ struct Walk<'a> {
     /// Matches in scope not yet kept.
     page: Vec<usize>,
     rows: usize,
+    /// Rows reported as matching.
+    matched: usize,
+    /// The expression's matches are no longer read.
+    unfiltered: bool,
     /// The newest `limit` are certain.
     done: bool,
     /// The walk stopped before the rows ended (done, or out of budget).
@@ -128,19 +154,26 @@ impl Walk<'_> {
             }
             return Ok(());
         };
-        for chunk in ords.chunks(BATCH) {
-            let ids: Vec<i64> = chunk.iter().map(|&o| self.sc.rowid(o)).collect();
-            let rows = recall::summaries_by_rowid(conn, &ids)?;
-            for &ord in chunk {
-                if rows
-                    .get(&self.sc.rowid(ord))
-                    .is_some_and(|r| re.is_match(&r.content))
-                {
-                    self.push(ord);
-                }
+        let by_rowid: HashMap<i64, usize> = ords.iter().map(|&o| (self.sc.rowid(o), o)).collect();
+        let ids: Vec<i64> = by_rowid.keys().copied().collect();
+        let mut matched = Vec::new();
+        recall::summary_contents(conn, &ids, |rowid, content| {
+            if re.is_match(content) {
+                matched.extend(by_rowid.get(&rowid).copied());
             }
+        })?;
+        for ord in matched {
+            self.push(ord);
         }
         Ok(())
+    }
+
+    /// Whether the full-text expression lets through so many rows that reading its
+    /// matches costs more than it saves (a regex's literals made of common words:
+    /// on a trigram table, matching their phrases reads long position lists, and
+    /// the regex checks every candidate's content anyway).
+    fn filter_useless(&self) -> bool {
+        self.matched * UNFILTERED_DENOMINATOR >= self.rows * UNFILTERED_NUMERATOR
     }
 
     fn push(&mut self, ord: usize) {
