@@ -399,19 +399,10 @@ pub fn summary_fts_rows_desc(
     let mut unfiltered = false;
     while let Some(r) = rows.next()? {
         let rowid: i64 = r.get(0)?;
-        while !unfiltered {
-            if ahead.is_empty() && !ended {
-                match matches.next()? {
-                    Some(m) => ahead.push_back(m.get(0)?),
-                    None => ended = true,
-                }
-            }
-            match ahead.front() {
-                Some(&m) if m > rowid => drop(ahead.pop_front()),
-                _ => break,
-            }
-        }
-        let matched = unfiltered || ahead.front() == Some(&rowid);
+        let matched = unfiltered || {
+            drop_matches_above(&mut matches, &mut ahead, &mut ended, rowid)?;
+            ahead.front() == Some(&rowid)
+        };
         match f(rowid, r.get_ref(1)?.as_str().unwrap_or(""), matched)? {
             WalkStep::Next => {}
             WalkStep::NextUnfiltered => unfiltered = true,
@@ -461,6 +452,28 @@ pub fn summaries_by_rowid(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i
         Ok(())
     })?;
     Ok(out)
+}
+
+/// Drops the matches above `rowid` from `ahead`, reading more from `matches`
+/// (newest first) until one at or below it comes or they end.
+fn drop_matches_above(
+    matches: &mut rusqlite::Rows,
+    ahead: &mut std::collections::VecDeque<i64>,
+    ended: &mut bool,
+    rowid: i64,
+) -> Result<()> {
+    loop {
+        if ahead.is_empty() && !*ended {
+            match matches.next()? {
+                Some(m) => ahead.push_back(m.get(0)?),
+                None => *ended = true,
+            }
+        }
+        match ahead.front() {
+            Some(&m) if m > rowid => drop(ahead.pop_front()),
+            _ => return Ok(()),
+        }
+    }
 }
 
 /// Calls `f` with the rowid and content of each summary in `rowids` that exists
