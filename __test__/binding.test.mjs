@@ -2,7 +2,7 @@
 // no more than JSON.stringify of the data they need on the JS thread.
 import { describe, it, expect, afterEach } from 'vitest'
 import { join } from 'node:path'
-import { LcmEngine, tempDir, rejectsWithCode } from './helpers.mjs'
+import { LcmEngine, tempDir, rejectsWithCode, root } from './helpers.mjs'
 
 let engine
 afterEach(async () => {
@@ -101,5 +101,42 @@ describe('afterTurn on the JS thread', () => {
     const ratio = median(b.map((t, i) => t / a[i]))
     console.log(`afterTurn sync part: 4 msgs ${(median(a) / 1000).toFixed(1)} µs, 20,004 msgs ${(median(b) / 1000).toFixed(1)} µs, ratio ${ratio.toFixed(2)}`)
     expect(ratio).toBeLessThan(2)
+  })
+})
+
+describe('one addon, several JavaScript environments', () => {
+  // Each environment (the main thread, each worker) keeps its own references to
+  // JSON.parse / JSON.stringify: a worker that ended must not leave the next one
+  // (or the main thread) with references of a dead environment.
+  it('answers on the main thread and in workers started one after another', async () => {
+    const { Worker } = await import('node:worker_threads')
+    const dir = tempDir()
+    const script = `
+      const { parentPort, workerData } = require('node:worker_threads')
+      const { LcmEngine } = require(workerData.index)
+      ;(async () => {
+        const e = await LcmEngine.open({ dbPath: workerData.db })
+        const session = 'w' + workerData.k
+        await e.ingestBatch({ sessionId: session, messages: [{ role: 'user', content: 'héllo 👋 ' + workerData.k }] })
+        const c = await e.getConversation({ sessionId: session })
+        const r = await e.assemble({ sessionId: session, tokenBudget: 1000 })
+        await e.close()
+        parentPort.postMessage({ id: c.conversationId, content: r.messages[0].content })
+      })().catch((err) => parentPort.postMessage({ error: String(err) }))
+    `
+    const main = await LcmEngine.open({ dbPath: join(dir, 'main.db') })
+    for (let k = 0; k < 3; k++) {
+      const w = new Worker(script, { eval: true, workerData: { index: join(root, 'index.js'), db: join(dir, `w${k}.db`), k } })
+      const out = await new Promise((resolve, reject) => {
+        w.once('message', resolve)
+        w.once('error', reject)
+      })
+      await w.terminate()
+      expect(out).toEqual({ id: 1, content: `héllo 👋 ${k}` })
+      await main.ingestBatch({ sessionId: 'm', messages: [{ role: 'user', content: `main ${k}` }] })
+      const r = await main.assemble({ sessionId: 'm', tokenBudget: 1000 })
+      expect(r.messages.map((m) => m.content)).toEqual(Array.from({ length: k + 1 }, (_, i) => `main ${i}`))
+    }
+    await main.close()
   })
 })

@@ -6,19 +6,66 @@ use serde::Serialize;
 
 use crate::error::LcmError;
 
+/// `JSON.parse` and `JSON.stringify` as found when the environment first used
+/// them, held by references (per environment, as instance data): looking them up
+/// on every call cost two property reads with fresh key strings on the JS thread.
+/// The references are never deleted; Node frees them with the environment.
+struct JsonFunctions {
+    parse: napi::sys::napi_ref,
+    stringify: napi::sys::napi_ref,
+}
+
+/// Which of [`JsonFunctions`].
+#[derive(Clone, Copy)]
+enum Json {
+    Parse,
+    Stringify,
+}
+
 fn json_function<'env>(
     env: &'env Env,
-    name: &str,
+    which: Json,
 ) -> Result<Function<'env, Unknown<'env>, Unknown<'env>>> {
+    let fns = match env.get_instance_data::<JsonFunctions>()? {
+        Some(fns) => fns,
+        None => {
+            env.set_instance_data(json_functions(env)?, (), |_| {})?;
+            env.get_instance_data::<JsonFunctions>()?
+                .ok_or_else(|| Error::from_reason("JSON functions not kept"))?
+        }
+    };
+    let r = match which {
+        Json::Parse => fns.parse,
+        Json::Stringify => fns.stringify,
+    };
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `r` is a live reference created in this environment (instance data
+    // is per environment and lives as long as it does).
+    check_status!(unsafe { napi::sys::napi_get_reference_value(env.raw(), r, &mut value) })?;
+    unsafe { Function::from_napi_value(env.raw(), value) }
+}
+
+/// Looks the two functions up and references them.
+fn json_functions(env: &Env) -> Result<JsonFunctions> {
     let global = env.get_global()?;
     let json: Object = global.get_named_property("JSON")?;
-    json.get_named_property(name)
+    let reference = |name: &str| -> Result<napi::sys::napi_ref> {
+        let f: Function<Unknown, Unknown> = json.get_named_property(name)?;
+        let mut r = std::ptr::null_mut();
+        // SAFETY: `f` is a live function value of this environment.
+        check_status!(unsafe { napi::sys::napi_create_reference(env.raw(), f.raw(), 1, &mut r) })?;
+        Ok(r)
+    };
+    Ok(JsonFunctions {
+        parse: reference("parse")?,
+        stringify: reference("stringify")?,
+    })
 }
 
 /// `JSON.stringify(value)`; functions and `undefined` members disappear exactly as
 /// they do when a host persists the value as JSON.
 pub fn stringify<'env>(env: &'env Env, value: Unknown<'env>) -> Result<String> {
-    let f = json_function(env, "stringify")?;
+    let f = json_function(env, Json::Stringify)?;
     let out = f.call(value)?;
     match out.get_type()? {
         ValueType::String => unsafe { String::from_napi_value(env.raw(), out.raw()) },
@@ -28,7 +75,7 @@ pub fn stringify<'env>(env: &'env Env, value: Unknown<'env>) -> Result<String> {
 
 /// `JSON.parse(text)`.
 pub fn parse<'env>(env: &'env Env, text: &str) -> Result<Unknown<'env>> {
-    let f = json_function(env, "parse")?;
+    let f = json_function(env, Json::Parse)?;
     let s = env.create_string(text)?;
     f.call(s.to_unknown())
 }
