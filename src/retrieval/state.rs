@@ -1,7 +1,7 @@
 //! Per-engine recall state: the delegation grants (in memory only), the message
 //! catalog and the summary catalog, each behind its own lock.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -36,37 +36,96 @@ pub struct RecallState {
 pub const MAX_GIVE_WAY: Duration = Duration::from_millis(50);
 /// How long a paused build sleeps before it looks again.
 const GIVE_WAY_STEP: Duration = Duration::from_micros(100);
+/// How long a build keeps pausing after a search's answer: the reply still has
+/// to be written and cross to the JS thread (on two cores, a build running then
+/// delayed a first grep's reply by up to 6 ms after its 1 ms search), and an
+/// agent's next call usually follows within a few milliseconds.
+pub const GIVE_WAY_AFTER: Duration = Duration::from_millis(10);
 
 /// The count of searches answering from SQLite alone, which a background build
-/// gives way to.
+/// gives way to, and when the last one ended.
 #[derive(Debug, Default)]
-pub struct ColdSearches(Arc<AtomicUsize>);
+pub struct ColdSearches(Arc<InFlight>);
 
-/// A search in flight, counted until it drops.
 #[derive(Debug)]
-pub struct ColdSearch(Arc<AtomicUsize>);
+struct InFlight {
+    count: AtomicUsize,
+    /// When the last counted search ended (µs since `epoch`; `u64::MAX`: none).
+    ended_us: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            count: AtomicUsize::new(0),
+            ended_us: AtomicU64::new(u64::MAX),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl InFlight {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX - 1)
+    }
+
+    /// A search is in flight, or one ended less than [`GIVE_WAY_AFTER`] ago.
+    fn busy(&self) -> bool {
+        if self.count.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        let ended = self.ended_us.load(Ordering::Acquire);
+        ended != u64::MAX && self.now_us().saturating_sub(ended) < GIVE_WAY_AFTER.as_micros() as u64
+    }
+}
+
+/// A search in flight, counted until it drops (its end then starts the
+/// [`GIVE_WAY_AFTER`] period) or until it waits for the build
+/// ([`ColdSearch::wait_for_build`]).
+#[derive(Debug)]
+pub struct ColdSearch {
+    in_flight: Arc<InFlight>,
+    /// Whether its end lets the build pause a little longer.
+    answered: bool,
+}
+
+impl ColdSearch {
+    /// Stops counting a search that is about to wait for the build: the build
+    /// goes on at once.
+    pub fn wait_for_build(mut self) {
+        self.answered = false;
+    }
+}
 
 impl Drop for ColdSearch {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        if self.answered {
+            let now = self.in_flight.now_us();
+            self.in_flight.ended_us.store(now, Ordering::Release);
+        }
+        self.in_flight.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl ColdSearches {
     /// Counts a search until the returned guard drops.
     pub fn enter(&self) -> ColdSearch {
-        self.0.fetch_add(1, Ordering::AcqRel);
-        ColdSearch(self.0.clone())
+        self.0.count.fetch_add(1, Ordering::AcqRel);
+        ColdSearch {
+            in_flight: self.0.clone(),
+            answered: true,
+        }
     }
 
-    /// Waits while a search is in flight, for at most `budget`, and takes the
-    /// wait off `budget`.
+    /// Waits while a search is in flight or has just ended (see
+    /// [`GIVE_WAY_AFTER`]), for at most `budget`, and takes the wait off `budget`.
     pub fn give_way(&self, budget: &mut Duration) {
-        if self.0.load(Ordering::Acquire) == 0 || budget.is_zero() {
+        if budget.is_zero() || !self.0.busy() {
             return;
         }
         let start = Instant::now();
-        while self.0.load(Ordering::Acquire) > 0 && start.elapsed() < *budget {
+        while self.0.busy() && start.elapsed() < *budget {
             std::thread::sleep(GIVE_WAY_STEP);
         }
         *budget = budget.saturating_sub(start.elapsed());
@@ -166,7 +225,9 @@ impl RecallState {
             }
         }
         // About to wait for the build, which must not wait for this search.
-        drop(in_flight.take());
+        if let Some(search) = in_flight.take() {
+            search.wait_for_build();
+        }
         self.sync_catalog(conn)?;
         let cat = self.catalog.read().map_err(|_| poisoned())?;
         grep::search_messages(conn, &cat, q, features)
@@ -229,7 +290,7 @@ mod tests {
         );
         assert!(budget < Duration::from_secs(1), "the wait was spent");
         search.join().unwrap();
-        assert_eq!(cold.0.load(Ordering::Acquire), 0);
+        assert_eq!(cold.0.count.load(Ordering::Acquire), 0);
     }
 
     /// A search whose cold path declines stops counting before it waits for the
@@ -262,12 +323,29 @@ mod tests {
             .search_messages(&conn, &q.unwrap(), features, &mut in_flight)
             .unwrap();
         assert!(in_flight.is_none());
-        assert_eq!(state.cold.0.load(Ordering::Acquire), 0);
+        assert_eq!(state.cold.0.count.load(Ordering::Acquire), 0);
+        assert!(!state.cold.0.busy(), "no pause after a search that waited");
         assert_eq!((hits.len(), stats.indexed_messages), (5, Some(1_100)));
         assert!(
             state.cold_search().is_none(),
             "built: nothing to give way to"
         );
+    }
+
+    #[test]
+    fn a_build_keeps_giving_way_just_after_a_search_and_then_goes_on() {
+        let cold = ColdSearches::default();
+        drop(cold.enter());
+        let mut budget = Duration::from_secs(1);
+        let start = Instant::now();
+        cold.give_way(&mut budget);
+        let waited = start.elapsed();
+        assert!(waited >= GIVE_WAY_AFTER / 2, "{waited:?}");
+        assert!(waited < Duration::from_millis(500), "{waited:?}");
+        // Past the grace period nothing is waited for, nothing spent.
+        let left = budget;
+        cold.give_way(&mut budget);
+        assert_eq!(budget, left);
     }
 
     #[test]
