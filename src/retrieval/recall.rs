@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::describe::{self, FileRead};
 use super::expand::{Limits, Walk};
 use super::grants::{self, Access, CreateGrantParams, GrantInfo};
-use super::grep::{self, Filter, Mode, Scope, Sort};
-use super::state::{poisoned, RecallState};
+use super::grep::{self, Filter, MessageHit, Mode, Scope, ScopeStats, Sort, SummaryHit};
+use super::state::{poisoned, ColdSearch, RecallState};
 use super::types::{
     DescribeOptions, DescribeResult, ExpandParams, ExpandResult, GetMessagesOptions, GrepParams,
     GrepResult, IndexInfo,
@@ -77,6 +77,9 @@ pub fn extract_id(raw: &str) -> Option<String> {
     re.find(t).map(|m| m.as_str().to_owned())
 }
 
+/// One half of a grep's answer: its hits and how they were found.
+type Found<H> = (Vec<H>, ScopeStats);
+
 impl Recall<'_> {
     fn store(&self) -> &Store {
         self.store
@@ -92,6 +95,53 @@ impl Recall<'_> {
 
     fn recall(&self) -> &Arc<RecallState> {
         self.state
+    }
+
+    /// The message and summary searches `scope` asks for, at once, each on its
+    /// own pooled read connection and snapshot (on two cores a "both" grep then
+    /// costs its slower half, not the sum: 0.43 → 0.36 ms p50 for a warm
+    /// full-text needle at 100k). Messages are never changed or removed, so the
+    /// halves can differ only by a summary committed between their starts. The
+    /// message half holds `in_flight`, the count the background catalog build
+    /// gives way to.
+    async fn search_both(
+        &self,
+        scope: Scope,
+        q: grep::Query,
+        state: Arc<RecallState>,
+        mut in_flight: Option<ColdSearch>,
+    ) -> Result<(Option<Found<MessageHit>>, Option<Found<SummaryHit>>)> {
+        let features = self.store().features();
+        let q = Arc::new(q);
+        let (sq, ss) = (q.clone(), state.clone());
+        let search_messages = async {
+            if scope == Scope::Summaries {
+                return Ok(None);
+            }
+            self.store()
+                .read(move |conn| {
+                    store_recall::snapshot(conn, || {
+                        state
+                            .search_messages(conn, &q, features, &mut in_flight)
+                            .map(Some)
+                    })
+                })
+                .await
+        };
+        let search_summaries = async {
+            if scope == Scope::Messages {
+                return Ok(None);
+            }
+            self.store()
+                .read(move |conn| {
+                    store_recall::snapshot(conn, || {
+                        ss.search_summaries(conn, &sq, features).map(Some)
+                    })
+                })
+                .await
+        };
+        let (msgs, sums) = tokio::join!(search_messages, search_summaries);
+        Ok((msgs?, sums?))
     }
 
     fn resolve(
@@ -157,7 +207,7 @@ impl Recall<'_> {
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
         let state = self.recall().clone();
         // Right after open, the catalog build gives way to this search.
-        let mut in_flight = state.cold_search();
+        let in_flight = state.cold_search();
         if p.scope != Scope::Summaries && (p.mode == Mode::FullText || in_flight.is_some()) {
             // Message indexing is batched off the ingest path: make every
             // acknowledged message searchable first (full text, and regex before
@@ -169,45 +219,7 @@ impl Recall<'_> {
                 }
             }
         }
-        let features = self.store().features();
-        // Messages and summaries are searched at once, each on its own pooled read
-        // connection and snapshot (on two cores a "both" grep then costs its slower
-        // half, not the sum: 0.43 → 0.36 ms p50 for a warm full-text needle at
-        // 100k). Messages are never changed or removed, so the halves can differ
-        // only by a summary committed between their starts. The message half holds
-        // the count the background catalog build gives way to.
-        let (messages_wanted, summaries_wanted) =
-            (p.scope != Scope::Summaries, p.scope != Scope::Messages);
-        let q = std::sync::Arc::new(q);
-        let (sq, ss) = (q.clone(), state.clone());
-        let search_messages = async {
-            if !messages_wanted {
-                return Ok(None);
-            }
-            self.store()
-                .read(move |conn| {
-                    store_recall::snapshot(conn, || {
-                        state
-                            .search_messages(conn, &q, features, &mut in_flight)
-                            .map(Some)
-                    })
-                })
-                .await
-        };
-        let search_summaries = async {
-            if !summaries_wanted {
-                return Ok(None);
-            }
-            self.store()
-                .read(move |conn| {
-                    store_recall::snapshot(conn, || {
-                        ss.search_summaries(conn, &sq, features).map(Some)
-                    })
-                })
-                .await
-        };
-        let (msgs, sums) = tokio::join!(search_messages, search_summaries);
-        let (msgs, sums) = (msgs?, sums?);
+        let (msgs, sums) = self.search_both(p.scope, q, state, in_flight).await?;
         let (messages, message_stats) = msgs.map_or((Vec::new(), None), |(h, s)| (h, Some(s)));
         let (summaries, summary_stats) = sums.map_or((Vec::new(), None), |(h, s)| (h, Some(s)));
         let mut r = GrepResult {
