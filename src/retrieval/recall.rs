@@ -128,20 +128,27 @@ impl Recall<'_> {
                 })
                 .await
         };
-        let search_summaries = async {
-            if scope == Scope::Messages {
-                return Ok(None);
-            }
-            self.store()
-                .read(move |conn| {
-                    store_recall::snapshot(conn, || {
-                        ss.search_summaries(conn, &sq, features).map(Some)
+        // A task of its own, so it runs beside the message half (a read waits in
+        // place for its job; see `Store::read`).
+        let summaries = (scope != Scope::Messages).then(|| {
+            let store = self.store().clone();
+            tokio::spawn(async move {
+                store
+                    .read(move |conn| {
+                        store_recall::snapshot(conn, || ss.search_summaries(conn, &sq, features))
                     })
-                })
-                .await
+                    .await
+            })
+        });
+        let msgs = search_messages.await;
+        let sums = match summaries {
+            Some(task) => Some(
+                task.await
+                    .map_err(|e| LcmError::internal(format!("summary search failed: {e}")))??,
+            ),
+            None => None,
         };
-        let (msgs, sums) = tokio::join!(search_messages, search_summaries);
-        Ok((msgs?, sums?))
+        Ok((msgs?, sums))
     }
 
     fn resolve(

@@ -1,5 +1,6 @@
 //! The SQLite store: one writer connection on a dedicated thread, a small pool of
-//! reader connections used from tokio's blocking pool, and a checkpointer thread.
+//! reader connections (used in place on the runtime's workers, see
+//! [`Store::read`]), and a checkpointer thread.
 //!
 //! Threading contract (see ARCHITECTURE.md):
 //! - [`Store::write`] enqueues its job *when called*, so writes run in call order
@@ -187,6 +188,13 @@ fn prepare_parent_dir(path: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the current task runs on a multi-thread tokio runtime, where
+/// `block_in_place` may run a blocking job in place.
+fn on_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 impl Store {
@@ -432,8 +440,13 @@ impl Store {
         }
     }
 
-    /// Runs a read-only job on a pooled read connection, off the async runtime's
-    /// worker threads.
+    /// Runs a read-only job on a pooled read connection. On a multi-thread
+    /// runtime (the addon's) it runs in place (`block_in_place`: the worker hands
+    /// its other tasks to another thread first), which spares the two thread
+    /// hand-offs of a blocking task — half of a small read's round trip from
+    /// JavaScript (getConversation 0.08 → 0.04 ms, assemble at 100k 0.45 → 0.35 ms).
+    /// Elsewhere it runs as a blocking task. Either way the caller's task waits:
+    /// reads meant to run side by side are spawned as tasks of their own.
     pub async fn read<T, F>(&self, job: F) -> Result<T>
     where
         T: Send + 'static,
@@ -451,7 +464,7 @@ impl Store {
             return Err(LcmError::closed());
         }
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
+        let run = move || {
             let _in_flight = in_flight;
             let conn = inner
                 .readers
@@ -472,9 +485,13 @@ impl Store {
                 }
             }
             out
-        })
-        .await
-        .map_err(|e| LcmError::internal(format!("read task failed: {e}")))?
+        };
+        if on_multi_thread_runtime() {
+            return tokio::task::block_in_place(run);
+        }
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| LcmError::internal(format!("read task failed: {e}")))?
     }
 
     /// Finishes queued writes, checkpoints the WAL and closes every connection.
