@@ -484,6 +484,59 @@ fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
     }
 }
 
+/// The last resort reads up to [`super::cold::MAX_LAST_RESORT_CANDIDATES`]
+/// matches: its prefix phrase (`"1 1" *`) matches 2,500 messages here (more than
+/// the 1,000 other cold queries read), and it still answers as the catalog does
+/// instead of leaving the query to the build.
+#[test]
+fn the_last_resort_reads_a_few_thousand_candidates() {
+    let (mut conn, features) = database();
+    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
+    let messages = (0..n).map(|i| {
+        let id = if i % 250 == 0 && i < 2_000 {
+            format!(" id NEEDLE-1-1{i}")
+        } else {
+            String::new()
+        };
+        // "1 1…" in 2,500 messages, none of them a needle.
+        let phrase = if i % 4 == 1 {
+            format!(" part 1 1{}", i % 9)
+        } else {
+            String::new()
+        };
+        let text = format!("m{i} step 1 of {}{phrase}{id}", i % 7);
+        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+    });
+    insert(&mut conn, "s", messages);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    for limit in [1, 3, 20] {
+        let q = build_query(
+            "NEEDLE-1-1",
+            Mode::Regex,
+            Sort::Recency,
+            limit,
+            Filter::default(),
+        )
+        .unwrap();
+        let (cold, stats) = search_messages_cold(&conn, &q, features)
+            .unwrap()
+            .expect("the last resort answers");
+        assert_eq!(stats.strategy, "fts-words");
+        assert!(
+            stats.candidates > super::cold::MAX_CANDIDATES,
+            "{}",
+            stats.candidates
+        );
+        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
+        assert_eq!(warm.len(), 8.min(limit));
+        let cold: Vec<_> = cold.iter().map(key).collect();
+        let warm: Vec<_> = warm.iter().map(key).collect();
+        assert_eq!(cold, warm, "limit {limit}");
+    }
+}
+
 /// A rare regex with no whole word to narrow by (`rare\w+ tail`), whose matches
 /// lie thousands of messages back: the newest-first scan reads that far and
 /// answers as the catalog does; matches only beyond its budget are left to the
