@@ -120,7 +120,7 @@ fn summary_key(h: &SummaryHit) -> (String, i64, String, String, Option<f64>) {
     )
 }
 
-fn key(h: &MessageHit) -> (i64, i64, String, String, String, Option<f64>) {
+fn key(h: &MessageHit) -> Key {
     (
         h.message_id,
         h.conversation_id,
@@ -438,44 +438,25 @@ fn summary_walks_answer_like_reading_every_match() {
 /// built — and it answers as the catalog does.
 #[test]
 fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
-    let (mut conn, features) = database();
-    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
-    let messages = (0..n).map(|i| {
+    let (conn, features, cat) = past_the_scan(|i| {
         // Only among the oldest messages, which the scan never reaches.
         let id = if i % 100 == 0 && i < 1_000 {
             format!(" id NEEDLE-1-{i}")
         } else {
             String::new()
         };
-        let text = format!("m{i} step 1 of {}{id}", i % 7);
-        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+        format!("m{i} step 1 of {}{id}", i % 7)
     });
-    insert(&mut conn, "s", messages);
-    FtsLag::new(true).catch_up(&mut conn).unwrap();
-    let mut cat = Catalog::default();
-    cat.catch_up(&conn).unwrap();
     for (pattern, hits) in [
         ("NEEDLE-1-5", 1),
         ("NEEDLE-1-0", 1),
         ("NEEDLE-1-1|NEEDLE-1-4", 2),
     ] {
         for limit in [1, 3, 20] {
-            let mut q = build_query(
-                pattern,
-                Mode::Regex,
-                Sort::Recency,
-                limit,
-                Filter::default(),
-            )
-            .unwrap();
-            let (cold, stats) = search_messages_cold(&conn, &q, features)
-                .unwrap()
-                .unwrap_or_else(|| panic!("cold path declined {pattern}"));
+            let mut q = regex_query(pattern, limit);
+            let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
             assert_eq!(stats.strategy, "fts-words", "{pattern}");
-            let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
             assert_eq!(warm.len(), hits.min(limit), "{pattern} limit {limit}");
-            let cold: Vec<_> = cold.iter().map(key).collect();
-            let warm: Vec<_> = warm.iter().map(key).collect();
             assert_eq!(cold, warm, "{pattern} limit {limit}");
             // Without the last resort the cold path leaves it to the catalog.
             q.short_words = None;
@@ -484,15 +465,59 @@ fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
     }
 }
 
+/// A history longer than the newest-first scan reads (message `i` says
+/// `text(i)`, a minute apart), indexed, with its catalog built.
+fn past_the_scan(text: impl Fn(i64) -> String) -> (Connection, Features, Catalog) {
+    let (mut conn, features) = database();
+    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
+    let messages = (0..n).map(|i| {
+        json!({"role": "user", "content": text(i), "timestamp": 1_771_313_820_000i64 + i * 60_000})
+    });
+    insert(&mut conn, "s", messages);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    (conn, features, cat)
+}
+
+fn regex_query(pattern: &str, limit: usize) -> super::Query {
+    build_query(
+        pattern,
+        Mode::Regex,
+        Sort::Recency,
+        limit,
+        Filter::default(),
+    )
+    .unwrap()
+}
+
+type Key = (i64, i64, String, String, String, Option<f64>);
+
+/// The cold path's answer (it must answer), the catalog's, and the cold stats.
+fn cold_and_warm(
+    conn: &Connection,
+    cat: &Catalog,
+    features: Features,
+    q: &super::Query,
+) -> (Vec<Key>, Vec<Key>, super::ScopeStats) {
+    let (cold, stats) = search_messages_cold(conn, q, features)
+        .unwrap()
+        .expect("the cold path answers");
+    let (warm, _) = search_messages(conn, cat, q, features).unwrap();
+    (
+        cold.iter().map(key).collect(),
+        warm.iter().map(key).collect(),
+        stats,
+    )
+}
+
 /// The last resort reads up to [`super::cold::MAX_LAST_RESORT_CANDIDATES`]
 /// matches: its prefix phrase (`"1 1" *`) matches 2,500 messages here (more than
 /// the 1,000 other cold queries read), and it still answers as the catalog does
 /// instead of leaving the query to the build.
 #[test]
 fn the_last_resort_reads_a_few_thousand_candidates() {
-    let (mut conn, features) = database();
-    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
-    let messages = (0..n).map(|i| {
+    let (conn, features, cat) = past_the_scan(|i| {
         let id = if i % 250 == 0 && i < 2_000 {
             format!(" id NEEDLE-1-1{i}")
         } else {
@@ -504,35 +529,18 @@ fn the_last_resort_reads_a_few_thousand_candidates() {
         } else {
             String::new()
         };
-        let text = format!("m{i} step 1 of {}{phrase}{id}", i % 7);
-        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+        format!("m{i} step 1 of {}{phrase}{id}", i % 7)
     });
-    insert(&mut conn, "s", messages);
-    FtsLag::new(true).catch_up(&mut conn).unwrap();
-    let mut cat = Catalog::default();
-    cat.catch_up(&conn).unwrap();
     for limit in [1, 3, 20] {
-        let q = build_query(
-            "NEEDLE-1-1",
-            Mode::Regex,
-            Sort::Recency,
-            limit,
-            Filter::default(),
-        )
-        .unwrap();
-        let (cold, stats) = search_messages_cold(&conn, &q, features)
-            .unwrap()
-            .expect("the last resort answers");
+        let (cold, warm, stats) =
+            cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-1-1", limit));
         assert_eq!(stats.strategy, "fts-words");
         assert!(
             stats.candidates > super::cold::MAX_CANDIDATES,
             "{}",
             stats.candidates
         );
-        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
         assert_eq!(warm.len(), 8.min(limit));
-        let cold: Vec<_> = cold.iter().map(key).collect();
-        let warm: Vec<_> = warm.iter().map(key).collect();
         assert_eq!(cold, warm, "limit {limit}");
     }
 }
@@ -560,27 +568,13 @@ fn the_scan_reaches_rare_matches_deep_in_history() {
     FtsLag::new(true).catch_up(&mut conn).unwrap();
     let mut cat = Catalog::default();
     cat.catch_up(&conn).unwrap();
-    let query = |pattern: &str, limit: usize| {
-        build_query(
-            pattern,
-            Mode::Regex,
-            Sort::Recency,
-            limit,
-            Filter::default(),
-        )
-        .unwrap()
-    };
+    let query = regex_query;
     for limit in [1, 3, 20] {
         let q = query(r"rare\w+ tail", limit);
         assert!(q.words.is_none(), "no whole word to narrow by");
-        let (cold, stats) = search_messages_cold(&conn, &q, features)
-            .unwrap()
-            .expect("the scan answers");
+        let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
         assert_eq!(stats.strategy, "scan-newest");
-        let (warm, _) = search_messages(&conn, &cat, &q, features).unwrap();
         assert_eq!(warm.len(), limit);
-        let cold: Vec<_> = cold.iter().map(key).collect();
-        let warm: Vec<_> = warm.iter().map(key).collect();
         assert_eq!(cold, warm, "limit {limit}");
     }
     // The newest 20 lie ≈ 6,700 rows back: deeper than a 4,096-row budget reached.
