@@ -114,41 +114,33 @@ impl Recall<'_> {
         let features = self.store().features();
         let q = Arc::new(q);
         let (sq, ss) = (q.clone(), state.clone());
-        let search_messages = async {
-            if scope == Scope::Summaries {
-                return Ok(None);
-            }
-            self.store()
+        let search_messages = self.store().read(move |conn| {
+            store_recall::snapshot(conn, || {
+                state.search_messages(conn, &q, features, &mut in_flight)
+            })
+        });
+        let store = self.store().clone();
+        let search_summaries = async move {
+            store
                 .read(move |conn| {
-                    store_recall::snapshot(conn, || {
-                        state
-                            .search_messages(conn, &q, features, &mut in_flight)
-                            .map(Some)
-                    })
+                    store_recall::snapshot(conn, || ss.search_summaries(conn, &sq, features))
                 })
                 .await
         };
-        // A task of its own, so it runs beside the message half (a read waits in
-        // place for its job; see `Store::read`).
-        let summaries = (scope != Scope::Messages).then(|| {
-            let store = self.store().clone();
-            tokio::spawn(async move {
-                store
-                    .read(move |conn| {
-                        store_recall::snapshot(conn, || ss.search_summaries(conn, &sq, features))
-                    })
+        match scope {
+            Scope::Messages => Ok((Some(search_messages.await?), None)),
+            Scope::Summaries => Ok((None, Some(search_summaries.await?))),
+            Scope::Both => {
+                // A task of its own, so it runs beside the message half (a read
+                // waits in place for its job; see `Store::read`).
+                let summaries = tokio::spawn(search_summaries);
+                let messages = search_messages.await;
+                let summaries = summaries
                     .await
-            })
-        });
-        let msgs = search_messages.await;
-        let sums = match summaries {
-            Some(task) => Some(
-                task.await
-                    .map_err(|e| LcmError::internal(format!("summary search failed: {e}")))??,
-            ),
-            None => None,
-        };
-        Ok((msgs?, sums))
+                    .map_err(|e| LcmError::internal(format!("summary search failed: {e}")))?;
+                Ok((Some(messages?), Some(summaries?)))
+            }
+        }
     }
 
     fn resolve(

@@ -163,7 +163,8 @@ impl RecallState {
     }
 
     /// While the message catalog is not built yet: a search in flight, which the
-    /// build gives way to until the guard drops (see [`MAX_GIVE_WAY`]; on two
+    /// build gives way to until the guard drops and for [`GIVE_WAY_AFTER`] after
+    /// (see [`MAX_GIVE_WAY`]; on two
     /// cores a running build delays each of the search's thread hops, not only
     /// its SQLite work). Pass it to [`RecallState::search_messages`], which
     /// drops it before waiting for the build.

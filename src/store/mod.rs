@@ -700,11 +700,11 @@ fn checkpoint_loop(
 /// another process's writer) before leaving the restart to the next round.
 const RESTART_WAIT: Duration = Duration::from_millis(2);
 
-/// When the checkpointer (or the writer's WAL hook) asked for it: a RESTART checkpoint on the writer
-/// connection, between transactions. After the checkpointer's pass only the frames
-/// committed since are left to copy; RESTART then waits (at most [`RESTART_WAIT`])
-/// until no reader still reads from the log, so the next write transaction starts
-/// it over. A busy attempt changes nothing and is retried on a later round.
+/// When the checkpointer (or the writer's WAL hook) asked for it: a RESTART
+/// checkpoint on the writer connection, between transactions. After the
+/// checkpointer's pass only the frames committed since are left to copy; RESTART
+/// then waits (at most [`RESTART_WAIT`]) until no reader still reads from the
+/// log, so the next write transaction starts it over. A busy attempt changes nothing and is retried on a later round.
 fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
     if restart_wal.swap(false, Ordering::AcqRel) {
         let timeout = busy::timeout();

@@ -81,7 +81,8 @@ fn candidates(
     q: &Query,
     expr: &str,
     ranked: bool,
-    (cap, stop_at): (usize, Option<usize>),
+    cap: usize,
+    stop_at: Option<usize>,
 ) -> Result<Option<Vec<Candidate>>> {
     let mut matched: Vec<(i64, Option<f64>)> = Vec::new();
     let mut over = false;
@@ -137,7 +138,7 @@ fn full_text(
         return Ok(Some((hits, stats)));
     }
     let stop_at = (q.sort == Sort::Relevance).then_some(q.limit);
-    let Some(found) = candidates(conn, q, expr, true, (MAX_CANDIDATES, stop_at))? else {
+    let Some(found) = candidates(conn, q, expr, true, MAX_CANDIDATES, stop_at)? else {
         return Ok(None);
     };
     let mut stats = ScopeStats {
@@ -203,7 +204,7 @@ fn regex_words(
     expr: &str,
     cap: usize,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
-    let Some(found) = candidates(conn, q, expr, false, (cap, None))? else {
+    let Some(found) = candidates(conn, q, expr, false, cap, None)? else {
         return Ok(None);
     };
     let ids: Vec<i64> = found.iter().map(|c| c.meta.id).collect();

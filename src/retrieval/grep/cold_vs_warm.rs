@@ -58,17 +58,18 @@ fn ingest(conn: &mut Connection, session: &str, base: i64) -> (i64, Vec<i64>) {
 
 fn ingest_n(conn: &mut Connection, session: &str, base: i64, n: i64) -> (i64, Vec<i64>) {
     let messages = (0..n).map(|i| {
-            let w1 = WORDS[(i * 7 % 8) as usize];
-            let w2 = WORDS[(i * 3 % 8) as usize];
-            // Times go backwards every 50 messages (imports, clock skew).
-            let t = base + (i % 50) * 60_000 - (i / 50) * 600_000;
-            let needle = if i % 13 == 0 {
-                format!(" code for staging is NEEDLE-{}-{}.", i % 5, i)
-            } else {
-                String::new()
-            };
-            let role = ["user", "assistant"][(i % 2) as usize];
-            json!({"role": role, "content": format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000), "timestamp": t})
+        let w1 = WORDS[(i * 7 % 8) as usize];
+        let w2 = WORDS[(i * 3 % 8) as usize];
+        // Times go backwards every 50 messages (imports, clock skew).
+        let t = base + (i % 50) * 60_000 - (i / 50) * 600_000;
+        let needle = if i % 13 == 0 {
+            format!(" code for staging is NEEDLE-{}-{}.", i % 5, i)
+        } else {
+            String::new()
+        };
+        let role = ["user", "assistant"][(i % 2) as usize];
+        let content = format!("m{i} {w1} {} {w2}{needle}", i * 37 % 1000);
+        json!({"role": role, "content": content, "timestamp": t})
     });
     insert(conn, session, messages)
 }
@@ -438,7 +439,7 @@ fn summary_walks_answer_like_reading_every_match() {
 /// built — and it answers as the catalog does.
 #[test]
 fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
-    let (conn, features, cat) = past_the_scan(|i| {
+    let (conn, features, cat) = past_the_scan(3_000, |i| {
         // Only among the oldest messages, which the scan never reaches.
         let id = if i % 100 == 0 && i < 1_000 {
             format!(" id NEEDLE-1-{i}")
@@ -465,11 +466,11 @@ fn a_one_character_last_word_is_the_last_resort_before_the_catalog() {
     }
 }
 
-/// A history longer than the newest-first scan reads (message `i` says
-/// `text(i)`, a minute apart), indexed, with its catalog built.
-fn past_the_scan(text: impl Fn(i64) -> String) -> (Connection, Features, Catalog) {
+/// A history `beyond` messages longer than the newest-first scan reads (message
+/// `i` says `text(i)`, a minute apart), indexed, with its catalog built.
+fn past_the_scan(beyond: i64, text: impl Fn(i64) -> String) -> (Connection, Features, Catalog) {
     let (mut conn, features) = database();
-    let n = super::newest::MAX_WALK_ROWS as i64 + 3_000;
+    let n = super::newest::MAX_WALK_ROWS as i64 + beyond;
     let messages = (0..n).map(|i| {
         json!({"role": "user", "content": text(i), "timestamp": 1_771_313_820_000i64 + i * 60_000})
     });
@@ -517,7 +518,7 @@ fn cold_and_warm(
 /// instead of leaving the query to the build.
 #[test]
 fn the_last_resort_reads_a_few_thousand_candidates() {
-    let (conn, features, cat) = past_the_scan(|i| {
+    let (conn, features, cat) = past_the_scan(3_000, |i| {
         let id = if i % 250 == 0 && i < 2_000 {
             format!(" id NEEDLE-1-1{i}")
         } else {
@@ -551,9 +552,7 @@ fn the_last_resort_reads_a_few_thousand_candidates() {
 /// catalog.
 #[test]
 fn the_scan_reaches_rare_matches_deep_in_history() {
-    let (mut conn, features) = database();
-    let n = super::newest::MAX_WALK_ROWS as i64 + 2_000;
-    let messages = (0..n).map(|i| {
+    let (conn, features, cat) = past_the_scan(2_000, |i| {
         let rare = if (1_500..3_500).contains(&i) && i % 97 == 0 {
             " rareword tail"
         } else if i < 500 && i % 97 == 0 {
@@ -561,16 +560,10 @@ fn the_scan_reaches_rare_matches_deep_in_history() {
         } else {
             ""
         };
-        let text = format!("m{i} rare tail words{rare}");
-        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 60_000})
+        format!("m{i} rare tail words{rare}")
     });
-    insert(&mut conn, "s", messages);
-    FtsLag::new(true).catch_up(&mut conn).unwrap();
-    let mut cat = Catalog::default();
-    cat.catch_up(&conn).unwrap();
-    let query = regex_query;
     for limit in [1, 3, 20] {
-        let q = query(r"rare\w+ tail", limit);
+        let q = regex_query(r"rare\w+ tail", limit);
         assert!(q.words.is_none(), "no whole word to narrow by");
         let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
         assert_eq!(stats.strategy, "scan-newest");
@@ -578,12 +571,12 @@ fn the_scan_reaches_rare_matches_deep_in_history() {
         assert_eq!(cold, warm, "limit {limit}");
     }
     // The newest 20 lie ≈ 6,700 rows back: deeper than a 4,096-row budget reached.
-    let (_, stats) = search_messages_cold(&conn, &query(r"rare\w+ tail", 20), features)
+    let (_, stats) = search_messages_cold(&conn, &regex_query(r"rare\w+ tail", 20), features)
         .unwrap()
         .unwrap();
     assert!(stats.scanned > 6_000, "{}", stats.scanned);
     // Matches only past the budget: the catalog's to answer.
-    let q = query(r"deep\w+ tail", 3);
+    let q = regex_query(r"deep\w+ tail", 3);
     assert!(search_messages_cold(&conn, &q, features).unwrap().is_none());
     assert_eq!(
         search_messages(&conn, &cat, &q, features).unwrap().0.len(),
