@@ -49,6 +49,14 @@ fn main() {
             &args[1],
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
+        .and_then(|c| {
+            // The engine's read connections' page cache and memory map.
+            c.execute_batch(&format!(
+                "PRAGMA cache_size = -65536; PRAGMA mmap_size = {};",
+                lcm_native::store::MMAP_BYTES
+            ))?;
+            Ok(c)
+        })
         .expect("open the database")
     };
     let filter = Filter {
@@ -90,7 +98,8 @@ fn main() {
     }
 }
 
-/// Builds both catalogs (timed) and times the catalog paths' answers.
+/// Builds both catalogs (timed) and times the catalog paths' answers (`WARM_RUNS`
+/// times, default 3).
 fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Features) {
     let t0 = Instant::now();
     let mut sc = SummaryCatalog::default();
@@ -106,7 +115,11 @@ fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Fea
         (t2 - t1).as_secs_f64() * 1e3,
         cat.len()
     );
-    for _ in 0..3 {
+    let runs: usize = std::env::var("WARM_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    for _ in 0..runs {
         conn.execute_batch("BEGIN").expect("begin");
         let t0 = Instant::now();
         let (m, ms) = search_messages(conn, &cat, q, features).expect("messages");

@@ -8,7 +8,6 @@ use rusqlite::{params, params_from_iter, Transaction};
 
 use super::dag;
 use super::derived::{self, Meta};
-use super::fts_check::summary_tables;
 use super::Features;
 use crate::error::Result;
 use crate::tokens;
@@ -181,9 +180,7 @@ pub fn splice_context(
 pub fn delete_summary(tx: &Transaction, id: &str, features: Features) -> Result<()> {
     tx.execute("DELETE FROM summary_parents WHERE summary_id = ?1", [id])?;
     tx.execute("DELETE FROM summary_messages WHERE summary_id = ?1", [id])?;
-    for table in summary_tables(features) {
-        tx.execute(&format!("DELETE FROM {table} WHERE summary_id = ?1"), [id])?;
-    }
+    super::summaries::delete_fts_rows(tx, id, features)?;
     tx.execute("DELETE FROM summaries WHERE summary_id = ?1", [id])?;
     Ok(())
 }

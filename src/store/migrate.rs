@@ -229,18 +229,25 @@ fn detect_features(tx: &Transaction) -> Features {
 }
 
 /// Creates a full-text table when missing, or rebuilds it when its stored layout is
-/// not the current one (e.g. the reference's standalone `messages_fts`). Returns
-/// whether it was (re)built from its base table.
+/// not the current one (e.g. the reference's standalone `messages_fts`, or a
+/// table meant to keep its text whose `<name>_content` is missing: the recall
+/// reads summary ids from there). Returns whether it was (re)built from its base
+/// table.
 fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<bool> {
-    let sql: Option<String> = tx
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [t.name],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let sql_of = |name: &str| -> Result<Option<String>> {
+        Ok(tx
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?)
+    };
+    let sql = sql_of(t.name)?;
+    // A table that keeps its own text (no `content=` option) has it in `<name>_content`.
+    let stored = t.create.contains("content=") || sql_of(&format!("{}_content", t.name))?.is_some();
     match sql {
-        Some(s) if s.contains(t.expect) => return Ok(false),
+        Some(s) if s.contains(t.expect) && stored => return Ok(false),
         Some(_) => tx.execute_batch(&format!("DROP TABLE {}", t.name))?,
         None => {}
     }
@@ -252,6 +259,7 @@ fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::recall;
 
     fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
@@ -281,6 +289,39 @@ mod tests {
         assert_eq!(d["c2"], 2);
         assert_eq!(d["x"], 1);
         assert_eq!(d["y"], 1);
+    }
+
+    /// The recall reads summary ids from `summaries_fts_content`: a summary table
+    /// that does not keep its text (here contentless) is rebuilt from `summaries`.
+    #[test]
+    fn a_summary_index_without_its_stored_rows_is_rebuilt() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO conversations (session_id) VALUES ('s');
+             INSERT INTO summaries (summary_id, conversation_id, kind, content, token_count)
+               VALUES ('sum_a', 1, 'leaf', 'the deploy rolled back', 5);
+             DROP TABLE summaries_fts;
+             CREATE VIRTUAL TABLE summaries_fts USING fts5(summary_id UNINDEXED, content,
+               content='', tokenize='porter unicode61');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let mut ids = Vec::new();
+        recall::summary_fts_matches(
+            &conn,
+            recall::SummaryIndex::Words,
+            "deploy",
+            false,
+            |id, _| {
+                ids.push(id.to_owned());
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!(ids, ["sum_a"]);
+        // A current table is left as it is.
+        assert!(!ensure_fts(&conn.transaction().unwrap(), &schema::SUMMARIES_FTS).unwrap());
     }
 
     #[test]

@@ -323,11 +323,22 @@ impl SummaryIndex {
             SummaryIndex::Trigram => "summaries_fts_cjk",
         }
     }
+
+    /// The table's stored rows (FTS5's `<table>_content`: `id` = rowid, `c0` =
+    /// summary id, `c1` = text; kept present by the migration). A summary id is
+    /// read from here: asked of the full-text table, FTS5 reads the whole row,
+    /// the text's overflow pages included (≈ 4 KB per summary), to hand out the
+    /// first column.
+    fn content_table(self) -> &'static str {
+        match self {
+            SummaryIndex::Words => "summaries_fts_content",
+            SummaryIndex::Trigram => "summaries_fts_cjk_content",
+        }
+    }
 }
 
 /// Calls `f` with the summary id (and the FTS5 rank when `ranked`) of every
-/// summary `index` matches for `expr`, in the index's order, until `f` returns
-/// false.
+/// summary `index` matches for `expr`, in rowid order, until `f` returns false.
 pub fn summary_fts_matches(
     conn: &Connection,
     index: SummaryIndex,
@@ -335,14 +346,13 @@ pub fn summary_fts_matches(
     ranked: bool,
     mut f: impl FnMut(&str, Option<f64>) -> bool,
 ) -> Result<()> {
-    let table = index.table();
-    let cols = if ranked {
-        "summary_id, rank"
-    } else {
-        "summary_id"
-    };
+    let (table, stored) = (index.table(), index.content_table());
+    let cols = if ranked { "c.c0, f.rank" } else { "c.c0" };
+    // The full-text table first (CROSS JOIN keeps that order): it gives rowids in
+    // its own order, and each id is read by rowid from the stored rows.
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {cols} FROM {table} WHERE {table} MATCH ?1"
+        "SELECT {cols} FROM {table} f CROSS JOIN {stored} c ON c.id = f.rowid \
+         WHERE {table} MATCH ?1 ORDER BY f.rowid"
     ))?;
     let mut rows = stmt.query([expr])?;
     while let Some(r) = rows.next()? {
@@ -392,7 +402,8 @@ pub fn summary_fts_rows_desc(
         }
     }
     let mut all = conn.prepare_cached(&format!(
-        "SELECT rowid, summary_id FROM {table} ORDER BY rowid DESC"
+        "SELECT id, c0 FROM {} ORDER BY id DESC",
+        index.content_table()
     ))?;
     let mut rows = all.query([])?;
     let mut ended = false;
