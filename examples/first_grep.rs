@@ -75,10 +75,11 @@ fn main() {
         conn.execute_batch("COMMIT").expect("commit");
         let how = |r: &Option<(Vec<_>, ScopeStats)>| match r {
             Some((hits, st)) => format!(
-                "{} ({} hits, {} candidates)",
+                "{} ({} hits, {} candidates, {} scanned)",
                 st.strategy,
                 hits.len(),
-                st.candidates
+                st.candidates,
+                st.scanned
             ),
             None => "declined".into(),
         };
