@@ -5,6 +5,7 @@
 //! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn]
 //! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
 //! cargo run --release --example raw_sqlite -- dbstat <db>
+//! cargo run --release --example raw_sqlite -- fts-grep <db> <rounds> <pattern>...
 //! ```
 //! `insert` writes each message as a `messages` row, one `message_parts` row per
 //! block (the block JSON), a `context_items` row and a standalone FTS row, in one
@@ -12,7 +13,12 @@
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
 //! time, to measure the engine while another process writes. `dbstat` prints the
 //! bytes of every table and index (SQLite's `dbstat` virtual table), one
-//! `name=… bytes=…` line each, largest first.
+//! `name=… bytes=…` line each, largest first. `fts-grep` runs the reference plugin's
+//! full-text `lcm_grep` query over messages on a database `insert` wrote (each
+//! whitespace-separated word quoted, `snippet()` on the hits, newest first, 20 at
+//! most, one conversation), each pattern `rounds` times on one connection with the
+//! statement prepared once, and prints `p50_ms=… p99_ms=… hits=…`: a lower bound
+//! for the reference's warm full-text grep (no summaries half, no JavaScript).
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -42,9 +48,12 @@ fn main() {
             hold_lock(&args[1], args[2].parse().unwrap_or(1000))
         }
         Some("dbstat") if args.len() >= 2 => dbstat(&args[1]),
+        Some("fts-grep") if args.len() >= 4 => {
+            fts_grep(&args[1], args[2].parse().unwrap_or(5), &args[3..])
+        }
         _ => {
             eprintln!(
-                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis> | dbstat <db>"
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
             );
             std::process::exit(2);
         }
@@ -137,4 +146,46 @@ fn dbstat(db: &str) {
         let (name, bytes) = row.expect("dbstat row");
         println!("name={name} bytes={bytes}");
     }
+}
+
+/// The reference's FTS5 query text: every whitespace-separated word, quotes
+/// removed, as a quoted phrase.
+fn sanitize(pattern: &str) -> String {
+    pattern
+        .split_whitespace()
+        .map(|w| format!("\"{}\"", w.replace('"', "")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn fts_grep(db: &str, rounds: usize, patterns: &[String]) {
+    let conn = Connection::open(db).expect("open db");
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.message_id, m.conversation_id, m.role,
+                    snippet(messages_fts, 0, '', '', '...', 32), m.created_at
+             FROM messages_fts JOIN messages m ON m.message_id = messages_fts.rowid
+             WHERE messages_fts MATCH ?1 AND m.conversation_id = 1
+             ORDER BY m.created_at DESC LIMIT 20",
+        )
+        .expect("prepare");
+    let mut times = Vec::new();
+    let mut hits = 0usize;
+    for round in 0..rounds {
+        for p in patterns {
+            let start = Instant::now();
+            let rows: Vec<(i64, String)> = stmt
+                .query_map([sanitize(p)], |r| Ok((r.get(0)?, r.get(3)?)))
+                .expect("query")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows");
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            if round == 0 {
+                hits += rows.len();
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    println!("p50_ms={:.3} p99_ms={:.3} hits={hits}", at(0.5), at(0.99));
 }
