@@ -52,7 +52,8 @@ fn main() {
         .and_then(|c| {
             // The engine's read connections' page cache and memory map.
             c.execute_batch(&format!(
-                "PRAGMA cache_size = -65536; PRAGMA mmap_size = {};",
+                "PRAGMA cache_size = -{}; PRAGMA mmap_size = {};",
+                lcm_native::store::READER_CACHE_KIB,
                 lcm_native::store::MMAP_BYTES
             ))?;
             Ok(c)

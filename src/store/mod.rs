@@ -122,7 +122,7 @@ pub const MMAP_BYTES: i64 = 0x7fff_0000;
 
 /// Page cache of a read connection, KiB: WAL frames (the pages written since the
 /// last checkpoint) are read into it, everything else through the map.
-const READER_CACHE_KIB: i64 = 65_536;
+pub const READER_CACHE_KIB: i64 = 65_536;
 
 /// Page cache of a write connection, KiB. Every commit ends with SQLite truncating
 /// the cache to the file's size, which walks the cache's whole hash table when it
