@@ -49,7 +49,10 @@ fn main() {
         }
         Some("dbstat") if args.len() >= 2 => dbstat(&args[1]),
         Some("fts-grep") if args.len() >= 4 => {
-            fts_grep(&args[1], args[2].parse().unwrap_or(5), &args[3..])
+            let rounds = args[2]
+                .parse()
+                .expect("fts-grep <db> <rounds>: rounds is a count");
+            fts_grep(&args[1], rounds, &args[3..])
         }
         _ => {
             eprintln!(
