@@ -205,9 +205,11 @@ impl Recall<'_> {
         };
         let q = grep::build_query(&p.pattern, p.mode, p.sort, limit as usize, filter)?;
         let state = self.recall().clone();
-        // Right after open, the catalog build gives way to this search.
-        let in_flight = state.cold_search();
-        if p.scope != Scope::Summaries && (p.mode == Mode::FullText || in_flight.is_some()) {
+        // Right after open, the catalog build gives way to a search of messages
+        // (a summaries-only search never needs it).
+        let searches_messages = p.scope != Scope::Summaries;
+        let in_flight = searches_messages.then(|| state.cold_search()).flatten();
+        if searches_messages && (p.mode == Mode::FullText || in_flight.is_some()) {
             // Message indexing is batched off the ingest path: make every
             // acknowledged message searchable first (full text, and regex before
             // the catalog is built; a broken index is not fatal: the search then

@@ -230,8 +230,8 @@ fn detect_features(tx: &Transaction) -> Features {
 
 /// Creates a full-text table when missing, or rebuilds it when its stored layout is
 /// not the current one (e.g. the reference's standalone `messages_fts`, or a
-/// table meant to keep its text whose `<name>_content` is missing: the recall
-/// reads summary ids from there). Returns whether it was (re)built from its base
+/// table meant to keep its text whose stored rows are missing, see
+/// [`schema::stored_rows`]). Returns whether it was (re)built from its base
 /// table.
 fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<bool> {
     let sql_of = |name: &str| -> Result<Option<String>> {
@@ -244,8 +244,8 @@ fn ensure_fts(tx: &Transaction, t: &FtsTable) -> Result<bool> {
             .optional()?)
     };
     let sql = sql_of(t.name)?;
-    // A table that keeps its own text (no `content=` option) has it in `<name>_content`.
-    let stored = t.create.contains("content=") || sql_of(&format!("{}_content", t.name))?.is_some();
+    // A table that keeps its own text (no `content=` option) has its stored rows.
+    let stored = t.create.contains("content=") || sql_of(&schema::stored_rows(t.name))?.is_some();
     match sql {
         Some(s) if s.contains(t.expect) && stored => return Ok(false),
         Some(_) => tx.execute_batch(&format!("DROP TABLE {}", t.name))?,

@@ -723,7 +723,8 @@ const RESTART_WAIT: Duration = Duration::from_millis(2);
 /// checkpoint on the writer connection, between transactions. After the
 /// checkpointer's pass only the frames committed since are left to copy; RESTART
 /// then waits (at most [`RESTART_WAIT`]) until no reader still reads from the
-/// log, so the next write transaction starts it over. A busy attempt changes nothing and is retried on a later round.
+/// log, so the next write transaction starts it over. A busy attempt changes
+/// nothing and is retried on a later round.
 fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
     if restart_wal.swap(false, Ordering::AcqRel) {
         let timeout = busy::timeout();

@@ -324,16 +324,10 @@ impl SummaryIndex {
         }
     }
 
-    /// The table's stored rows (FTS5's `<table>_content`: `id` = rowid, `c0` =
-    /// summary id, `c1` = text; kept present by the migration). A summary id is
-    /// read from here: asked of the full-text table, FTS5 reads the whole row,
-    /// the text's overflow pages included (≈ 4 KB per summary), to hand out the
-    /// first column.
-    fn content_table(self) -> &'static str {
-        match self {
-            SummaryIndex::Words => "summaries_fts_content",
-            SummaryIndex::Trigram => "summaries_fts_cjk_content",
-        }
+    /// The table's stored rows ([`super::schema::stored_rows`]: `c0` = summary
+    /// id, `c1` = text; kept present by the migration).
+    fn stored_rows(self) -> String {
+        super::schema::stored_rows(self.table())
     }
 }
 
@@ -346,7 +340,7 @@ pub fn summary_fts_matches(
     ranked: bool,
     mut f: impl FnMut(&str, Option<f64>) -> bool,
 ) -> Result<()> {
-    let (table, stored) = (index.table(), index.content_table());
+    let (table, stored) = (index.table(), index.stored_rows());
     let cols = if ranked { "c.c0, f.rank" } else { "c.c0" };
     // The full-text table first (CROSS JOIN keeps that order): it gives rowids in
     // its own order, and each id is read by rowid from the stored rows.
@@ -403,7 +397,7 @@ pub fn summary_fts_rows_desc(
     }
     let mut all = conn.prepare_cached(&format!(
         "SELECT id, c0 FROM {} ORDER BY id DESC",
-        index.content_table()
+        index.stored_rows()
     ))?;
     let mut rows = all.query([])?;
     let mut ended = false;

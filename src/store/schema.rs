@@ -229,6 +229,15 @@ CREATE INDEX IF NOT EXISTS lcm_messages_created_idx ON messages (created_at);
 CREATE INDEX IF NOT EXISTS lcm_summaries_keys_idx ON summaries (summary_id, conversation_id, latest_at, created_at);
 "#;
 
+/// The table where an FTS5 table that keeps its own text stores its rows
+/// (`id` = rowid, then one `c<i>` column per declared column, in order): summary
+/// ids are read, and rows to delete found, there rather than through the full-text
+/// table, which reads a whole row (the text's overflow pages included) to hand out
+/// one column.
+pub fn stored_rows(fts_table: &str) -> String {
+    format!("{fts_table}_content")
+}
+
 /// One full-text table: its name, the SQL that creates it, the SQL that fills it
 /// from its source table, and a fragment whose absence in `sqlite_master` marks an
 /// incompatible older layout that must be rebuilt.

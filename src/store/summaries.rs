@@ -382,13 +382,14 @@ pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Featur
 }
 
 /// Deletes a summary's rows from the full-text tables. Its rows are found in each
-/// table's stored rows (`<table>_content`, the id in `c0`, present as the
-/// migration keeps it): a delete by the unindexed `summary_id` column reads every
-/// row's text (≈ 9 ms per delete at 11,000 summaries, against ≈ 1 ms).
+/// table's stored rows ([`super::schema::stored_rows`], the id in `c0`): a delete
+/// by the unindexed `summary_id` column reads every row's text (≈ 9 ms per delete
+/// at 11,000 summaries, against ≈ 1 ms).
 pub fn delete_fts_rows(tx: &Transaction, id: &str, features: Features) -> Result<()> {
     for table in summary_tables(features) {
+        let stored = super::schema::stored_rows(table);
         tx.prepare_cached(&format!(
-            "DELETE FROM {table} WHERE rowid IN (SELECT id FROM {table}_content WHERE c0 = ?1)"
+            "DELETE FROM {table} WHERE rowid IN (SELECT id FROM {stored} WHERE c0 = ?1)"
         ))?
         .execute([id])?;
     }
