@@ -641,9 +641,7 @@ fn writer_loop(
                 after_write(&mut conn, &mut lag, &mut map);
             }
             Msg::Grouped(first) => {
-                let (jobs, after) = group::collect(first, &rx);
-                next = after;
-                group::run(&mut conn, jobs);
+                next = group::run_arriving(&mut conn, first, &rx);
                 after_write(&mut conn, &mut lag, &mut map);
             }
             Msg::FlushFts(reply) => {
