@@ -8,7 +8,8 @@
 //                         [--profile fastrelease]
 // --sessions K adds the run of K sessions ingesting concurrently (one awaited batch
 // per session per turn, all K in flight at once: group commit), compared with raw
-// one-transaction. The raw reference is target/<triple>/<profile>/examples/raw_sqlite
+// one-transaction and with raw committing once per K turns (the most K awaiting
+// sessions can put in one commit). The raw reference is target/<triple>/<profile>/examples/raw_sqlite
 // (`cargo build --profile <profile> --example raw_sqlite`); without it only our
 // figures print.
 import { createRequire } from 'node:module'
@@ -93,9 +94,10 @@ async function run(turns, bytes, sessions, work) {
   return { msgsPerSec: count / secs, mbPerSec: (bytes * ids.length) / 1e6 / secs, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, bytesPerMsg: size / count, marks, perTable }
 }
 
-function raw(file, work, perTurn) {
+/** Raw SQLite's rate for the same rows: `args` says how often it commits. */
+function raw(file, work, args) {
   const dir = mkdtempSync(join(work, 'raw-'))
-  const out = execFileSync(rawBin, ['insert', file, join(dir, 'raw.db'), ...(perTurn ? ['--per-turn'] : [])], { encoding: 'utf8' })
+  const out = execFileSync(rawBin, ['insert', file, join(dir, 'raw.db'), ...args], { encoding: 'utf8' })
   rmSync(dir, { recursive: true })
   return Number(/msgs_per_sec=(\d+)/.exec(out)[1])
 }
@@ -108,12 +110,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const turns = toTurns(messages)
   console.log(`workload: ${messages.length} messages in ${turns.length} turns, ${(bytes / 1e6).toFixed(1)} MB JSONL`)
   const hasRaw = existsSync(rawBin)
-  const ours = [], multi = [], rawTurn = [], rawOne = []
+  const ours = [], multi = [], rawTurn = [], rawOne = [], rawK = []
   for (let i = 0; i < RUNS; i++) {
     ours.push(await run(turns, bytes, 0, work))
-    if (hasRaw) rawTurn.push(raw(file, work, true))
+    if (hasRaw) rawTurn.push(raw(file, work, ['--per-turn']))
     if (SESSIONS) multi.push(await run(turns, bytes, SESSIONS, work))
-    if (hasRaw) rawOne.push(raw(file, work, false))
+    if (hasRaw) rawOne.push(raw(file, work, []))
+    // K awaiting sessions make at best one commit per round of their turns.
+    if (hasRaw && SESSIONS) rawK.push(raw(file, work, ['--turns-per-commit', String(SESSIONS)]))
   }
   const line = (name, s, digits = 0) =>
     console.log(`${name.padEnd(36)} ${s.min.toFixed(digits).padStart(10)} ${s.median.toFixed(digits).padStart(10)} ${s.max.toFixed(digits).padStart(10)}`)
@@ -128,10 +132,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (hasRaw) {
     line('raw SQLite, commit per turn msgs/s', stat(rawTurn))
     line('raw SQLite, one transaction msgs/s', stat(rawOne))
+    if (SESSIONS) line(`raw SQLite, commit per ${SESSIONS} turns msgs/s`, stat(rawK))
     // Ratios of the same round, then their median: load drifts between rounds.
     const ratio = (a, b) => stat(a.map((x, i) => x / b[i]))
     line('ours / raw per turn (target ≥ 2)', ratio(ours.map((r) => r.msgsPerSec), rawTurn), 2)
     if (SESSIONS) line(`${SESSIONS} sessions / raw one txn (target ≥ 1)`, ratio(multi.map((r) => r.msgsPerSec), rawOne), 2)
+    if (SESSIONS) line(`${SESSIONS} sessions / raw per ${SESSIONS} turns (same commits)`, ratio(multi.map((r) => r.msgsPerSec), rawK), 2)
   }
   const m = ours[ours.length - 1].marks
   const rates = m.map((x, i) => ((x.count - (i ? m[i - 1].count : 0)) / ((x.ms - (i ? m[i - 1].ms : 0)) / 1000)).toFixed(0))
@@ -142,6 +148,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log(`bytes/msg per table and index (dbstat, first run; Σ ${named.reduce((a, [, b]) => a + b, 0).toFixed(0)}):`)
     for (const [name, b] of named) if (b >= 1) console.log(`  ${name.padEnd(40)} ${b.toFixed(0).padStart(6)}`)
   }
-  if (argv.includes('--json')) writeFileSync(arg('--json'), JSON.stringify({ ours, multi, rawTurn, rawOne }, null, 1))
+  if (argv.includes('--json')) writeFileSync(arg('--json'), JSON.stringify({ ours, multi, rawTurn, rawOne, rawK }, null, 1))
   rmSync(work, { recursive: true, force: true })
 }

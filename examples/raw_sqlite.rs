@@ -2,14 +2,15 @@
 //! machine for the same rows, with no engine around it.
 //!
 //! ```text
-//! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn]
+//! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K]
 //! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
 //! cargo run --release --example raw_sqlite -- dbstat <db>
 //! cargo run --release --example raw_sqlite -- fts-grep <db> <rounds> <pattern>...
 //! ```
 //! `insert` writes each message as a `messages` row, one `message_parts` row per
 //! block (the block JSON), a `context_items` row and a standalone FTS row, in one
-//! transaction (default) or one per turn, and prints `msgs_per_sec=…`.
+//! transaction (default), one per turn or one per K turns (what group commit
+//! makes of K sessions' turns), and prints `msgs_per_sec=…`.
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
 //! time, to measure the engine while another process writes. `dbstat` prints the
 //! bytes of every table and index (SQLite's `dbstat` virtual table), one
@@ -41,9 +42,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tokenize='po
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("insert") if args.len() >= 3 => {
-            insert(&args[1], &args[2], args.iter().any(|a| a == "--per-turn"))
-        }
+        Some("insert") if args.len() >= 3 => insert(&args[1], &args[2], turns_per_commit(&args)),
         Some("hold-lock") if args.len() >= 3 => {
             hold_lock(&args[1], args[2].parse().unwrap_or(1000))
         }
@@ -56,7 +55,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
             );
             std::process::exit(2);
         }
@@ -76,7 +75,22 @@ fn text_of(m: &Value) -> String {
     }
 }
 
-fn insert(jsonl: &str, db: &str, per_turn: bool) {
+/// Turns per commit of `insert`: 1 with `--per-turn`, K with
+/// `--turns-per-commit K`, none (one transaction) otherwise.
+fn turns_per_commit(args: &[String]) -> Option<usize> {
+    if args.iter().any(|a| a == "--per-turn") {
+        return Some(1);
+    }
+    let at = args.iter().position(|a| a == "--turns-per-commit")?;
+    let k = args
+        .get(at + 1)
+        .and_then(|v| v.parse().ok())
+        .filter(|&k: &usize| k > 0)
+        .expect("--turns-per-commit takes a count of at least 1");
+    Some(k)
+}
+
+fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>) {
     let file = std::fs::File::open(jsonl).expect("open jsonl");
     let messages: Vec<Value> = BufReader::new(file)
         .lines()
@@ -88,10 +102,14 @@ fn insert(jsonl: &str, db: &str, per_turn: bool) {
     conn.execute_batch(SCHEMA).expect("schema");
     let start = Instant::now();
     conn.execute_batch("BEGIN").expect("begin");
+    let mut turns = 0;
     for (i, m) in messages.iter().enumerate() {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        if per_turn && role == "user" && i > 0 {
-            conn.execute_batch("COMMIT; BEGIN").expect("commit");
+        if role == "user" && i > 0 {
+            turns += 1;
+            if turns_per_commit.is_some_and(|k| turns % k == 0) {
+                conn.execute_batch("COMMIT; BEGIN").expect("commit");
+            }
         }
         let t = &conn;
         let content = text_of(m);
