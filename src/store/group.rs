@@ -165,6 +165,7 @@ pub fn run(conn: &mut Connection, mut jobs: Vec<Box<dyn GroupJob>>) {
     settle(jobs, outcome);
 }
 
+/// Delivers every job's result once the group's transaction has ended.
 fn settle(jobs: Vec<Box<dyn GroupJob>>, outcome: Result<()>) {
     for job in jobs {
         job.settle(outcome.as_ref().map(|_| ()));
@@ -403,8 +404,8 @@ mod tests {
         );
         assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
         assert_eq!(rows(&c), vec!["a"], "a job behind the flush waits for it");
+        // Still queued, unrun; dropped here, it answers LCM_CLOSED.
         assert!(matches!(rx.try_recv(), Ok(Msg::Grouped(_))));
-        drop(tx);
         assert_eq!(
             rlater.try_recv().unwrap().unwrap_err().code,
             ErrorCode::Closed
