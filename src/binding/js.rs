@@ -10,6 +10,9 @@ use crate::error::LcmError;
 /// them, held by references (per environment, as instance data): looking them up
 /// on every call cost two property reads with fresh key strings on the JS thread.
 /// The references are never deleted; Node frees them with the environment.
+/// Node-API gives an addon one instance-data slot per environment and this struct
+/// holds it: anything else kept per environment belongs here too (a second
+/// `set_instance_data` would replace it, and every lookup here would then fail).
 struct JsonFunctions {
     parse: napi::sys::napi_ref,
     stringify: napi::sys::napi_ref,
