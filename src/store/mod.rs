@@ -12,6 +12,7 @@
 //!   its caller gets `LCM_INTERNAL`, and the writer thread keeps serving.
 
 pub mod browse;
+pub mod checkpoint;
 pub mod context;
 pub mod conversations;
 pub mod copy;
@@ -64,8 +65,8 @@ pub struct StoreOptions {
     pub busy_timeout: Duration,
     /// Number of read connections (file databases only).
     pub readers: usize,
-    /// Interval of the background WAL checkpointer.
-    pub checkpoint_interval: Duration,
+    /// When the background WAL checkpointer runs.
+    pub checkpoint: checkpoint::Pace,
 }
 
 impl Default for StoreOptions {
@@ -74,7 +75,7 @@ impl Default for StoreOptions {
             path: ":memory:".into(),
             busy_timeout: Duration::from_secs(30),
             readers: 2,
-            checkpoint_interval: Duration::from_millis(100),
+            checkpoint: checkpoint::Pace::default(),
         }
     }
 }
@@ -100,7 +101,7 @@ struct Inner {
     /// open, and a read in progress its snapshot, after the caller was told the
     /// store is closed).
     reads_in_flight: Arc<tokio::sync::RwLock<()>>,
-    stop_checkpointer: Arc<AtomicBool>,
+    checkpoints: Arc<checkpoint::Checkpoints>,
     guard: Arc<guard::Guard>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -222,7 +223,7 @@ impl Store {
     pub fn open(opts: StoreOptions) -> Result<Store> {
         let in_memory = opts.path == ":memory:";
         prepare_parent_dir(&opts.path)?;
-        let restart_wal = Arc::new(AtomicBool::new(false));
+        let checkpoints = Arc::new(checkpoint::Checkpoints::default());
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
         if !in_memory {
             let mode: String = writer
@@ -238,12 +239,10 @@ impl Store {
                 .execute_batch("PRAGMA wal_autocheckpoint = 0;")
                 .map_err(|e| open_error(&opts.path, e))?;
             // After the pragma, which replaces any WAL hook.
-            let overdue = restart_wal.clone();
+            let signals = checkpoints.clone();
             writer
                 .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
-                    if i64::from(frames) >= WAL_OVERDUE_FRAMES {
-                        overdue.store(true, Ordering::Release);
-                    }
+                    signals.committed(i64::from(frames));
                     Ok(())
                 }))
                 .map_err(|e| open_error(&opts.path, e))?;
@@ -266,29 +265,25 @@ impl Store {
             }
         }
         let (tx, rx) = mpsc::channel::<Msg>();
-        let stop = Arc::new(AtomicBool::new(false));
-        let restart2 = restart_wal.clone();
         let lag = fts_lag::FtsLag::new(features.fts5);
         let guard = Arc::new(guard::Guard::default());
         let writer_guard = guard.clone();
+        let writer_checkpoints = checkpoints.clone();
         let busy_timeout = opts.busy_timeout;
         let mut threads = vec![std::thread::Builder::new()
             .name("lcm-writer".into())
             .spawn(move || {
                 busy::set_timeout(busy_timeout);
-                writer_loop(writer, rx, lag, &writer_guard, &restart_wal)
+                writer_loop(writer, rx, lag, &writer_guard, &writer_checkpoints)
             })
             .map_err(LcmError::from)?];
         if !in_memory {
             let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
-            let stop2 = stop.clone();
-            let every = opts.checkpoint_interval;
-            threads.push(
-                std::thread::Builder::new()
-                    .name("lcm-checkpoint".into())
-                    .spawn(move || checkpoint_loop(ckpt, stop2, every, restart2))
-                    .map_err(LcmError::from)?,
-            );
+            threads.push(checkpoint::spawn(
+                ckpt,
+                opts.checkpoint,
+                checkpoints.clone(),
+            )?);
         }
         Ok(Store {
             inner: Arc::new(Inner {
@@ -299,7 +294,7 @@ impl Store {
                 writer_tx: Mutex::new(Some(tx)),
                 readers: Mutex::new(readers),
                 reads_in_flight: Arc::new(tokio::sync::RwLock::new(())),
-                stop_checkpointer: stop,
+                checkpoints,
                 guard,
                 threads: Mutex::new(threads),
             }),
@@ -519,7 +514,7 @@ impl Store {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.inner.stop_checkpointer.store(true, Ordering::Release);
+        self.inner.checkpoints.stop();
         // Reads in progress finish and return their connections (reads that start
         // later see the store closed); the read-only pool closes before the writer,
         // so the last connection to close can checkpoint and remove the WAL.
@@ -596,7 +591,7 @@ fn writer_loop(
     rx: mpsc::Receiver<Msg>,
     mut lag: fts_lag::FtsLag,
     guard: &guard::Guard,
-    restart_wal: &AtomicBool,
+    checkpoints: &checkpoint::Checkpoints,
 ) {
     let catch_up = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
         let r = guard.run(
@@ -618,7 +613,7 @@ fn writer_loop(
             if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
                 let _ = catch_up(conn, lag);
             }
-            top_up_checkpoint(conn, restart_wal);
+            checkpoint::top_up(conn, checkpoints);
             let _ = map.after_write(conn);
         };
     let mut map = mapping::WriterMap::new(mapping::QUIET);
@@ -667,68 +662,6 @@ fn writer_loop(
                 return;
             }
         }
-    }
-}
-
-/// WAL length (frames, ≈ 4 KiB each) past which the checkpointer has the writer
-/// start the log over.
-pub const WAL_RESTART_FRAMES: i64 = 4096;
-
-/// WAL length past which the writer starts the log over on its own, whatever the
-/// checkpointer did: its commits report the log's length (SQLite's WAL hook), so
-/// a checkpointer that falls behind (starved of CPU on a saturated machine, or
-/// gone) never leaves the log unbounded. The writer then copies every frame
-/// itself, a few tens of milliseconds once per 32 MiB of log.
-pub const WAL_OVERDUE_FRAMES: i64 = 2 * WAL_RESTART_FRAMES;
-
-/// The background checkpointer: a PASSIVE checkpoint every `every`, off the writer.
-///
-/// A PASSIVE checkpoint copies frames into the database file but never starts the
-/// log over: SQLite does that when a write transaction begins with every frame
-/// already copied, which under steady writes never happens (new commits always
-/// land between the checkpoint and the next write). The WAL then grows without
-/// bound (≈ 150 MB after 10k messages ingested back to back) and every page read
-/// searches more of it. So once the log passes [`WAL_RESTART_FRAMES`], the writer is
-/// asked to copy the few frames committed since and wait briefly for readers of the
-/// log ([`top_up_checkpoint`], between two of its transactions); its next write
-/// transaction then starts the log over.
-fn checkpoint_loop(
-    conn: Connection,
-    stop: Arc<AtomicBool>,
-    every: Duration,
-    restart_wal: Arc<AtomicBool>,
-) {
-    let tick = Duration::from_millis(50);
-    let mut waited = Duration::ZERO;
-    while !stop.load(Ordering::Acquire) {
-        std::thread::sleep(tick);
-        waited += tick;
-        if waited >= every {
-            waited = Duration::ZERO;
-            let log = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1));
-            if log.is_ok_and(|frames| frames >= WAL_RESTART_FRAMES) {
-                restart_wal.store(true, Ordering::Release);
-            }
-        }
-    }
-}
-
-/// How long the writer's top-up checkpoint waits for readers of old frames (and
-/// another process's writer) before leaving the restart to the next round.
-const RESTART_WAIT: Duration = Duration::from_millis(2);
-
-/// When the checkpointer (or the writer's WAL hook) asked for it: a RESTART
-/// checkpoint on the writer connection, between transactions. After the
-/// checkpointer's pass only the frames committed since are left to copy; RESTART
-/// then waits (at most [`RESTART_WAIT`]) until no reader still reads from the
-/// log, so the next write transaction starts it over. A busy attempt changes
-/// nothing and is retried on a later round.
-fn top_up_checkpoint(conn: &Connection, restart_wal: &AtomicBool) {
-    if restart_wal.swap(false, Ordering::AcqRel) {
-        let timeout = busy::timeout();
-        busy::set_timeout(RESTART_WAIT);
-        let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
-        busy::set_timeout(timeout);
     }
 }
 
@@ -827,14 +760,14 @@ mod tests {
     }
 
     /// Writes ≈ 200 MB back to back (commits of ≈ 5 pages, far more than the
-    /// restart thresholds) with the given checkpointer interval, and checks the
-    /// WAL's size against `bound` after each tenth of it.
-    async fn wal_stays_under(bound: u64, checkpoint_interval: Duration) {
+    /// restart thresholds) with the checkpointer paced by `checkpoint`, and checks
+    /// the WAL's size against `bound` after each tenth of it.
+    async fn wal_stays_under(bound: u64, checkpoint: checkpoint::Pace) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.db").to_string_lossy().into_owned();
         let store = Store::open(StoreOptions {
             path: path.clone(),
-            checkpoint_interval,
+            checkpoint,
             ..StoreOptions::default()
         })
         .unwrap();
@@ -842,7 +775,7 @@ mod tests {
             .write(|c| Ok(c.execute_batch("CREATE TABLE scratch (b BLOB)")?))
             .await
             .unwrap();
-        let total = 12 * WAL_RESTART_FRAMES as u64 * 4096;
+        let total = 12 * checkpoint::WAL_RESTART_FRAMES as u64 * 4096;
         let (mut written, mut sizes) = (0u64, Vec::new());
         while written < total {
             store
@@ -866,8 +799,8 @@ mod tests {
         // Without the writer's top-up checkpoint the log never starts over and the
         // file grows to about what was written.
         wal_stays_under(
-            3 * WAL_RESTART_FRAMES as u64 * 4096,
-            Duration::from_millis(20),
+            3 * checkpoint::WAL_RESTART_FRAMES as u64 * 4096,
+            checkpoint::Pace::default(),
         )
         .await;
     }
@@ -876,8 +809,64 @@ mod tests {
     async fn the_writer_bounds_the_wal_when_the_checkpointer_gets_no_cpu() {
         // A checkpointer that never runs (as one starved of CPU would): the
         // writer's own restart past WAL_OVERDUE_FRAMES still bounds the log.
-        let bound = (WAL_OVERDUE_FRAMES as u64 + 64) * 4120;
-        wal_stays_under(bound, Duration::from_secs(3600)).await;
+        let bound = (checkpoint::WAL_OVERDUE_FRAMES as u64 + 64) * 4120;
+        let never = Duration::from_secs(3600);
+        let pace = checkpoint::Pace {
+            gap: never,
+            idle: never,
+        };
+        wal_stays_under(bound, pace).await;
+    }
+
+    /// The database file's size once a 1 MB row is committed, after waiting
+    /// `wait` with the checkpointer paced by `pace`; and how long `close` took.
+    async fn main_file_after_commit(pace: checkpoint::Pace, wait: Duration) -> (u64, Duration) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db").to_string_lossy().into_owned();
+        let store = Store::open(StoreOptions {
+            path: path.clone(),
+            checkpoint: pace,
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        store
+            .write(|c| {
+                c.execute_batch("CREATE TABLE t (b BLOB)")?;
+                Ok(c.execute("INSERT INTO t VALUES (randomblob(1000000))", [])?)
+            })
+            .await
+            .unwrap();
+        let until = Instant::now() + wait;
+        let size = || std::fs::metadata(&path).unwrap().len();
+        while size() < 1_000_000 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let grown = size();
+        let start = Instant::now();
+        store.close().await.unwrap();
+        (grown, start.elapsed())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_commit_wakes_the_checkpointer_and_close_wakes_it_to_stop() {
+        let hour = Duration::from_secs(3600);
+        // No periodic pass for an hour: the commit's bell alone has the frames
+        // copied into the database file, and close does not wait for the hour.
+        let pace = checkpoint::Pace {
+            gap: Duration::from_millis(10),
+            idle: hour,
+        };
+        let (grown, closing) = main_file_after_commit(pace, Duration::from_secs(10)).await;
+        assert!(grown >= 1_000_000, "database file {grown} bytes");
+        assert!(closing < Duration::from_secs(5), "close took {closing:?}");
+        // Without the bell's pass the frames stay in the log (the test can fail).
+        let never = checkpoint::Pace {
+            gap: hour,
+            idle: hour,
+        };
+        let (kept, closing) = main_file_after_commit(never, Duration::from_millis(300)).await;
+        assert!(kept < 1_000_000, "database file {kept} bytes");
+        assert!(closing < Duration::from_secs(5), "close took {closing:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
