@@ -71,6 +71,19 @@ impl Default for Pace {
     }
 }
 
+#[cfg(test)]
+impl Pace {
+    /// Passes an hour apart: within a test, a checkpointer that never runs, like
+    /// one starved of CPU.
+    pub fn never() -> Self {
+        let hour = Duration::from_secs(3600);
+        Pace {
+            gap: hour,
+            idle: hour,
+        }
+    }
+}
+
 /// What the writer, the checkpointer and `close` tell each other.
 #[derive(Debug, Default)]
 pub struct Checkpoints {

@@ -810,12 +810,7 @@ mod tests {
         // A checkpointer that never runs (as one starved of CPU would): the
         // writer's own restart past WAL_OVERDUE_FRAMES still bounds the log.
         let bound = (checkpoint::WAL_OVERDUE_FRAMES as u64 + 64) * 4120;
-        let never = Duration::from_secs(3600);
-        let pace = checkpoint::Pace {
-            gap: never,
-            idle: never,
-        };
-        wal_stays_under(bound, pace).await;
+        wal_stays_under(bound, checkpoint::Pace::never()).await;
     }
 
     /// The database file's size once a 1 MB row is committed, after waiting
@@ -849,22 +844,18 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_commit_wakes_the_checkpointer_and_close_wakes_it_to_stop() {
-        let hour = Duration::from_secs(3600);
-        // No periodic pass for an hour: the commit's bell alone has the frames
-        // copied into the database file, and close does not wait for the hour.
+        // No periodic pass: the commit's bell alone has the frames copied into
+        // the database file, and close does not wait for the idle pass.
         let pace = checkpoint::Pace {
-            gap: Duration::from_millis(10),
-            idle: hour,
+            idle: checkpoint::Pace::never().idle,
+            ..checkpoint::Pace::default()
         };
         let (grown, closing) = main_file_after_commit(pace, Duration::from_secs(10)).await;
         assert!(grown >= 1_000_000, "database file {grown} bytes");
         assert!(closing < Duration::from_secs(5), "close took {closing:?}");
         // Without the bell's pass the frames stay in the log (the test can fail).
-        let never = checkpoint::Pace {
-            gap: hour,
-            idle: hour,
-        };
-        let (kept, closing) = main_file_after_commit(never, Duration::from_millis(300)).await;
+        let (kept, closing) =
+            main_file_after_commit(checkpoint::Pace::never(), Duration::from_millis(300)).await;
         assert!(kept < 1_000_000, "database file {kept} bytes");
         assert!(closing < Duration::from_secs(5), "close took {closing:?}");
     }
