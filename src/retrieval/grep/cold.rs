@@ -200,7 +200,7 @@ fn regex(
 fn regex_words(
     conn: &Connection,
     q: &Query,
-    re: &regex::Regex,
+    re: &super::Regex,
     expr: &str,
     cap: usize,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {

@@ -13,10 +13,9 @@
 
 use std::collections::HashMap;
 
-use regex::Regex;
 use rusqlite::Connection;
 
-use super::{Query, TopK};
+use super::{Query, Regex, TopK};
 use crate::error::Result;
 use crate::retrieval::sumcat::SummaryCatalog;
 use crate::store::recall::{self, SummaryIndex, WalkStep};
