@@ -35,6 +35,29 @@ pub fn init_watermark(tx: &Transaction, rebuilt: bool) -> Result<()> {
     Ok(())
 }
 
+/// The highest message id stored (0 when there is none).
+fn newest_id(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Whether every message `conn` sees is indexed (the watermark has reached the
+/// newest id): a read connection's check, so a search asks the writer to index
+/// only when something is pending.
+pub fn caught_up(conn: &Connection) -> Result<bool> {
+    Ok(newest_id(conn)? <= stored_watermark(conn)?)
+}
+
+/// The last indexed message id as stored (0 when none is recorded).
+fn stored_watermark(conn: &Connection) -> Result<i64> {
+    let w: Option<i64> = conn
+        .prepare_cached("SELECT indexed_upto FROM lcm_fts_state WHERE table_name = ?1")?
+        .query_row([TABLE], |r| r.get(0))
+        .optional()?;
+    Ok(w.unwrap_or(0))
+}
+
 /// Tracks how far the message index lags, on the writer thread.
 #[derive(Debug, Default)]
 pub struct FtsLag {
@@ -58,14 +81,7 @@ impl FtsLag {
         if let Some(w) = self.indexed_upto {
             return Ok(w);
         }
-        let w: Option<i64> = conn
-            .query_row(
-                "SELECT indexed_upto FROM lcm_fts_state WHERE table_name = ?1",
-                [TABLE],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let w = w.unwrap_or(0);
+        let w = stored_watermark(conn)?;
         self.indexed_upto = Some(w);
         Ok(w)
     }
@@ -75,10 +91,7 @@ impl FtsLag {
         if !self.enabled {
             return Ok(0);
         }
-        let max: i64 = conn
-            .prepare_cached("SELECT COALESCE(MAX(message_id), 0) FROM messages")?
-            .query_row([], |r| r.get(0))?;
-        Ok((max - self.watermark(conn)?).max(0))
+        Ok((newest_id(conn)? - self.watermark(conn)?).max(0))
     }
 
     /// Indexes every pending message in one transaction.
