@@ -2,7 +2,7 @@
 //! catalog and the summary catalog, each behind its own lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::catalog::Catalog;
@@ -34,8 +34,6 @@ pub struct RecallState {
 /// matters; the budget bounds how much later the catalog is ready for the
 /// searches that wait for it.
 pub const MAX_GIVE_WAY: Duration = Duration::from_millis(50);
-/// How long a paused build sleeps before it looks again.
-const GIVE_WAY_STEP: Duration = Duration::from_micros(100);
 /// How long a build keeps pausing after a search's answer: the reply still has
 /// to be written and cross to the JS thread (on two cores, a build running then
 /// delayed a first grep's reply by up to 6 ms after its 1 ms search), and an
@@ -53,6 +51,10 @@ struct InFlight {
     /// When the last counted search ended (µs since `epoch`; `u64::MAX`: none).
     ended_us: AtomicU64,
     epoch: Instant,
+    /// A paused build sleeps on `ended` (under `lock`) until a search ends, its
+    /// grace period runs out or its budget does: no polling beside the search.
+    lock: Mutex<()>,
+    ended: Condvar,
 }
 
 impl Default for InFlight {
@@ -61,6 +63,8 @@ impl Default for InFlight {
             count: AtomicUsize::new(0),
             ended_us: AtomicU64::new(u64::MAX),
             epoch: Instant::now(),
+            lock: Mutex::new(()),
+            ended: Condvar::new(),
         }
     }
 }
@@ -72,11 +76,25 @@ impl InFlight {
 
     /// A search is in flight, or one ended less than [`GIVE_WAY_AFTER`] ago.
     fn busy(&self) -> bool {
+        self.busy_for().is_some()
+    }
+
+    /// How long the build should still pause: `Duration::MAX` while a search is
+    /// in flight (until it ends), the rest of the grace period after one ended,
+    /// `None` when nothing is to be given way to.
+    fn busy_for(&self) -> Option<Duration> {
         if self.count.load(Ordering::Acquire) > 0 {
-            return true;
+            return Some(Duration::MAX);
         }
         let ended = self.ended_us.load(Ordering::Acquire);
-        ended != u64::MAX && self.now_us().saturating_sub(ended) < GIVE_WAY_AFTER.as_micros() as u64
+        let since = Duration::from_micros(self.now_us().saturating_sub(ended));
+        (ended != u64::MAX && since < GIVE_WAY_AFTER).then(|| GIVE_WAY_AFTER - since)
+    }
+
+    /// Wakes a paused build to look again (a search ended or stopped counting).
+    fn notify(&self) {
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.ended.notify_all();
     }
 }
 
@@ -105,6 +123,7 @@ impl Drop for ColdSearch {
             self.in_flight.ended_us.store(now, Ordering::Release);
         }
         self.in_flight.count.fetch_sub(1, Ordering::AcqRel);
+        self.in_flight.notify();
     }
 }
 
@@ -125,9 +144,18 @@ impl ColdSearches {
             return;
         }
         let start = Instant::now();
-        while self.0.busy() && start.elapsed() < *budget {
-            std::thread::sleep(GIVE_WAY_STEP);
+        let mut held = self.0.lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock a search's end notifies under: no lost wakeup.
+        while let Some(pause) = self.0.busy_for() {
+            let Some(left) = budget.checked_sub(start.elapsed()).filter(|l| !l.is_zero()) else {
+                break;
+            };
+            held = match self.0.ended.wait_timeout(held, pause.min(left)) {
+                Ok((h, _)) => h,
+                Err(e) => e.into_inner().0,
+            };
         }
+        drop(held);
         *budget = budget.saturating_sub(start.elapsed());
     }
 }
@@ -347,6 +375,33 @@ mod tests {
         let left = budget;
         cold.give_way(&mut budget);
         assert_eq!(budget, left);
+    }
+
+    /// A paused build sleeps until the search's end wakes it (then the grace
+    /// period), not until its budget runs out; a search that stops counting to
+    /// wait for the build wakes it too.
+    #[test]
+    fn a_paused_build_is_woken_when_the_search_ends() {
+        for answered in [true, false] {
+            let cold = ColdSearches::default();
+            let in_flight = cold.enter();
+            let search = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                if answered {
+                    drop(in_flight);
+                } else {
+                    in_flight.wait_for_build();
+                }
+            });
+            let mut budget = Duration::from_secs(5);
+            let start = Instant::now();
+            cold.give_way(&mut budget);
+            let waited = start.elapsed();
+            search.join().unwrap();
+            assert!(waited >= Duration::from_millis(30), "{waited:?}");
+            assert!(waited < Duration::from_secs(2), "woken, {waited:?}");
+            assert!(!cold.0.busy() || answered);
+        }
     }
 
     #[test]
