@@ -448,7 +448,11 @@ mod tests {
     #[test]
     fn an_oversized_regex_names_the_limit() {
         let e = compile_regex(r"\w{500}\w{500}\w{500}").unwrap_err();
-        assert!(e.message.contains("too large once compiled"), "{}", e.message);
+        assert!(
+            e.message.contains("too large once compiled"),
+            "{}",
+            e.message
+        );
     }
 
     /// Patterns whose matches the grep engine must find exactly where
