@@ -219,6 +219,13 @@ impl Filter {
 
     /// Whether an item of this conversation and time (epoch ms) is in scope.
     pub fn accepts_at(&self, conversation: i64, time_ms: i64) -> bool {
+        self.accepts_lazily(conversation, || time_ms)
+    }
+
+    /// [`Filter::accepts_at`] with the time computed only when a time bound
+    /// needs it (parsing a stored time for every row a scan reads is wasted
+    /// when no bound is set).
+    pub fn accepts_lazily(&self, conversation: i64, time_ms: impl FnOnce() -> i64) -> bool {
         if self
             .conversations
             .as_ref()
@@ -226,7 +233,11 @@ impl Filter {
         {
             return false;
         }
-        self.since_ms.is_none_or(|s| time_ms >= s) && self.before_ms.is_none_or(|b| time_ms < b)
+        if self.since_ms.is_none() && self.before_ms.is_none() {
+            return true;
+        }
+        let t = time_ms();
+        self.since_ms.is_none_or(|s| t >= s) && self.before_ms.is_none_or(|b| t < b)
     }
 }
 
@@ -443,6 +454,23 @@ mod tests {
         let e = compile_regex("(unclosed").unwrap_err();
         assert!(e.message.contains("unclosed"), "{}", e.message);
         assert!(compile_regex(&"a".repeat(2000)).is_err());
+    }
+
+    #[test]
+    fn a_filter_reads_the_time_only_for_a_time_bound() {
+        let f = Filter {
+            conversations: Some(vec![1]),
+            ..Filter::default()
+        };
+        assert!(f.accepts_lazily(1, || unreachable!("no bound: no time needed")));
+        assert!(!f.accepts_lazily(2, || unreachable!("out of scope first")));
+        let f = Filter {
+            since_ms: Some(10),
+            before_ms: Some(20),
+            ..Filter::default()
+        };
+        assert!(f.accepts_lazily(5, || 10) && !f.accepts_lazily(5, || 20));
+        assert!(!f.accepts_lazily(5, || 9) && f.accepts_at(5, 19));
     }
 
     #[test]

@@ -254,8 +254,10 @@ where
             visited += 1;
             w.lowest = r.id;
             bytes += r.content.len();
-            let time = parse_time_ms(r.created_at);
-            if !q.filter.accepts_at(r.conversation_id, time) {
+            if !q
+                .filter
+                .accepts_lazily(r.conversation_id, || parse_time_ms(r.created_at))
+            {
                 return;
             }
             w.stats.scanned += 1;
