@@ -873,8 +873,9 @@ mod tests {
         assert!(closing < Duration::from_secs(5), "close took {closing:?}");
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn close_waits_for_reads_in_progress_and_leaves_no_connection() {
+    /// A store with default options on `lcm.db` in a new temporary directory
+    /// (kept alive by the returned guard), and the file's path.
+    fn store_on_a_file() -> (tempfile::TempDir, String, Store) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
         let store = Store::open(StoreOptions {
@@ -882,6 +883,12 @@ mod tests {
             ..StoreOptions::default()
         })
         .unwrap();
+        (dir, path, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_waits_for_reads_in_progress_and_leaves_no_connection() {
+        let (_dir, path, store) = store_on_a_file();
         let (started_tx, started_rx) = oneshot::channel();
         let finished = Arc::new(AtomicBool::new(false));
         let done = finished.clone();
@@ -968,16 +975,11 @@ mod tests {
 
     /// With nothing unindexed, a flush is a read and does not queue behind the
     /// writer's jobs; a message another process stored (not indexed there) is
-    /// still behind the file's watermark, so the writer indexes it.
+    /// still behind the file's watermark, so the writer indexes it. The writer
+    /// is kept busy throughout, so its own idle indexing cannot stand in.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_flush_asks_the_writer_only_when_something_is_unindexed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
-        let store = Store::open(StoreOptions {
-            path: path.clone(),
-            ..StoreOptions::default()
-        })
-        .unwrap();
+        let (_dir, path, store) = store_on_a_file();
         let session = SessionRef {
             session_id: "s".into(),
             session_key: None,
@@ -989,27 +991,24 @@ mod tests {
             .write(move |c| messages::insert_batch(c, &s, m))
             .await
             .unwrap();
-        assert_eq!(store.flush_fts().await.unwrap(), 1);
+        store.flush_fts().await.unwrap();
         // The writer busy for 600 ms: a flush with nothing to index does not wait.
-        let busy = store.write(|_| {
+        let busy = tokio::spawn(store.write(|_| {
             std::thread::sleep(Duration::from_millis(600));
             Ok(())
-        });
-        let busy = tokio::spawn(busy);
+        }));
         tokio::time::sleep(Duration::from_millis(50)).await;
         let t = std::time::Instant::now();
         assert_eq!(store.flush_fts().await.unwrap(), 0);
-        assert!(
-            t.elapsed() < Duration::from_millis(300),
-            "{:?}",
-            t.elapsed()
-        );
-        busy.await.unwrap().unwrap();
-        // Another process's message, stored without indexing.
+        let waited = t.elapsed();
+        assert!(waited < Duration::from_millis(300), "{waited:?}");
+        // Meanwhile another process stores a message without indexing it: the
+        // next flush waits for the writer and indexes exactly that one.
         let mut other = open_connection(&path, Duration::from_secs(5), false).unwrap();
         messages::insert_batch(&mut other, &session, message("the okapi code is 7")).unwrap();
         drop(other);
         assert_eq!(store.flush_fts().await.unwrap(), 1);
+        busy.await.unwrap().unwrap();
         let found = store
             .read(|c| {
                 Ok(c.query_row(
