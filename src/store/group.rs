@@ -1,8 +1,9 @@
 //! Group commit on the writer thread. Grouped jobs waiting in the queue (ingests of
 //! several sessions, unawaited calls), and those that arrive while the group runs
-//! ([`run_arriving`]), run in one `BEGIN IMMEDIATE … COMMIT`, each
+//! ([`run_arriving`]), run in one `BEGIN IMMEDIATE … COMMIT`, each but the first
 //! under its own savepoint: a job that fails or panics is rolled back to its
-//! savepoint and fails alone, the others commit. Every job's result is delivered
+//! savepoint and fails alone, the others commit (the first is alone in the
+//! transaction when it runs, which rolls back whole if it fails). Every job's result is delivered
 //! only after the group's COMMIT (or, if the COMMIT itself fails, every job gets
 //! that error and nothing of the group is stored). One commit then pays the WAL
 //! write of the whole group instead of one per job.
@@ -122,9 +123,9 @@ where
     })
 }
 
-/// Runs `first`, every grouped job queued behind it and every one that arrives
-/// while the group runs (up to [`MAX_GROUP`]) in one transaction, and settles them
-/// after it ends; returns the first other message, which must run next.
+/// Runs `first`, then every grouped job queued behind it or arriving while the
+/// group runs (up to [`MAX_GROUP`]), in one transaction, and settles them after
+/// it ends; returns the first other message, which must run next.
 ///
 /// Taking in the jobs that arrive meanwhile is what makes the groups whole: when
 /// a group settles, its callers send their next jobs one by one (each caller's
@@ -133,30 +134,19 @@ where
 /// once the queue is empty, gives one commit per round of the sessions (8 jobs
 /// per group for 8 sessions instead of ≈ 4) with no waiting: the writer never
 /// idles while a job is queued, and a single caller's job commits as soon as it
-/// has run.
+/// has run. `first` runs alone in the transaction, so it needs no savepoint: if
+/// it fails, the transaction rolls back and the jobs behind it stay queued for
+/// the next group.
 pub(super) fn run_arriving(
     conn: &mut Connection,
     first: Box<dyn GroupJob>,
     rx: &mpsc::Receiver<Msg>,
 ) -> Option<Msg> {
     let mut jobs = vec![first];
-    let mut next = take_queued(&mut jobs, rx);
-    let outcome = run_in_transaction(conn, &mut jobs, next.is_none().then_some(rx), &mut next);
+    let mut next = None;
+    let outcome = run_in_transaction(conn, &mut jobs, Some(rx), &mut next);
     settle(jobs, outcome);
     next
-}
-
-/// Moves the grouped jobs queued in `rx` into `jobs` (up to [`MAX_GROUP`]);
-/// returns the first other message, which ends the group.
-fn take_queued(jobs: &mut Vec<Box<dyn GroupJob>>, rx: &mpsc::Receiver<Msg>) -> Option<Msg> {
-    while jobs.len() < MAX_GROUP {
-        match rx.try_recv() {
-            Ok(Msg::Grouped(j)) => jobs.push(j),
-            Ok(other) => return Some(other),
-            Err(_) => break,
-        }
-    }
-    None
 }
 
 /// Runs a group in one transaction and settles every job after it ends.
@@ -333,6 +323,36 @@ mod tests {
         run(&mut c, vec![a]);
         assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
         assert_eq!(rows(&c), vec!["a"]);
+    }
+
+    /// The first job of a group runs without a savepoint: when it fails, the
+    /// transaction rolls back with nothing else in it, and the jobs queued
+    /// behind it make the next group, which commits them.
+    #[test]
+    fn a_failing_first_job_fails_alone_and_leaves_the_queued_ones_to_the_next_group() {
+        let mut c = setup();
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let (b, mut rb) = grouped(insert("b"));
+        let (e, mut re) = grouped(insert("e"));
+        tx.send(Msg::Grouped(b)).unwrap();
+        tx.send(Msg::Grouped(e)).unwrap();
+        let (a, mut ra) = grouped(|c: &Connection| -> Result<()> {
+            c.execute("INSERT INTO t (v) VALUES ('a')", [])?;
+            Err(LcmError::invalid("bad"))
+        });
+        assert!(run_arriving(&mut c, a, &rx).is_none());
+        assert_eq!(
+            ra.try_recv().unwrap().unwrap_err().code,
+            ErrorCode::InvalidInput
+        );
+        assert!(rows(&c).is_empty() && c.is_autocommit());
+        let Ok(Msg::Grouped(next)) = rx.try_recv() else {
+            panic!("the queued jobs are still queued")
+        };
+        assert!(run_arriving(&mut c, next, &rx).is_none());
+        assert_eq!(rb.try_recv().unwrap().unwrap(), 1);
+        assert_eq!(re.try_recv().unwrap().unwrap(), 1);
+        assert_eq!(rows(&c), vec!["b", "e"]);
     }
 
     #[test]
