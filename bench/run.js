@@ -26,6 +26,8 @@ const flag = (k) => argv.includes(k)
 const num = (k, d) => (argv.includes(k) ? Number(argv[argv.indexOf(k) + 1]) : d)
 const RUNS = num('--runs', 3)
 const BIG = num('--big', 100000)
+/** Sessions of the concurrent-ingest run (the "8 sessions" rows and raw committing once per that many turns). */
+const SESSIONS = 8
 const PROFILE = argv.includes('--profile') ? argv[argv.indexOf('--profile') + 1] : 'release'
 const env = { ...process.env, CARGO_BUILD_TARGET: targetTriple() || '' }
 
@@ -209,7 +211,7 @@ async function main() {
       // What group commit makes of 8 awaiting sessions at best: one commit per
       // round of their turns (each acknowledgement waits for its commit, so no
       // group can hold more than one turn per session).
-      perSessionsTurns.push(rawRate(`k${i}.db`, ['--turns-per-commit', '8']))
+      perSessionsTurns.push(rawRate(`k${i}.db`, ['--turns-per-commit', String(SESSIONS)]))
     }
     row('raw SQLite, commit per turn', stat(perTurn), 'msgs/s', 0)
     row('raw SQLite, one transaction', stat(oneTx), 'msgs/s', 0)
@@ -245,7 +247,7 @@ while time.time() < end:
   }
 
   // ---- 8 conversations of 10k, ingested concurrently turn by turn
-  const multi = await ingestRun(w10, 8)
+  const multi = await ingestRun(w10, SESSIONS)
   rows.push({ name: 'ingest 8 × 10k concurrently (group commit)', unit: 'msgs/s', min: Math.round(multi.msgsPerSec) })
   results.sections.ingest8x10k = multi
   loops.push(['ingest 8 × 10k', multi.loopMax, multi.loopP99])
