@@ -24,26 +24,145 @@ function toTurns(messages) {
   return out
 }
 
-/** Runs `fn` and reports its wall time and the event loop's max / p99 delay meanwhile (ms). */
+/**
+ * Runs `fn` and reports its wall time and the event loop's max / p99 delay
+ * meanwhile (ms). `fn` gets a {@link Spells} recorder; when it marks its waits,
+ * the same spells are then replayed without the engine ({@link replayLoop}) and
+ * `replayMax` / `replayP99` report what the histogram shows for them alone.
+ */
 async function measureLoop(fn) {
+  const spells = new Spells()
   const h = monitorEventLoopDelay({ resolution: 1 })
   h.enable()
   const t0 = performance.now()
-  const value = await fn()
+  const value = await fn(spells)
   const ms = performance.now() - t0
   h.disable()
-  return { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
+  spells.end()
+  const out = { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
+  if (spells.waits() === 0) return out
+  const replay = await replayLoop(spells)
+  return { ...out, replayMax: replay.loopMax, replayP99: replay.loopP99 }
 }
 
-/** Time spent inside {@link instantSummarizer} since the last reset (ms). */
-const summarizerClock = { ms: 0, calls: 0 }
+const BUSY = 1
+const WAITING = 0
+
+/**
+ * The JavaScript thread's spells during a phase, alternately busy (running the
+ * bench's code or a callback of the engine) and waiting (for a call to settle,
+ * or between two callbacks), as times of the changes.
+ *
+ * Why: `monitorEventLoopDelay` is a 1 ms libuv timer, and libuv sleeps in whole
+ * milliseconds counted from its clock rounded down. A thread that goes to sleep
+ * at a fraction φ into a millisecond with the timer due at the next one sleeps a
+ * full millisecond and fires the timer φ late, though nothing ran. So a phase
+ * whose calls sometimes take more than a millisecond shows a p99 near 2 ms
+ * however idle the thread was. Replaying the same spells with no engine (a
+ * worker thread sleeps the waits) measures that floor in the same run.
+ */
+class Spells {
+  constructor() {
+    this.marks = [[performance.now(), BUSY]]
+  }
+  /** The thread waits from now (a call was made, or a callback returned). */
+  wait() {
+    this.marks.push([performance.now(), WAITING])
+  }
+  /** The thread is busy from now (a call settled, or a callback began). */
+  busy() {
+    this.marks.push([performance.now(), BUSY])
+  }
+  /** Marks a wait until `promise` settles; resolves as it does. */
+  waitFor(promise) {
+    this.wait()
+    return promise.finally(() => this.busy())
+  }
+  /** Closes the last spell. */
+  end() {
+    this.busy()
+  }
+  /** How many waits were marked. */
+  waits() {
+    return this.marks.filter(([, state]) => state === WAITING).length
+  }
+}
+
+/** A worker thread that sleeps the milliseconds it is sent, then answers. */
+let sleeper
+function sleeperThread() {
+  if (!sleeper) {
+    const { Worker } = require('node:worker_threads')
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads')
+       const cell = new Int32Array(new SharedArrayBuffer(4))
+       parentPort.on('message', (ms) => {
+         const end = performance.now() + ms
+         let left
+         while ((left = end - performance.now()) > 0.1) Atomics.wait(cell, 0, 0, left - 0.1)
+         while (performance.now() < end);
+         parentPort.postMessage(0)
+       })`,
+      { eval: true },
+    )
+    worker.unref()
+    sleeper = (ms) => new Promise((resolve) => {
+      worker.once('message', resolve)
+      worker.postMessage(ms)
+    })
+  }
+  return sleeper
+}
+
+/**
+ * The event loop's max / p99 delay while the thread goes through `spells` again
+ * without the engine: it spins for each busy spell and awaits the sleeper thread
+ * for each wait (less the sleeper's own round trip). Nothing competes with the
+ * thread for a core, so what this reports is the measurement's floor for that
+ * pattern of waits.
+ */
+async function replayLoop(spells) {
+  const sleep = sleeperThread()
+  const trips = []
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now()
+    await sleep(0)
+    trips.push(performance.now() - t)
+  }
+  const trip = trips.sort((a, b) => a - b)[trips.length >> 1]
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  const { marks } = spells
+  for (let i = 0; i + 1 < marks.length; i++) {
+    const [at, state] = marks[i]
+    const ms = marks[i + 1][0] - at
+    if (state === BUSY) spin(ms)
+    else await sleep(Math.max(0, ms - trip))
+  }
+  h.disable()
+  return { loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
+}
+
+/** Keeps the thread busy for `ms`. */
+function spin(ms) {
+  const end = performance.now() + ms
+  while (performance.now() < end);
+}
+
+/**
+ * Time spent inside {@link instantSummarizer} since the last reset (ms), and the
+ * {@link Spells} its calls mark while a sweep is measured.
+ */
+const summarizerClock = { ms: 0, calls: 0, spells: null }
 
 /** An instant deterministic summarizer: the first 300 characters of the source plus the footer. */
 function instantSummarizer(req) {
+  summarizerClock.spells?.busy()
   const t = performance.now()
   const text = `${req.sourceText.slice(0, 300)}\nExpand for details about: everything else`
   summarizerClock.ms += performance.now() - t
   summarizerClock.calls += 1
+  summarizerClock.spells?.wait()
   return text
 }
 
@@ -61,7 +180,15 @@ async function sweepOnly(engine, sessionId, count) {
   // Monotonic seconds (perf's CLOCK_MONOTONIC), to cut a profile to the sweep.
   const monoStart = Number(process.hrtime.bigint()) / 1e9
   const cpu0 = process.cpuUsage()
-  const m = await measureLoop(() => engine.compact({ sessionId, tokenBudget: 200000, mode: 'sweep', force: true }))
+  const m = await measureLoop(async (spells) => {
+    // The thread waits for the sweep except while it runs the summarizer.
+    summarizerClock.spells = spells
+    try {
+      return await spells.waitFor(engine.compact({ sessionId, tokenBudget: 200000, mode: 'sweep', force: true }))
+    } finally {
+      summarizerClock.spells = null
+    }
+  })
   const overheadMs = m.ms - summarizerClock.ms
   const cpu = process.cpuUsage(cpu0)
   return {
@@ -75,6 +202,8 @@ async function sweepOnly(engine, sessionId, count) {
     tokensAfter: m.value.tokensAfter,
     loopMax: m.loopMax,
     loopP99: m.loopP99,
+    replayMax: m.replayMax,
+    replayP99: m.replayP99,
     // CPU time of every thread of the process meanwhile (steadier than wall time
     // on a busy machine; the summarizer's share is not subtracted).
     cpuMs: (cpu.user + cpu.system) / 1000,
