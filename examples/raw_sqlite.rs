@@ -2,7 +2,7 @@
 //! machine for the same rows, with no engine around it.
 //!
 //! ```text
-//! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K]
+//! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] [--no-fts]
 //! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
 //! cargo run --release --example raw_sqlite -- dbstat <db>
 //! cargo run --release --example raw_sqlite -- fts-grep <db> <rounds> <pattern>...
@@ -10,7 +10,9 @@
 //! `insert` writes each message as a `messages` row, one `message_parts` row per
 //! block (the block JSON), a `context_items` row and a standalone FTS row, in one
 //! transaction (default), one per turn or one per K turns (what group commit
-//! makes of K sessions' turns), and prints `msgs_per_sec=…`.
+//! makes of K sessions' turns), and prints `msgs_per_sec=…`; with `--no-fts`, the
+//! same without the FTS rows (the rows alone: with one commit per turn, the least a
+//! durable acknowledgement per turn costs for them).
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
 //! time, to measure the engine while another process writes. `dbstat` prints the
 //! bytes of every table and index (SQLite's `dbstat` virtual table), one
@@ -42,7 +44,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, tokenize='po
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("insert") if args.len() >= 3 => insert(&args[1], &args[2], turns_per_commit(&args)),
+        Some("insert") if args.len() >= 3 => insert(
+            &args[1],
+            &args[2],
+            turns_per_commit(&args),
+            !args.iter().any(|a| a == "--no-fts"),
+        ),
         Some("hold-lock") if args.len() >= 3 => {
             hold_lock(&args[1], args[2].parse().unwrap_or(1000))
         }
@@ -55,7 +62,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] [--no-fts] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
             );
             std::process::exit(2);
         }
@@ -90,7 +97,7 @@ fn turns_per_commit(args: &[String]) -> Option<usize> {
     Some(k)
 }
 
-fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>) {
+fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
     let file = std::fs::File::open(jsonl).expect("open jsonl");
     let messages: Vec<Value> = BufReader::new(file)
         .lines()
@@ -127,9 +134,11 @@ fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>) {
                 .and_then(|mut s| s.execute(params![format!("{id:010}.{k}"), id, k as i64, b.to_string()]))
                 .expect("part");
         }
-        t.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![id, content]))
-            .expect("fts");
+        if fts {
+            t.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![id, content]))
+                .expect("fts");
+        }
         t.prepare_cached("INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, ?1, 'message', ?2)")
             .and_then(|mut s| s.execute(params![i as i64, id]))
             .expect("context");
