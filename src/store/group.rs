@@ -3,10 +3,10 @@
 //! ([`run_arriving`]), run in one `BEGIN IMMEDIATE … COMMIT`, each but the first
 //! under its own savepoint: a job that fails or panics is rolled back to its
 //! savepoint and fails alone, the others commit (the first is alone in the
-//! transaction when it runs, which rolls back whole if it fails). Every job's result is delivered
-//! only after the group's COMMIT (or, if the COMMIT itself fails, every job gets
-//! that error and nothing of the group is stored). One commit then pays the WAL
-//! write of the whole group instead of one per job.
+//! transaction when it runs, which rolls back whole if it fails). Every job's
+//! result is delivered only after the group's COMMIT (or, if the COMMIT itself
+//! fails, every job gets that error and nothing of the group is stored). One
+//! commit then pays the WAL write of the whole group instead of one per job.
 
 use std::sync::{mpsc, Arc};
 
