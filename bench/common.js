@@ -2,7 +2,8 @@
 // What bench/run.js and the focused bench scripts share: the workload generator's
 // path, the split into turns, event-loop measurement, the instant summarizer whose
 // time is subtracted, and the full-sweep measurement (the "full sweep" rows).
-const { existsSync } = require('node:fs')
+const { execFileSync } = require('node:child_process')
+const { existsSync, readdirSync, readFileSync } = require('node:fs')
 const { join } = require('node:path')
 const { monitorEventLoopDelay, performance } = require('node:perf_hooks')
 
@@ -166,6 +167,63 @@ function instantSummarizer(req) {
   return text
 }
 
+/** CPU numbers of a `taskset` list (`0-2,5`). */
+function cpuList(text) {
+  return text.split(',').flatMap((part) => {
+    const [a, b = a] = part.trim().split('-').map(Number)
+    return Array.from({ length: b - a + 1 }, (_, i) => a + i)
+  })
+}
+
+/**
+ * Keeps the engine's threads (the addon's tokio runtime, `lcm-writer`,
+ * `lcm-checkpoint`) off the first CPU this process may use, so that the event
+ * loop always has a CPU the engine does not use. Returns a function that gives
+ * them every CPU back, or null where this cannot be done (one CPU, no `taskset`).
+ * Threads the runtime starts meanwhile inherit the setting from the thread that
+ * starts them.
+ *
+ * A diagnostic of the bench, not a setting of the engine. This VM's kernel packs
+ * vCPUs (`sched_vcpu_pack=15` on its command line, and `haltpoll.guest_halt_poll_ns=0`):
+ * a thread woken by a busy thread is queued on the waker's vCPU, not on the idle
+ * one, until the load balancer moves it. A helper woken to share 3 ms of work
+ * started at once on the other vCPU in 9 of 40 tries, behind its waker in 15 and
+ * 1-1.8 ms late in 16; with the two threads pinned apart, 0.04-0.06 ms every
+ * time. A sweep wakes the event loop for every summarizer call, from a busy
+ * thread of the engine.
+ */
+function confineEngineThreads() {
+  let allowed
+  try {
+    const out = execFileSync('taskset', ['-pc', String(process.pid)], { encoding: 'utf8' })
+    allowed = cpuList(out.slice(out.lastIndexOf(':') + 1))
+  } catch {
+    return null
+  }
+  if (allowed.length < 2) return null
+  const engineThreads = () =>
+    readdirSync('/proc/self/task').filter((tid) => {
+      if (tid === String(process.pid)) return false
+      try {
+        const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()
+        return name.startsWith('tokio') || name.startsWith('lcm-')
+      } catch {
+        return false // the thread ended meanwhile
+      }
+    })
+  const set = (cpus) => {
+    for (const tid of engineThreads()) {
+      try {
+        execFileSync('taskset', ['-pc', cpus, tid], { stdio: 'ignore' })
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  }
+  set(allowed.slice(1).join(','))
+  return () => set(allowed.join(','))
+}
+
 /** Engine options of a full sweep: one sweep compacts the whole backlog. */
 const SWEEP_OPTIONS = { maxSweepIterations: 1000000, sweepDeadlineMs: 3600000 }
 
@@ -212,15 +270,36 @@ async function sweepOnly(engine, sessionId, count) {
   }
 }
 
-/** Ingests `messages` per turn into a new engine at `dbPath`, then {@link sweepOnly}. */
-async function sweepRun(LcmEngine, dbPath, messages) {
+/**
+ * Ingests `messages` per turn into a new engine at `dbPath`, then {@link sweepOnly}
+ * (with `confined`, its threads kept off one CPU meanwhile: {@link confineEngineThreads};
+ * null where that cannot be done).
+ */
+async function sweepRun(LcmEngine, dbPath, messages, { confined = false } = {}) {
   const engine = await LcmEngine.open({ dbPath, summarizer: instantSummarizer, ...SWEEP_OPTIONS })
   try {
     for (const t of toTurns(messages)) await engine.ingestBatch({ sessionId: 'sw', messages: t })
-    return await sweepOnly(engine, 'sw', messages.length)
+    if (!confined) return await sweepOnly(engine, 'sw', messages.length)
+    const release = confineEngineThreads()
+    if (!release) return null
+    try {
+      return await sweepOnly(engine, 'sw', messages.length)
+    } finally {
+      release()
+    }
   } finally {
     await engine.close()
   }
 }
 
-module.exports = { generator, toTurns, measureLoop, summarizerClock, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun }
+module.exports = {
+  generator,
+  toTurns,
+  measureLoop,
+  summarizerClock,
+  instantSummarizer,
+  SWEEP_OPTIONS,
+  sweepOnly,
+  sweepRun,
+  confineEngineThreads,
+}

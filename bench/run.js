@@ -127,10 +127,11 @@ function bytesPerTable(db, count) {
   return by
 }
 
-// A sweep of everything eligible right after ingesting `wl` per turn; wall − summarizer.
-async function sweepRunIn(wl) {
+// A sweep of everything eligible right after ingesting `wl` per turn; wall − summarizer
+// (`opts`: see sweepRun).
+async function sweepRunIn(wl, opts) {
   const dir = mkdtempSync(join(work, 'sweep-'))
-  const r = await sweepRun(LcmEngine, join(dir, 'lcm.db'), wl.messages)
+  const r = await sweepRun(LcmEngine, join(dir, 'lcm.db'), wl.messages, opts)
   rmSync(dir, { recursive: true, force: true })
   return r
 }
@@ -138,6 +139,17 @@ async function sweepRunIn(wl) {
 const results = { date: new Date().toISOString(), node: process.version, machine: `${require('node:os').cpus().length} cores`, sections: {} }
 const rows = []
 const row = (name, s, unit, digits = 1) => rows.push({ name, unit, ...Object.fromEntries(Object.entries(s).map(([k, v]) => [k, Number(v.toFixed(digits))])) })
+
+// Records a sweep run with the engine's threads kept off one CPU beside the
+// plain `base` run of the same phase (nothing where that cannot be done).
+const confined = {}
+function confinedSweep(r, phase, base) {
+  if (!r) return
+  confined[phase] = r
+  base.confined = { loopP99: r.loopP99, loopMax: r.loopMax, wallMs: r.wallMs, overheadMs: r.overheadMs }
+  rows.push({ name: `  ${phase}, engine off one CPU: wall / p99`, unit: 'ms', min: Math.round(r.wallMs), median: Number(r.loopP99.toFixed(2)) })
+  rows.push({ name: `  ${phase}, as measured above: wall / p99`, unit: 'ms', min: Math.round(base.wallMs), median: Number(base.loopP99.toFixed(2)) })
+}
 
 /**
  * The most messages per second any engine could ingest `wl` at with one call per
@@ -309,6 +321,9 @@ while time.time() < end:
   rows.push({ name: 'full sweep 10k: wall − summarizer', unit: 'ms', min: Math.round(sw10.overheadMs) })
   results.sections.sweep10k = sw10
   loops.push(['sweep 10k', sw10.loopMax, sw10.loopP99, sw10.replayP99])
+  // Not a target: the same sweep with the engine's threads kept off one CPU (see
+  // confineEngineThreads in common.js), printed beside the event-loop rows.
+  confinedSweep(await sweepRunIn(w10, { confined: true }), 'sweep 10k', sw10)
 
   // ---- 100k: flatness, sweep, assemble, grep
   const wb = workload(BIG)
@@ -378,6 +393,8 @@ while time.time() < end:
   const dbBytes = dirBytes(join(dir, 'lcm.db'))
   rows.push({ name: `db bytes/message at ${BIG / 1000}k (after sweep)`, unit: 'B/msg', min: Math.round(dbBytes / BIG), median: Math.round((dbBytes + dirBytes(join(dir, 'lcm-files'))) / BIG) })
   rmSync(dir, { recursive: true, force: true })
+  // The same for the big sweep: again on a fresh ingest, since the first one swept it.
+  confinedSweep(await sweepRunIn(wb, { confined: true }), `sweep ${BIG / 1000}k`, sweep)
 
   results.peakRssMb = process.resourceUsage().maxRSS / 1024
   rows.push({ name: 'peak RSS', unit: 'MB', min: Math.round(results.peakRssMb) })
@@ -438,6 +455,8 @@ function printTargets(r, loops, idle) {
     // Not a target: the same waits with no engine (see Spells in common.js), the
     // floor this histogram reports for them.
     t.push([`  beside the same waits replayed without the engine`, p99, replayP99, undefined, false])
+    // Not a target: the same sweep with the engine's threads off one CPU.
+    if (confined[phase]) t.push([`  beside the same sweep, the engine's threads off one CPU`, p99, confined[phase].loopP99, undefined, false])
     t.push([`event loop ${phase}: max (ms) ≤ idle + 1`, max, idle.loopMax, idle.loopMax + 1, false])
   }
   // Two decimals below 10 (milliseconds of a call), one above.
