@@ -5,7 +5,14 @@
 const { execFileSync } = require('node:child_process')
 const { existsSync, readdirSync, readFileSync } = require('node:fs')
 const { join } = require('node:path')
-const { monitorEventLoopDelay, performance } = require('node:perf_hooks')
+const { monitorEventLoopDelay, performance, PerformanceObserver } = require('node:perf_hooks')
+const v8 = require('node:v8')
+const vm = require('node:vm')
+
+// A full garbage collection on demand, before each measured phase (without
+// --expose-gc on the command line: the flag, then the function from a new context).
+v8.setFlagsFromString('--expose-gc')
+const collectGarbage = vm.runInNewContext('gc')
 
 const root = join(__dirname, '..')
 
@@ -30,9 +37,17 @@ function toTurns(messages) {
  * meanwhile (ms). `fn` gets a {@link Spells} recorder; when it marks its waits,
  * the same spells are then replayed without the engine ({@link replayLoop}) and
  * `replayMax` / `replayP99` report what the histogram shows for them alone.
+ *
+ * A full garbage collection runs first, so that what the bench allocated to set
+ * the phase up (its workload, turns) is not collected inside it; `gcMax` is the
+ * longest pause of V8's collector during the phase (ms), to set beside `loopMax`.
  */
 async function measureLoop(fn) {
+  collectGarbage()
   const spells = new Spells()
+  const pauses = []
+  const gc = new PerformanceObserver((list) => pauses.push(...list.getEntries()))
+  gc.observe({ entryTypes: ['gc'] })
   const h = monitorEventLoopDelay({ resolution: 1 })
   h.enable()
   const t0 = performance.now()
@@ -40,7 +55,12 @@ async function measureLoop(fn) {
   const ms = performance.now() - t0
   h.disable()
   spells.end()
-  const out = { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6 }
+  // Entries are delivered on a later turn of the loop.
+  await new Promise((r) => setImmediate(r))
+  gc.disconnect()
+  const inPhase = pauses.filter((e) => e.startTime >= t0 && e.startTime <= t0 + ms)
+  const gcMax = Math.max(0, ...inPhase.map((e) => e.duration))
+  const out = { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, gcMax }
   if (spells.waits() === 0) return out
   const replay = await replayLoop(spells)
   return { ...out, replayMax: replay.loopMax, replayP99: replay.loopP99 }
@@ -260,6 +280,7 @@ async function sweepOnly(engine, sessionId, count) {
     tokensAfter: m.value.tokensAfter,
     loopMax: m.loopMax,
     loopP99: m.loopP99,
+    gcMax: m.gcMax,
     replayMax: m.replayMax,
     replayP99: m.replayP99,
     // CPU time of every thread of the process meanwhile (steadier than wall time
