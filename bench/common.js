@@ -207,10 +207,10 @@ function cpuList(text) {
  * vCPUs (`sched_vcpu_pack=15` on its command line, and `haltpoll.guest_halt_poll_ns=0`):
  * a thread woken by a busy thread is queued on the waker's vCPU, not on the idle
  * one, until the load balancer moves it. A helper woken to share 3 ms of work
- * started at once on the other vCPU in 9 of 40 tries, behind its waker in 15 and
- * 1-1.8 ms late in 16; with the two threads pinned apart, 0.04-0.06 ms every
- * time. A sweep wakes the event loop for every summarizer call, from a busy
- * thread of the engine.
+ * ran beside its waker at once in 8 of 40 tries, behind it on the same vCPU in
+ * 16, and 0.6-1.8 ms late in 16; with the two threads pinned apart, it started
+ * within 0.03-0.11 ms every time. A sweep wakes the event loop for every
+ * summarizer call, from a busy thread of the engine.
  */
 function confineEngineThreads() {
   let allowed
