@@ -129,7 +129,16 @@ async function baseline(ms) {
 
 async function main() {
   const o = options()
+  // The generated workload, and the database unless --db names one: removed at the end.
   const dir = mkdtempSync(join(tmpdir(), 'lcm-bench-assemble-'))
+  try {
+    await run(o, dir)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function run(o, dir) {
   const dbPath = o.db ?? join(dir, 'lcm.db')
   const t0 = performance.now()
   const reuse = o.db && existsSync(o.db)
@@ -163,7 +172,6 @@ async function main() {
   const idle = await baseline(2000)
   console.log(`idle baseline (2 s of timers only): event-loop delay max ${idle.max.toFixed(3)} ms (p99 ${idle.p99.toFixed(3)} ms) — the machine's own scheduling noise`)
   await e.close()
-  if (!o.db) rmSync(dir, { recursive: true, force: true })
 }
 
 main().catch((err) => {
