@@ -140,3 +140,70 @@ describe('one addon, several JavaScript environments', () => {
     await main.close()
   })
 })
+
+describe('closing and collecting an engine', () => {
+  // Full garbage collection on demand (the flag, then the function from a new context).
+  const collect = async () => {
+    const v8 = await import('node:v8')
+    const vm = await import('node:vm')
+    v8.setFlagsFromString('--expose-gc')
+    vm.runInNewContext('gc')()
+    // Finalizers run on a later turn of the loop; the engine is then freed on a thread of its own.
+    await new Promise((r) => setTimeout(r, 50))
+  }
+
+  it('close right after open stops the recall catalog build, and the closed engine answers LCM_CLOSED', async () => {
+    const dbPath = join(tempDir(), 'lcm.db')
+    const first = await LcmEngine.open({ dbPath })
+    await first.ingestBatch({ sessionId: 's', messages: Array.from({ length: 3000 }, (_, i) => msg(i)) })
+    await first.close()
+    for (let k = 0; k < 3; k++) {
+      // The catalog of 3,000 messages is being built in the background when close is called.
+      const e = await LcmEngine.open({ dbPath })
+      await e.close()
+      await rejectsWithCode(e.grep({ pattern: 'quarterly', allConversations: true }), 'LCM_CLOSED')
+      await rejectsWithCode(e.warmRecallIndex(), 'LCM_CLOSED')
+    }
+    engine = await LcmEngine.open({ dbPath })
+    const r = await engine.grep({ pattern: 'message 2999 about', allConversations: true })
+    expect(r.messages.map((m) => m.snippet)).toEqual([expect.stringContaining('message 2999 about')])
+    expect((await engine.warmRecallIndex()).indexedMessages).toBe(3000)
+  })
+
+  it('an engine never closed is collected without harm: in this thread, and with its worker terminated', async () => {
+    const dir = tempDir()
+    const dbPath = join(dir, 'lcm.db')
+    let lost = await LcmEngine.open({ dbPath })
+    await lost.ingestBatch({ sessionId: 'main', messages: [msg(0), msg(1)] })
+    await lost.warmRecallIndex()
+    lost = undefined
+    await collect()
+
+    const { Worker } = await import('node:worker_threads')
+    const script = `
+      const { parentPort, workerData } = require('node:worker_threads')
+      const { LcmEngine } = require(workerData.index)
+      ;(async () => {
+        const e = await LcmEngine.open({ dbPath: workerData.db })
+        await e.ingestBatch({ sessionId: 'worker', messages: [{ role: 'user', content: 'from a worker, never closed' }] })
+        await e.warmRecallIndex()
+        parentPort.postMessage('stored')
+      })().catch((err) => parentPort.postMessage(String(err)))
+    `
+    const w = new Worker(script, { eval: true, workerData: { index: join(root, 'index.js'), db: dbPath } })
+    const said = await new Promise((resolve, reject) => {
+      w.once('message', resolve)
+      w.once('error', reject)
+    })
+    expect(said).toBe('stored')
+    await w.terminate()
+    await collect()
+
+    engine = await LcmEngine.open({ dbPath })
+    const contents = async (sessionId) => (await engine.getMessages((await engine.getConversation({ sessionId })).conversationId)).map((m) => m.content)
+    expect(await contents('main')).toEqual([msg(0).content, msg(1).content])
+    expect(await contents('worker')).toEqual(['from a worker, never closed'])
+    const r = await engine.grep({ pattern: 'never closed', allConversations: true })
+    expect(r.messages).toHaveLength(1)
+  })
+})

@@ -323,4 +323,5 @@ module.exports = {
   sweepOnly,
   sweepRun,
   confineEngineThreads,
+  collectGarbage,
 }

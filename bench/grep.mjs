@@ -10,7 +10,9 @@
 // run), then measures restarts (bench/reopen.js, the same code as bench/run.js):
 // per scope (one conversation / all) and mode, a fresh LcmEngine.open, the first
 // grep right after it (the catalog is still being built in the background), the
-// median of the next 20, and the catalog's memory (--reopen-only stops there).
+// median of the next 20, and the catalog's memory; then what closing costs (a
+// close right after open, and the JS thread's time finalizing a closed engine);
+// --reopen-only stops there.
 // Then it times warm grep calls at --messages end to end from JavaScript (binding
 // + core); "core" columns are the engine's own time (elapsedMs), without the
 // binding and event-loop hops.
@@ -25,7 +27,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
-const { grepAfterReopen, formatReopen, esc } = require(join(root, 'bench', 'reopen.js'))
+const { grepAfterReopen, closeAfterOpen, formatReopen, esc } = require(join(root, 'bench', 'reopen.js'))
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []))
 // --addon FILE loads another build of the addon (e.g. a copy of the one before a change).
 const { LcmEngine } = args.addon ? require(args.addon) : require(join(root, 'index.js'))
@@ -101,6 +103,8 @@ for (const [n, p] of prepared) {
   const label = n >= 1e6 ? `${n / 1e6}M` : `${n / 1000}k`
   const rows = await grepAfterReopen({ open: () => LcmEngine.open(p.openOpts), needles: p.needles.map((x) => x.id), conversationId: p.conversationId, runs: REOPENS })
   for (const r of rows) console.log(formatReopen(label, r))
+  const c = await closeAfterOpen({ open: () => LcmEngine.open(p.openOpts), runs: REOPENS })
+  console.log(`${label.padEnd(5)} close right after open: median ${c.closeMs.toFixed(2)} ms, max ${c.closeMaxMs.toFixed(2)} ms; JS thread held finalizing a closed engine: ${c.finalizeMs.toFixed(2)} ms`)
 }
 const done = () => {
   if (!keep) for (const [, p] of prepared) rmSync(p.dir, { recursive: true, force: true })

@@ -88,10 +88,43 @@ async function grepAfterReopen({ open, needles, conversationId, runs = 3, limit 
   return out
 }
 
+/**
+ * What closing costs a host, `runs` times each: `close()` called right after
+ * `open()` (the recall catalog is still being built in the background; close
+ * stops the build instead of waiting for its end), and, for an engine opened,
+ * warmed, closed and no longer referenced, how long the JS thread is held once the
+ * collector has found it (the turn of the loop after a full collection, where
+ * finalizers run: whatever the engine still held would be freed there).
+ * @param {object} o
+ * @param {() => Promise<any>} o.open opens a fresh engine on the database
+ * @param {number} [o.runs] default 3
+ * @returns {Promise<{closeMs: number, closeMaxMs: number, finalizeMs: number}>} medians, and the slowest close
+ */
+async function closeAfterOpen({ open, runs = 3 }) {
+  const { collectGarbage } = require('./common.js')
+  const closes = []
+  const finals = []
+  for (let k = 0; k < runs; k++) {
+    const fresh = await open()
+    const t = performance.now()
+    await fresh.close()
+    closes.push(performance.now() - t)
+    let warm = await open()
+    await warm.warmRecallIndex()
+    await warm.close()
+    warm = null
+    collectGarbage()
+    const f = performance.now()
+    await new Promise((r) => setImmediate(r))
+    finals.push(performance.now() - f)
+  }
+  return { closeMs: median(closes), closeMaxMs: Math.max(...closes), finalizeMs: median(finals) }
+}
+
 /** One line of a `grepAfterReopen` result. */
 function formatReopen(label, r) {
   const f = (v) => v.toFixed(2).padStart(7)
   return `${label.padEnd(5)} ${r.scope.padEnd(12)} ${r.mode.padEnd(9)} open ${f(r.openMs)}  first ${f(r.firstMs)} (min ${r.firstMinMs.toFixed(2)}; ${r.strategies})  next ${f(r.nextMs)}  loop max ${f(r.loopMaxMs)}  catalog ${(r.indexBytes / 1048576).toFixed(1)} MiB / ${r.indexedMessages} msgs`
 }
 
-module.exports = { grepAfterReopen, formatReopen, esc }
+module.exports = { grepAfterReopen, closeAfterOpen, formatReopen, esc }

@@ -18,7 +18,7 @@ const { tmpdir } = require('node:os')
 const { join } = require('node:path')
 const { targetTriple } = require('../scripts/platform.js')
 const { generator, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
-const { grepAfterReopen: reopenBench, formatReopen } = require('./reopen.js')
+const { grepAfterReopen: reopenBench, closeAfterOpen, formatReopen } = require('./reopen.js')
 
 const root = join(__dirname, '..')
 const argv = process.argv.slice(2)
@@ -210,6 +210,10 @@ async function grepAfterReopen(dir, label, needles, conversationId) {
     rows.push({ name: `grep ${label} ${r.scope === 'all' ? 'all ' : ''}${r.mode} after reopen: first / median`, unit: 'ms', min: Number(r.firstMs.toFixed(2)), median: Number(r.nextMs.toFixed(2)) })
   }
   rows.push({ name: `  open / recall catalog at ${label}`, unit: 'ms / MiB', min: Number(out[0].openMs.toFixed(1)), median: Number((out[0].indexBytes / 1048576).toFixed(1)) })
+  const c = await closeAfterOpen({ open: () => open(dir), runs: Math.max(3, RUNS) })
+  rows.push({ name: `  close right after open at ${label}: median / max`, unit: 'ms', min: Number(c.closeMs.toFixed(2)), median: Number(c.closeMaxMs.toFixed(2)) })
+  rows.push({ name: `  JS thread held finalizing a closed engine at ${label}`, unit: 'ms', min: Number(c.finalizeMs.toFixed(2)) })
+  results.sections[`closeAfterOpen${label}`] = c
   return out
 }
 

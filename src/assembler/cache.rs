@@ -87,6 +87,14 @@ impl Cache {
             .unwrap_or_default()
     }
 
+    /// Takes every conversation's prepared items out, leaving the cache empty (a
+    /// closing engine drops them off the threads a host waits on).
+    pub fn drain(&self) -> Vec<Prepared> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.order.clear();
+        inner.by_conversation.drain().map(|(_, p)| p).collect()
+    }
+
     /// Stores what an assembly used, evicting the least recently used conversation
     /// beyond [`MAX_CONVERSATIONS`].
     pub fn put(&self, conversation_id: i64, prepared: Prepared) {

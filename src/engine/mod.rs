@@ -248,8 +248,19 @@ impl Engine {
     /// Finishes pending writes and closes the database. Running compactions are
     /// cancelled first (an in-flight summarizer call is abandoned).
     pub async fn close(&self) -> Result<()> {
+        // First, so a catalog build in progress stops instead of running to its
+        // end: the store's close waits for the reads in flight.
+        self.recall.close();
         self.compaction.cancel_all();
-        self.store.close().await
+        let closed = self.store.close().await;
+        // What the engine keeps in memory (the recall catalogs, ≈ 100 MiB per
+        // million messages; the last assemblies) is freed now, on a blocking-pool
+        // thread: not when the host's garbage collector gets to the engine, on the
+        // JavaScript thread (≈ 10 ms of its event loop per million messages).
+        let held = (self.recall.release(), self.assembly_cache.drain());
+        let freed = tokio::task::spawn_blocking(move || drop(held)).await;
+        closed?;
+        freed.map_err(|e| LcmError::internal(format!("close failed: {e}")))
     }
 }
 

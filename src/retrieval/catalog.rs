@@ -352,17 +352,23 @@ impl Catalog {
     /// Reads the messages added since the last call (all of them the first time).
     /// Returns how many were added.
     pub fn catch_up(&mut self, conn: &Connection) -> Result<usize> {
-        self.catch_up_with(conn, || {})
+        self.catch_up_with(conn, || Ok(()))
     }
 
     /// [`Catalog::catch_up`], calling `between` every [`YIELD_EVERY`] messages
-    /// (where a background build gives way to searches in flight).
-    pub fn catch_up_with(&mut self, conn: &Connection, mut between: impl FnMut()) -> Result<usize> {
+    /// (where a background build gives way to searches in flight, and stops when
+    /// the engine closes: an error from `between` ends the build with it, and the
+    /// catalog is then only partly filled, fit to be dropped).
+    pub fn catch_up_with(
+        &mut self,
+        conn: &Connection,
+        mut between: impl FnMut() -> Result<()>,
+    ) -> Result<usize> {
         let mut read = 0usize;
         let added = recall::for_each_message_after(conn, self.last_id(), |r| {
             read += 1;
             if read.is_multiple_of(YIELD_EVERY) {
-                between();
+                between()?;
             }
             self.push(&NewRow {
                 id: r.id,
@@ -371,6 +377,7 @@ impl Catalog {
                 time_ms: parse_time_ms(r.created_at),
                 content: r.content,
             });
+            Ok(())
         })?;
         if !self.loaded {
             self.shrink();

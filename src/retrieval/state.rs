@@ -28,6 +28,15 @@ pub struct RecallState {
     cold: ColdSearches,
 }
 
+/// The memory a closed engine's recall state held (its catalogs: ≈ 100 MiB per
+/// million messages), taken out by [`RecallState::release`] to be dropped where
+/// freeing it blocks nobody.
+#[derive(Debug, Default)]
+pub struct Released {
+    _catalog: Catalog,
+    _summaries: SummaryCatalog,
+}
+
 /// Longest a first catalog build pauses, in all, for searches that answer from
 /// SQLite alone: on two cores a build running beside such a search (≈ 2–15 ms)
 /// doubles its time, and the first `grep` after a restart is the one that
@@ -55,6 +64,9 @@ struct InFlight {
     /// grace period runs out or its budget does: no polling beside the search.
     lock: Mutex<()>,
     ended: Condvar,
+    /// Set by [`RecallState::close`]: a build stops giving way, stops at its next
+    /// check, and no catalog is built or brought up to date any more.
+    closing: AtomicBool,
 }
 
 impl Default for InFlight {
@@ -65,6 +77,7 @@ impl Default for InFlight {
             epoch: Instant::now(),
             lock: Mutex::new(()),
             ended: Condvar::new(),
+            closing: AtomicBool::new(false),
         }
     }
 }
@@ -81,8 +94,11 @@ impl InFlight {
 
     /// How long the build should still pause: `Duration::MAX` while a search is
     /// in flight (until it ends), the rest of the grace period after one ended,
-    /// `None` when nothing is to be given way to.
+    /// `None` when nothing is to be given way to (or the engine is closing).
     fn busy_for(&self) -> Option<Duration> {
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
         if self.count.load(Ordering::Acquire) > 0 {
             return Some(Duration::MAX);
         }
@@ -210,6 +226,39 @@ impl RecallState {
         self.ready.load(Ordering::Acquire)
     }
 
+    /// The engine is closing: a catalog build in progress stops at its next check
+    /// (every [`YIELD_EVERY`](super::catalog::YIELD_EVERY) messages, or at once
+    /// when it is paused for a search) instead of running to its end, which
+    /// `close` would wait for (≈ 1.5 s at a million messages right after open),
+    /// and nothing is built again.
+    pub fn close(&self) {
+        self.cold.0.closing.store(true, Ordering::Release);
+        self.cold.0.notify();
+    }
+
+    /// Takes the catalogs out, leaving them empty (call it after
+    /// [`RecallState::close`] and once no read runs, so no build refills it), for
+    /// the caller to drop off any thread a host waits on.
+    pub fn release(&self) -> Released {
+        self.ready.store(false, Ordering::Release);
+        self.summaries_ready.store(false, Ordering::Release);
+        // A poisoned lock still holds its value: take it all the same.
+        let mut catalog = self.catalog.write().unwrap_or_else(|e| e.into_inner());
+        let mut summaries = self.summaries.lock().unwrap_or_else(|e| e.into_inner());
+        Released {
+            _catalog: std::mem::take(&mut *catalog),
+            _summaries: std::mem::take(&mut *summaries),
+        }
+    }
+
+    /// `LCM_CLOSED` once [`RecallState::close`] was called.
+    fn check_open(&self) -> Result<()> {
+        match self.cold.0.closing.load(Ordering::Acquire) {
+            true => Err(LcmError::closed()),
+            false => Ok(()),
+        }
+    }
+
     /// Brings the summary catalog up to date with `conn`'s snapshot and keeps it
     /// locked for the caller.
     fn sync_summaries(
@@ -271,6 +320,7 @@ impl RecallState {
     /// fills a new catalog without holding the catalog's lock.
     pub(crate) fn sync_catalog(&self, conn: &rusqlite::Connection) -> Result<()> {
         let _one = self.catalog_sync.lock().map_err(|_| poisoned())?;
+        self.check_open()?;
         let (loaded, last) = {
             let c = self.catalog.read().map_err(|_| poisoned())?;
             (c.is_loaded(), c.last_id())
@@ -294,8 +344,13 @@ impl RecallState {
             fresh.catch_up_with(conn, || {
                 self.cold.give_way(&mut budget);
                 std::thread::yield_now();
+                self.check_open()
             })?;
-            *self.catalog.write().map_err(|_| poisoned())? = fresh;
+            let mut installed = self.catalog.write().map_err(|_| poisoned())?;
+            // Checked under the lock `release` takes the catalog under: a build
+            // that ends as the engine closes drops its catalog here.
+            self.check_open()?;
+            *installed = fresh;
         }
         self.ready.store(true, Ordering::Release);
         Ok(())
@@ -333,14 +388,11 @@ mod tests {
         assert_eq!(cold.0.count.load(Ordering::Acquire), 0);
     }
 
-    /// A search whose cold path declines stops counting before it waits for the
-    /// build (else the build would give way to the search waiting for it).
-    #[test]
-    fn a_search_that_needs_the_catalog_stops_counting_before_it_waits() {
-        use crate::retrieval::grep::{build_query, Filter, Mode, Sort};
+    /// An in-memory database of `n` indexed user messages (`alpha <i>`).
+    fn database_of(n: usize) -> (rusqlite::Connection, crate::store::Features) {
         let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         let features = crate::store::migrate::migrate(&mut conn).unwrap();
-        let batch = (0..1_100)
+        let batch = (0..n)
             .map(|i| {
                 let m = serde_json::json!({"role": "user", "content": format!("alpha {i}")});
                 crate::message::ingest::map_message(&m, None).unwrap()
@@ -354,6 +406,15 @@ mod tests {
         crate::store::fts_lag::FtsLag::new(true)
             .catch_up(&mut conn)
             .unwrap();
+        (conn, features)
+    }
+
+    /// A search whose cold path declines stops counting before it waits for the
+    /// build (else the build would give way to the search waiting for it).
+    #[test]
+    fn a_search_that_needs_the_catalog_stops_counting_before_it_waits() {
+        use crate::retrieval::grep::{build_query, Filter, Mode, Sort};
+        let (conn, features) = database_of(1_100);
         let state = RecallState::default();
         let mut in_flight = state.cold_search();
         assert!(in_flight.is_some());
@@ -413,6 +474,72 @@ mod tests {
             assert!(waited < Duration::from_secs(2), "woken, {waited:?}");
             assert!(!cold.0.busy() || answered);
         }
+    }
+
+    /// Closing stops a build, which then installs nothing; after that no catalog
+    /// is built, and `release` empties what was built.
+    #[test]
+    fn closing_stops_a_build_and_nothing_is_built_after() {
+        let (conn, _) = database_of(1_100);
+        let built = RecallState::default();
+        built.sync_catalog(&conn).unwrap();
+        assert!(built.catalog_ready());
+        built.close();
+        let released = built.release();
+        assert!(
+            !released._catalog.is_empty(),
+            "the built catalog is handed out"
+        );
+        assert!(!built.catalog_ready());
+        assert!(!built.catalog.read().unwrap().is_loaded());
+        let err = built.sync_catalog(&conn).unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::Closed);
+        assert!(
+            !built.catalog.read().unwrap().is_loaded(),
+            "not built again"
+        );
+
+        // A first build in progress: wherever it is when the engine closes
+        // (not started, reading, or done and waiting to install its catalog,
+        // which this read lock holds off), it ends with `LCM_CLOSED`.
+        let state = Arc::new(RecallState::default());
+        let held = state.catalog.read().unwrap();
+        let build = {
+            let state = state.clone();
+            let (conn, _) = database_of(1_100);
+            std::thread::spawn(move || state.sync_catalog(&conn))
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        state.close();
+        drop(held);
+        let err = build.join().unwrap().unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::Closed);
+        assert!(!state.catalog_ready());
+        assert!(
+            !state.catalog.read().unwrap().is_loaded(),
+            "nothing installed"
+        );
+    }
+
+    /// A build paused for a search in flight wakes when the engine closes.
+    #[test]
+    fn a_paused_build_is_woken_when_the_engine_closes() {
+        let state = Arc::new(RecallState::default());
+        let _search = state.cold.enter();
+        let closer = {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                state.close();
+            })
+        };
+        let mut budget = Duration::from_secs(5);
+        let start = Instant::now();
+        state.cold.give_way(&mut budget);
+        let waited = start.elapsed();
+        closer.join().unwrap();
+        assert!(waited >= Duration::from_millis(30), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "woken, {waited:?}");
     }
 
     #[test]

@@ -79,12 +79,12 @@ fn message_row<'r>(r: &'r rusqlite::Row) -> Result<MessageRow<'r>> {
     })
 }
 
-/// Calls `f` with every message whose id is above `after`, in id order. Returns
-/// how many were read.
+/// Calls `f` with every message whose id is above `after`, in id order, until it
+/// fails (its error is returned). Returns how many were read.
 pub fn for_each_message_after(
     conn: &Connection,
     after: i64,
-    mut f: impl FnMut(&MessageRow),
+    mut f: impl FnMut(&MessageRow) -> Result<()>,
 ) -> Result<usize> {
     let mut stmt = conn.prepare_cached(&format!(
         "{MESSAGE_ROW} WHERE message_id > ?1 ORDER BY message_id"
@@ -92,7 +92,7 @@ pub fn for_each_message_after(
     let mut rows = stmt.query([after])?;
     let mut n = 0;
     while let Some(r) = rows.next()? {
-        f(&message_row(r)?);
+        f(&message_row(r)?)?;
         n += 1;
     }
     Ok(n)
