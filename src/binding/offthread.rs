@@ -39,7 +39,7 @@ impl<T: Send + 'static> Drop for DropsOffThread<T> {
 
 /// Drops `value` on a new thread (`lcm-drop`); where no thread can be started,
 /// here (the failed spawn drops what it was given).
-pub fn drop_off_thread<T: Send + 'static>(value: T) {
+fn drop_off_thread<T: Send + 'static>(value: T) {
     let _detached = std::thread::Builder::new()
         .name("lcm-drop".into())
         .spawn(move || drop(value));

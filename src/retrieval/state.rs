@@ -96,7 +96,7 @@ impl InFlight {
     /// in flight (until it ends), the rest of the grace period after one ended,
     /// `None` when nothing is to be given way to (or the engine is closing).
     fn busy_for(&self) -> Option<Duration> {
-        if self.closing.load(Ordering::Acquire) {
+        if self.is_closing() {
             return None;
         }
         if self.count.load(Ordering::Acquire) > 0 {
@@ -105,6 +105,11 @@ impl InFlight {
         let ended = self.ended_us.load(Ordering::Acquire);
         let since = Duration::from_micros(self.now_us().saturating_sub(ended));
         (ended != u64::MAX && since < GIVE_WAY_AFTER).then(|| GIVE_WAY_AFTER - since)
+    }
+
+    /// Whether [`RecallState::close`] was called.
+    fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
     }
 
     /// Wakes a paused build to look again (a search ended or stopped counting).
@@ -253,7 +258,7 @@ impl RecallState {
 
     /// `LCM_CLOSED` once [`RecallState::close`] was called.
     fn check_open(&self) -> Result<()> {
-        match self.cold.0.closing.load(Ordering::Acquire) {
+        match self.cold.0.is_closing() {
             true => Err(LcmError::closed()),
             false => Ok(()),
         }
