@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example raw_sqlite -- insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] [--no-fts]
+//! cargo run --release --example raw_sqlite -- replay <engine.db> <db> [--per-turn | --turns-per-commit K] [--no-fts]
 //! cargo run --release --example raw_sqlite -- hold-lock <db> <millis>
 //! cargo run --release --example raw_sqlite -- dbstat <db>
 //! cargo run --release --example raw_sqlite -- fts-grep <db> <rounds> <pattern>...
@@ -13,6 +14,14 @@
 //! makes of K sessions' turns), and prints `msgs_per_sec=…`; with `--no-fts`, the
 //! same without the FTS rows (the rows alone: with one commit per turn, the least a
 //! durable acknowledgement per turn costs for them).
+//! `replay` is `insert` for the engine's own layout: it reads back every row an
+//! engine stored for its messages (`conversations`, `messages`, `message_parts`,
+//! the messages' `context_items`) from a database the engine wrote, makes a new
+//! database with the same schema (every table and index), and times only the
+//! INSERTs of those rows, byte for byte, plus each message's `messages_fts` row
+//! unless `--no-fts`, committed as `insert` commits them. Nothing else runs: no
+//! parsing, no checkpoint (`wal_autocheckpoint = 0`), a 256 MiB page cache. It is
+//! the least SQLite itself needs to store what the engine stores.
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
 //! time, to measure the engine while another process writes. `dbstat` prints the
 //! bytes of every table and index (SQLite's `dbstat` virtual table), one
@@ -50,6 +59,12 @@ fn main() {
             turns_per_commit(&args),
             !args.iter().any(|a| a == "--no-fts"),
         ),
+        Some("replay") if args.len() >= 3 => replay(
+            &args[1],
+            &args[2],
+            turns_per_commit(&args),
+            !args.iter().any(|a| a == "--no-fts"),
+        ),
         Some("hold-lock") if args.len() >= 3 => {
             hold_lock(&args[1], args[2].parse().unwrap_or(1000))
         }
@@ -62,7 +77,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] [--no-fts] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
+                "usage: raw_sqlite insert <conv.jsonl> <db> [--per-turn | --turns-per-commit K] [--no-fts] | replay <engine.db> <db> [--per-turn | --turns-per-commit K] [--no-fts] | hold-lock <db> <millis> | dbstat <db> | fts-grep <db> <rounds> <pattern>..."
             );
             std::process::exit(2);
         }
@@ -142,6 +157,119 @@ fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
         t.prepare_cached("INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, ?1, 'message', ?2)")
             .and_then(|mut s| s.execute(params![i as i64, id]))
             .expect("context");
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "msgs_per_sec={:.0} messages={} secs={:.3}",
+        messages.len() as f64 / secs,
+        messages.len(),
+        secs
+    );
+}
+
+/// Every row of `table` (all columns, in `order`), for re-inserting as they are.
+fn rows_of(conn: &Connection, table: &str, order: &str) -> Vec<Vec<rusqlite::types::Value>> {
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
+        .expect("read rows");
+    let n = stmt.column_count();
+    stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+        .expect("query rows")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+}
+
+/// `INSERT INTO table VALUES (?, …)` for rows of `width` columns.
+fn insert_sql(table: &str, width: usize) -> String {
+    let marks = vec!["?"; width].join(", ");
+    format!("INSERT INTO {table} VALUES ({marks})")
+}
+
+/// The engine's schema as its database has it: every table, virtual table and
+/// index SQLite did not make itself (FTS5 shadow tables come with their virtual table).
+fn engine_schema(src: &Connection) -> Vec<String> {
+    let mut stmt = src
+        .prepare(
+            "SELECT sql FROM sqlite_schema s WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+               AND NOT EXISTS (SELECT 1 FROM sqlite_schema v WHERE v.sql LIKE 'CREATE VIRTUAL TABLE%'
+                 AND s.sql NOT LIKE 'CREATE VIRTUAL TABLE%' AND s.name LIKE v.name || '_%')
+             ORDER BY CASE WHEN type = 'table' THEN 0 ELSE 1 END, rowid",
+        )
+        .expect("read schema");
+    stmt.query_map([], |r| r.get(0))
+        .expect("schema rows")
+        .collect::<rusqlite::Result<_>>()
+        .expect("schema")
+}
+
+fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
+    let from = Connection::open_with_flags(src, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .expect("open the engine's database");
+    let messages = rows_of(&from, "messages", "message_id");
+    let mut parts: std::collections::HashMap<i64, Vec<Vec<rusqlite::types::Value>>> =
+        std::collections::HashMap::new();
+    for p in rows_of(&from, "message_parts", "message_id, ordinal") {
+        if let rusqlite::types::Value::Integer(id) = p[1] {
+            parts.entry(id).or_default().push(p);
+        }
+    }
+    let mut items: std::collections::HashMap<i64, Vec<rusqlite::types::Value>> =
+        std::collections::HashMap::new();
+    for c in rows_of(&from, "context_items", "conversation_id, ordinal") {
+        if let rusqlite::types::Value::Integer(id) = c[3] {
+            items.insert(id, c);
+        }
+    }
+    let conn = Connection::open(db).expect("open db");
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
+         PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -262144;",
+    )
+    .expect("pragmas");
+    for sql in engine_schema(&from) {
+        conn.execute_batch(&sql).expect("schema statement");
+    }
+    let conversations = rows_of(&from, "conversations", "conversation_id");
+    for c in &conversations {
+        conn.execute(&insert_sql("conversations", c.len()), rusqlite::params_from_iter(c))
+            .expect("conversation");
+    }
+    let start = Instant::now();
+    conn.execute_batch("BEGIN").expect("begin");
+    let mut turns = 0;
+    for (i, m) in messages.iter().enumerate() {
+        let role = match &m[3] {
+            rusqlite::types::Value::Text(r) => r.as_str(),
+            _ => "",
+        };
+        if role == "user" && i > 0 {
+            turns += 1;
+            if turns_per_commit.is_some_and(|k| turns % k == 0) {
+                conn.execute_batch("COMMIT; BEGIN").expect("commit");
+            }
+        }
+        let rusqlite::types::Value::Integer(id) = m[0] else {
+            panic!("messages.message_id is an integer")
+        };
+        conn.prepare_cached(&insert_sql("messages", m.len()))
+            .and_then(|mut s| s.execute(rusqlite::params_from_iter(m)))
+            .expect("message");
+        for p in parts.get(&id).into_iter().flatten() {
+            conn.prepare_cached(&insert_sql("message_parts", p.len()))
+                .and_then(|mut s| s.execute(rusqlite::params_from_iter(p)))
+                .expect("part");
+        }
+        if fts {
+            conn.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
+                .and_then(|mut s| s.execute(params![id, m[4]]))
+                .expect("fts");
+        }
+        if let Some(c) = items.get(&id) {
+            conn.prepare_cached(&insert_sql("context_items", c.len()))
+                .and_then(|mut s| s.execute(rusqlite::params_from_iter(c)))
+                .expect("context item");
+        }
     }
     conn.execute_batch("COMMIT").expect("commit");
     let secs = start.elapsed().as_secs_f64();
