@@ -232,8 +232,11 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
     }
     let conversations = rows_of(&from, "conversations", "conversation_id");
     for c in &conversations {
-        conn.execute(&insert_sql("conversations", c.len()), rusqlite::params_from_iter(c))
-            .expect("conversation");
+        conn.execute(
+            &insert_sql("conversations", c.len()),
+            rusqlite::params_from_iter(c),
+        )
+        .expect("conversation");
     }
     let start = Instant::now();
     conn.execute_batch("BEGIN").expect("begin");
