@@ -84,6 +84,10 @@ fn main() {
     }
 }
 
+fn role_of(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("user")
+}
+
 fn text_of(m: &Value) -> String {
     match m.get("content") {
         Some(Value::String(s)) => s.clone(),
@@ -122,17 +126,10 @@ fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
         .collect();
     let conn = Connection::open(db).expect("open db");
     conn.execute_batch(SCHEMA).expect("schema");
-    let start = Instant::now();
-    conn.execute_batch("BEGIN").expect("begin");
-    let mut turns = 0;
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        if role == "user" && i > 0 {
-            turns += 1;
-            if turns_per_commit.is_some_and(|k| turns % k == 0) {
-                conn.execute_batch("COMMIT; BEGIN").expect("commit");
-            }
-        }
+    let is_user = |i: usize| role_of(&messages[i]) == "user";
+    timed_commits(&conn, messages.len(), is_user, turns_per_commit, |i| {
+        let m = &messages[i];
+        let role = role_of(m);
         let t = &conn;
         let content = text_of(m);
         t.prepare_cached("INSERT INTO messages (conversation_id, seq, role, content, token_count) VALUES (1, ?1, ?2, ?3, ?4)")
@@ -157,14 +154,36 @@ fn insert(jsonl: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
         t.prepare_cached("INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, ?1, 'message', ?2)")
             .and_then(|mut s| s.execute(params![i as i64, id]))
             .expect("context");
+    });
+}
+
+/// Writes messages `0..count` with `write`, in one transaction, or committing
+/// every `turns_per_commit` turns (a user message after the first starts a turn),
+/// and prints the rate of the writes.
+fn timed_commits(
+    conn: &Connection,
+    count: usize,
+    is_user: impl Fn(usize) -> bool,
+    turns_per_commit: Option<usize>,
+    mut write: impl FnMut(usize),
+) {
+    let start = Instant::now();
+    conn.execute_batch("BEGIN").expect("begin");
+    let mut turns = 0;
+    for i in 0..count {
+        if i > 0 && is_user(i) {
+            turns += 1;
+            if turns_per_commit.is_some_and(|k| turns % k == 0) {
+                conn.execute_batch("COMMIT; BEGIN").expect("commit");
+            }
+        }
+        write(i);
     }
     conn.execute_batch("COMMIT").expect("commit");
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "msgs_per_sec={:.0} messages={} secs={:.3}",
-        messages.len() as f64 / secs,
-        messages.len(),
-        secs
+        "msgs_per_sec={:.0} messages={count} secs={secs:.3}",
+        count as f64 / secs
     );
 }
 
@@ -238,20 +257,10 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
         )
         .expect("conversation");
     }
-    let start = Instant::now();
-    conn.execute_batch("BEGIN").expect("begin");
-    let mut turns = 0;
-    for (i, m) in messages.iter().enumerate() {
-        let role = match &m[3] {
-            rusqlite::types::Value::Text(r) => r.as_str(),
-            _ => "",
-        };
-        if role == "user" && i > 0 {
-            turns += 1;
-            if turns_per_commit.is_some_and(|k| turns % k == 0) {
-                conn.execute_batch("COMMIT; BEGIN").expect("commit");
-            }
-        }
+    let is_user =
+        |i: usize| matches!(&messages[i][3], rusqlite::types::Value::Text(r) if r == "user");
+    timed_commits(&conn, messages.len(), is_user, turns_per_commit, |i| {
+        let m = &messages[i];
         let rusqlite::types::Value::Integer(id) = m[0] else {
             panic!("messages.message_id is an integer")
         };
@@ -273,15 +282,7 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
                 .and_then(|mut s| s.execute(rusqlite::params_from_iter(c)))
                 .expect("context item");
         }
-    }
-    conn.execute_batch("COMMIT").expect("commit");
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "msgs_per_sec={:.0} messages={} secs={:.3}",
-        messages.len() as f64 / secs,
-        messages.len(),
-        secs
-    );
+    });
 }
 
 fn hold_lock(db: &str, millis: u64) {
