@@ -12,6 +12,7 @@
 // matches, newest first) and regexes whose literals hold no whole word for the
 // full-text index to narrow by.
 const { performance, monitorEventLoopDelay } = require('node:perf_hooks')
+const { collectGarbage } = require('./common.js')
 
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -101,7 +102,6 @@ async function grepAfterReopen({ open, needles, conversationId, runs = 3, limit 
  * @returns {Promise<{closeMs: number, closeMaxMs: number, finalizeMs: number}>} medians, and the slowest close
  */
 async function closeAfterOpen({ open, runs = 3 }) {
-  const { collectGarbage } = require('./common.js')
   const closes = []
   const finals = []
   for (let k = 0; k < runs; k++) {

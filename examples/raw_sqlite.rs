@@ -187,6 +187,14 @@ fn timed_commits(
     );
 }
 
+/// Column positions in the engine's (the reference's) tables, as `SELECT *` reads
+/// them: later migrations add columns at the end only.
+const MESSAGE_ID: usize = 0;
+const MESSAGE_ROLE: usize = 3;
+const MESSAGE_CONTENT: usize = 4;
+const PART_MESSAGE_ID: usize = 1;
+const ITEM_MESSAGE_ID: usize = 3;
+
 /// Every row of `table` (all columns, in `order`), for re-inserting as they are.
 fn rows_of(conn: &Connection, table: &str, order: &str) -> Vec<Vec<rusqlite::types::Value>> {
     let mut stmt = conn
@@ -229,14 +237,14 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
     let mut parts: std::collections::HashMap<i64, Vec<Vec<rusqlite::types::Value>>> =
         std::collections::HashMap::new();
     for p in rows_of(&from, "message_parts", "message_id, ordinal") {
-        if let rusqlite::types::Value::Integer(id) = p[1] {
+        if let rusqlite::types::Value::Integer(id) = p[PART_MESSAGE_ID] {
             parts.entry(id).or_default().push(p);
         }
     }
     let mut items: std::collections::HashMap<i64, Vec<rusqlite::types::Value>> =
         std::collections::HashMap::new();
     for c in rows_of(&from, "context_items", "conversation_id, ordinal") {
-        if let rusqlite::types::Value::Integer(id) = c[3] {
+        if let rusqlite::types::Value::Integer(id) = c[ITEM_MESSAGE_ID] {
             items.insert(id, c);
         }
     }
@@ -257,28 +265,34 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
         )
         .expect("conversation");
     }
-    let is_user =
-        |i: usize| matches!(&messages[i][3], rusqlite::types::Value::Text(r) if r == "user");
+    // The statements, made once (not in the timed loop).
+    let message_sql = insert_sql("messages", messages.first().map_or(0, Vec::len));
+    let part_sql = insert_sql(
+        "message_parts",
+        parts.values().flatten().next().map_or(0, Vec::len),
+    );
+    let item_sql = insert_sql("context_items", items.values().next().map_or(0, Vec::len));
+    let is_user = |i: usize| matches!(&messages[i][MESSAGE_ROLE], rusqlite::types::Value::Text(r) if r == "user");
     timed_commits(&conn, messages.len(), is_user, turns_per_commit, |i| {
         let m = &messages[i];
-        let rusqlite::types::Value::Integer(id) = m[0] else {
+        let rusqlite::types::Value::Integer(id) = m[MESSAGE_ID] else {
             panic!("messages.message_id is an integer")
         };
-        conn.prepare_cached(&insert_sql("messages", m.len()))
+        conn.prepare_cached(&message_sql)
             .and_then(|mut s| s.execute(rusqlite::params_from_iter(m)))
             .expect("message");
         for p in parts.get(&id).into_iter().flatten() {
-            conn.prepare_cached(&insert_sql("message_parts", p.len()))
+            conn.prepare_cached(&part_sql)
                 .and_then(|mut s| s.execute(rusqlite::params_from_iter(p)))
                 .expect("part");
         }
         if fts {
             conn.prepare_cached("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
-                .and_then(|mut s| s.execute(params![id, m[4]]))
+                .and_then(|mut s| s.execute(params![id, m[MESSAGE_CONTENT]]))
                 .expect("fts");
         }
         if let Some(c) = items.get(&id) {
-            conn.prepare_cached(&insert_sql("context_items", c.len()))
+            conn.prepare_cached(&item_sql)
                 .and_then(|mut s| s.execute(rusqlite::params_from_iter(c)))
                 .expect("context item");
         }

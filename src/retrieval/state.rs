@@ -258,10 +258,10 @@ impl RecallState {
 
     /// `LCM_CLOSED` once [`RecallState::close`] was called.
     fn check_open(&self) -> Result<()> {
-        match self.cold.0.is_closing() {
-            true => Err(LcmError::closed()),
-            false => Ok(()),
+        if self.cold.0.is_closing() {
+            return Err(LcmError::closed());
         }
+        Ok(())
     }
 
     /// Brings the summary catalog up to date with `conn`'s snapshot and keeps it
