@@ -197,7 +197,9 @@ impl RecallState {
     /// them; until they are ready, searches that SQLite answers exactly and
     /// cheaply do not wait at all).
     ///
-    /// The build runs on a thread of the runtime's blocking pool, not on one of
+    /// The build reads on a connection of its own ([`Store::read_apart`]), so
+    /// both pooled read connections are free for the first `grep`'s two halves.
+    /// It runs on a thread of the runtime's blocking pool, not on one of
     /// its workers: on two cores, a worker busy building is one the kernel queues
     /// the workers it wakes behind, and a call made meanwhile waits for its first
     /// poll (the first `grep` after open started up to 4 ms late while the other
@@ -207,7 +209,7 @@ impl RecallState {
         let store = store.clone();
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let built = runtime.block_on(store.read(move |conn| {
+            let built = runtime.block_on(store.read_apart(move |conn| {
                 drop(state.sync_summaries(conn)?);
                 state.sync_catalog(conn)
             }));

@@ -106,6 +106,49 @@ struct Inner {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Which read connection a read runs on.
+#[derive(Clone, Copy)]
+enum Reader {
+    /// One from the pool (a new one when the pool is empty).
+    Pooled,
+    /// A new one, never taken from the pool (see [`Store::read_apart`]).
+    Apart,
+}
+
+impl Inner {
+    /// Runs a read job on this thread on the connection `reader` names, then
+    /// returns the connection to the pool (up to 8 are kept).
+    fn read_now<T>(
+        &self,
+        reader: Reader,
+        op: guard::OpName,
+        job: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
+        let pooled = match reader {
+            Reader::Pooled => self
+                .readers
+                .lock()
+                .map_err(|_| LcmError::internal("reader pool poisoned"))?
+                .pop(),
+            Reader::Apart => None,
+        };
+        let conn = match pooled {
+            Some(c) => c,
+            None => open_connection(&self.path, Duration::from_secs(30), true)?,
+        };
+        let out = self.guard.run(op, JobKind::Read, || job(&conn));
+        if out.is_err() {
+            guard::rollback_open_transaction(&conn);
+        }
+        if let Ok(mut pool) = self.readers.lock() {
+            if pool.len() < 8 {
+                pool.push(conn);
+            }
+        }
+        out
+    }
+}
+
 /// A handle to the store; cheap to clone, safe to share across threads.
 #[derive(Clone)]
 pub struct Store {
@@ -479,6 +522,28 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
+        self.read_on(Reader::Pooled, job).await
+    }
+
+    /// [`Store::read`] on a read connection of its own, opened for the job, which
+    /// then joins the pool: for a long read in the background (the recall
+    /// catalogs' build right after open) that must not hold a pooled connection
+    /// the calls made meanwhile need. A `grep` of both scopes runs its halves side
+    /// by side on two pooled connections; with one held by the build, the first
+    /// `grep` after open opened a third on its own path (≈ 0.3–0.5 ms of it).
+    pub async fn read_apart<T, F>(&self, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        self.read_on(Reader::Apart, job).await
+    }
+
+    async fn read_on<T, F>(&self, reader: Reader, job: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
         if self.is_closed() {
             return Err(LcmError::closed());
         }
@@ -493,25 +558,7 @@ impl Store {
         let inner = self.inner.clone();
         let run = move || {
             let _in_flight = in_flight;
-            let conn = inner
-                .readers
-                .lock()
-                .map_err(|_| LcmError::internal("reader pool poisoned"))?
-                .pop();
-            let conn = match conn {
-                Some(c) => c,
-                None => open_connection(&inner.path, Duration::from_secs(30), true)?,
-            };
-            let out = inner.guard.run(op, JobKind::Read, || job(&conn));
-            if out.is_err() {
-                guard::rollback_open_transaction(&conn);
-            }
-            if let Ok(mut pool) = inner.readers.lock() {
-                if pool.len() < 8 {
-                    pool.push(conn);
-                }
-            }
-            out
+            inner.read_now(reader, op, job)
         };
         if on_multi_thread_runtime() {
             return tokio::task::block_in_place(run);
@@ -739,6 +786,46 @@ mod tests {
                 .unwrap();
             assert_eq!(size, -kib, "read_only = {read_only}");
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_apart_leaves_the_pool_to_other_reads_and_then_joins_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("apart.db").to_string_lossy().into_owned();
+        let store = Store::open(StoreOptions {
+            path,
+            ..StoreOptions::default()
+        })
+        .unwrap();
+        let pooled = |s: &Store| s.inner.readers.lock().unwrap().len();
+        assert_eq!(pooled(&store), 2);
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let apart = tokio::spawn({
+            let store = store.clone();
+            async move {
+                store
+                    .read_apart(move |c| {
+                        started_tx.send(()).unwrap();
+                        release_rx.recv().unwrap();
+                        Ok(c.query_row("SELECT 7", [], |r| r.get::<_, i64>(0))?)
+                    })
+                    .await
+            }
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+            .await
+            .unwrap();
+        // While it runs, it holds no pooled connection, and reads take theirs.
+        assert_eq!(pooled(&store), 2);
+        let read = store.read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
+        assert_eq!(read.await.unwrap(), 1);
+        assert_eq!(pooled(&store), 2);
+        release_tx.send(()).unwrap();
+        assert_eq!(apart.await.unwrap().unwrap(), 7);
+        // Its connection then joins the pool.
+        assert_eq!(pooled(&store), 3);
+        store.close().await.unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
