@@ -649,6 +649,53 @@ mod tests {
         );
     }
 
+    /// One summary per transaction (compaction after each turn) leaves few
+    /// full-text segments: each write ends with a bounded merge
+    /// (`summaries::MERGE_PAGES_PER_WRITE`), and the indexes stay whole.
+    #[test]
+    fn summary_indexes_keep_few_segments_when_written_one_at_a_time() {
+        let (mut conn, conv, ids) = setup(600);
+        let f = Features {
+            fts5: true,
+            trigram: true,
+        };
+        let words = ["rollback", "deploy", "hotel", "invoice", "flight", "budget"];
+        for (k, pair) in ids.chunks(2).enumerate() {
+            let content: String = (0..60)
+                .map(|j| format!("{} {k}-{j} ", words[(k + j) % words.len()]))
+                .collect();
+            let s = NewSummary {
+                conversation_id: conv,
+                content,
+                model: "m".into(),
+                sources: Sources::Messages(pair.to_vec()),
+            };
+            persist_summary(&mut conn, &s, f).unwrap();
+        }
+        for table in ["summaries_fts", "summaries_fts_cjk"] {
+            let segments: i64 = conn
+                .query_row(
+                    &format!("SELECT COUNT(DISTINCT segid) FROM {table}_idx"),
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(segments <= 8, "{table}: {segments} segments");
+            conn.execute_batch(&format!(
+                "INSERT INTO {table} ({table}) VALUES ('integrity-check')"
+            ))
+            .unwrap();
+        }
+        let hits: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM summaries_fts_cjk WHERE summaries_fts_cjk MATCH '\"hotel 29-\"'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hits, 1);
+    }
+
     #[test]
     fn non_contiguous_or_repeated_sources_are_rejected_without_writing() {
         let (mut conn, conv, ids) = setup(4);
