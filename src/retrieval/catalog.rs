@@ -375,7 +375,7 @@ impl Catalog {
                 conversation_id: r.conversation_id,
                 role: r.role,
                 time_ms: parse_time_ms(r.created_at),
-                content: r.content,
+                content: r.content(),
             });
             Ok(())
         })?;

@@ -693,6 +693,16 @@ pub fn stats(conn: &Connection, conversation_id: i64) -> Result<ConversationStat
     })
 }
 
+/// Test support: stores `bytes` as the text of message `id`'s content, as another
+/// writer might (not necessarily UTF-8). Returns the rows changed.
+#[cfg(test)]
+pub fn set_raw_content(conn: &Connection, id: i64, bytes: &[u8]) -> Result<usize> {
+    Ok(conn.execute(
+        "UPDATE messages SET content = CAST(?2 AS TEXT) WHERE message_id = ?1",
+        params![id, bytes],
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

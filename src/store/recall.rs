@@ -60,13 +60,42 @@ pub struct MessageRow<'a> {
     pub role: &'a str,
     /// created_at as stored.
     pub created_at: &'a str,
-    /// Plain-text content.
-    pub content: &'a str,
+    /// Plain-text content as stored: UTF-8, unless another writer stored
+    /// otherwise (see [`MessageRow::content`]). A search that can match bytes
+    /// (a regex) reads these, and checks only its matches' text.
+    pub content_bytes: &'a [u8],
+}
+
+impl<'a> MessageRow<'a> {
+    /// The content as text; `None` when it is not UTF-8.
+    pub fn text(&self) -> Option<&'a str> {
+        std::str::from_utf8(self.content_bytes).ok()
+    }
+
+    /// The content as text (see [`text_or_none`]).
+    pub fn content(&self) -> &'a str {
+        text_or_none(self.content_bytes)
+    }
+}
+
+/// A stored content as text: empty when it is not UTF-8, so another writer's
+/// bytes search as no text instead of failing the search.
+fn text_or_none(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or("")
 }
 
 /// The columns a [`MessageRow`] is read from.
 const MESSAGE_ROW: &str =
     "SELECT message_id, conversation_id, role, created_at, content FROM messages";
+
+/// A stored message content's bytes: those of a text value, none for any other
+/// value (another writer's NULL or blob is no text, as before).
+fn stored_bytes(v: rusqlite::types::ValueRef<'_>) -> &[u8] {
+    match v {
+        rusqlite::types::ValueRef::Text(t) => t,
+        _ => b"",
+    }
+}
 
 /// Columns of [`MESSAGE_ROW`] as a [`MessageRow`] borrowing from the row.
 fn message_row<'r>(r: &'r rusqlite::Row) -> Result<MessageRow<'r>> {
@@ -75,7 +104,7 @@ fn message_row<'r>(r: &'r rusqlite::Row) -> Result<MessageRow<'r>> {
         conversation_id: r.get(1)?,
         role: r.get_ref(2)?.as_str().unwrap_or("user"),
         created_at: r.get_ref(3)?.as_str().unwrap_or(""),
-        content: r.get_ref(4)?.as_str().unwrap_or(""),
+        content_bytes: stored_bytes(r.get_ref(4)?),
     })
 }
 
@@ -157,7 +186,8 @@ pub fn message_contents(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, S
     let mut out = HashMap::with_capacity(ids.len());
     let select = "SELECT message_id, content FROM messages WHERE message_id IN";
     for_each_by_id(conn, select, ids, 0, |r| {
-        out.insert(r.get(0)?, r.get(1)?);
+        let text = text_or_none(stored_bytes(r.get_ref(1)?));
+        out.insert(r.get(0)?, text.to_owned());
         Ok(())
     })?;
     Ok(out)

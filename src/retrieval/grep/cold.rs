@@ -61,7 +61,7 @@ fn substrings(conn: &Connection, q: &Query) -> Result<Option<(Vec<MessageHit>, S
         .iter()
         .map(|t| crate::retrieval::text::normalize(t).into_owned())
         .collect();
-    let found = newest::scan_newest(conn, q, |c| substring_match(c, &needles))?;
+    let found = newest::scan_newest(conn, q, |r| substring_match(r.content(), &needles))?;
     Ok(found.map(|(f, stats)| (newest::hits(f, |_| String::new()), stats)))
 }
 
@@ -184,7 +184,19 @@ fn regex(
             return Ok(Some(found));
         }
     }
-    let found = newest::scan_newest(conn, q, |c| re.find(c).map(|m| (m.start(), m.end())))?;
+    let found = if re.is_match("") {
+        newest::scan_newest(conn, q, |r| {
+            re.find(r.content()).map(|m| (m.start(), m.end()))
+        })?
+    } else {
+        // A regex that cannot match empty text matches a row's bytes exactly where
+        // it matches its text, and a row that is not UTF-8 (no text) nowhere: only
+        // the rows it matches are checked for UTF-8.
+        newest::scan_newest(conn, q, |r| {
+            let m = re.find(r.content_bytes)?;
+            r.text().map(|_| (m.start(), m.end()))
+        })?
+    };
     if let Some((f, stats)) = found {
         return Ok(Some((newest::hits(f, |_| String::new()), stats)));
     }

@@ -17,7 +17,7 @@ use crate::retrieval::sumcat::SummaryCatalog;
 use crate::store::conversations::SessionRef;
 use crate::store::dag::{persist_summary, NewSummary, Sources};
 use crate::store::fts_lag::FtsLag;
-use crate::store::messages::insert_batch;
+use crate::store::messages::{insert_batch, set_raw_content};
 use crate::store::recall::SummaryIndex;
 use crate::store::Features;
 
@@ -582,4 +582,43 @@ fn the_scan_reaches_rare_matches_deep_in_history() {
         search_messages(&conn, &cat, &q, features).unwrap().0.len(),
         3
     );
+}
+
+/// A message whose stored content is not UTF-8 (as another writer might store
+/// it) has no text. The newest-first scan matches a regex against the stored
+/// bytes and checks only its matches' text, and answers as the catalog does: no
+/// hit where only the bytes match, and the same for patterns that match empty
+/// text (those are matched against the text of every row).
+#[test]
+fn content_that_is_not_utf8_searches_as_no_text() {
+    let (mut conn, features) = database();
+    let messages = (0..300).map(|i| {
+        json!({"role": "user", "content": format!("m{i} hello world {}", i % 3), "timestamp": 1_771_313_820_000i64 + i * 60_000})
+    });
+    let (_, ids) = insert(&mut conn, "s", messages);
+    // Every tenth: "hello\xff world".
+    let broken: usize = ids
+        .iter()
+        .filter(|id| *id % 10 == 0)
+        .map(|&id| set_raw_content(&conn, id, b"hello\xff world").unwrap())
+        .sum();
+    assert_eq!(broken, ids.len() / 10);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    for pattern in ["hel+o", "l+o\\W", "^$", "z*", "^hel+o"] {
+        for limit in [1, 5, 400] {
+            let (cold, warm, stats) =
+                cold_and_warm(&conn, &cat, features, &regex_query(pattern, limit));
+            assert_eq!(stats.strategy, "scan-newest", "{pattern}");
+            assert_eq!(cold, warm, "{pattern} limit {limit}");
+            // A broken row's empty text matches only patterns that match empty text.
+            let broken = cold.iter().filter(|k| k.0 % 10 == 0).count();
+            let matches_empty = regex::Regex::new(pattern).unwrap().is_match("");
+            assert_eq!(broken > 0, matches_empty, "{pattern} limit {limit}");
+        }
+    }
+    // The valid rows match as before.
+    let (cold, _, _) = cold_and_warm(&conn, &cat, features, &regex_query("hel+o", 400));
+    assert_eq!(cold.len(), 270);
 }

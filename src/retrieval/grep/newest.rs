@@ -19,7 +19,7 @@ use super::{iso_ms, MessageHit, Query, ScopeStats, TopK, SNIPPET_CHARS};
 use crate::error::Result;
 use crate::retrieval::catalog::parse_time_ms;
 use crate::retrieval::text::{term_snippet, window};
-use crate::store::recall::{self, MessageMeta};
+use crate::store::recall::{self, MessageMeta, MessageRow};
 
 /// Rows after which a newest-first scan (regex / substring walk) reads no
 /// further page. A rare regex on the shared workload (`rollback \w+ incident`:
@@ -233,15 +233,16 @@ pub fn full_text_newest(
 }
 
 /// Messages newest id first, a page at a time, each in scope checked with
-/// `verify` (a match's byte range), until the order proof holds or the table
-/// ends; `None` past [`MAX_WALK_ROWS`] rows or [`MAX_WALK_BYTES`] of content.
+/// `verify` (a match's byte range in the row's text, [`MessageRow::content`]),
+/// until the order proof holds or the table ends; `None` past [`MAX_WALK_ROWS`]
+/// rows or [`MAX_WALK_BYTES`] of content.
 pub fn scan_newest<F>(
     conn: &Connection,
     q: &Query,
     verify: F,
 ) -> Result<Option<(Vec<Found>, ScopeStats)>>
 where
-    F: Fn(&str) -> Option<(usize, usize)>,
+    F: Fn(&MessageRow) -> Option<(usize, usize)>,
 {
     let mut w = Walk::new(conn, q, "scan-newest")?;
     let mut bytes = 0usize;
@@ -253,7 +254,7 @@ where
             read += 1;
             visited += 1;
             w.lowest = r.id;
-            bytes += r.content.len();
+            bytes += r.content_bytes.len();
             if !q
                 .filter
                 .accepts_lazily(r.conversation_id, || parse_time_ms(r.created_at))
@@ -261,8 +262,8 @@ where
                 return;
             }
             w.stats.scanned += 1;
-            if let Some((s, e)) = verify(r.content) {
-                let snippet = window(r.content, s, e, 50, SNIPPET_CHARS);
+            if let Some((s, e)) = verify(r) {
+                let snippet = window(r.content(), s, e, 50, SNIPPET_CHARS);
                 w.offer(
                     MessageMeta {
                         id: r.id,
