@@ -582,6 +582,12 @@ mod tests {
     use crate::tokens;
     use serde_json::json;
 
+    /// Both full-text features, as the bundled SQLite has them.
+    const BOTH: Features = Features {
+        fts5: true,
+        trigram: true,
+    };
+
     fn setup(n: usize) -> (Connection, i64, Vec<i64>) {
         let mut conn = Connection::open_in_memory().unwrap();
         crate::store::migrate::migrate(&mut conn).unwrap();
@@ -604,10 +610,7 @@ mod tests {
     #[test]
     fn leaf_then_condensed_keep_ordinals_and_metadata() {
         let (mut conn, conv, ids) = setup(6);
-        let f = Features {
-            fts5: true,
-            trigram: true,
-        };
+        let f = BOTH;
         let leaf = |ids: &[i64]| NewSummary {
             conversation_id: conv,
             content: "leaf".into(),
@@ -655,10 +658,7 @@ mod tests {
     #[test]
     fn summary_indexes_keep_few_segments_when_written_one_at_a_time() {
         let (mut conn, conv, ids) = setup(600);
-        let f = Features {
-            fts5: true,
-            trigram: true,
-        };
+        let f = BOTH;
         let words = ["rollback", "deploy", "hotel", "invoice", "flight", "budget"];
         for (k, pair) in ids.chunks(2).enumerate() {
             let content: String = (0..60)
@@ -699,10 +699,7 @@ mod tests {
     #[test]
     fn non_contiguous_or_repeated_sources_are_rejected_without_writing() {
         let (mut conn, conv, ids) = setup(4);
-        let f = Features {
-            fts5: true,
-            trigram: true,
-        };
+        let f = BOTH;
         let bad = NewSummary {
             conversation_id: conv,
             content: "x".into(),
@@ -806,10 +803,7 @@ mod tests {
     #[test]
     fn a_batch_leaves_gaps_until_they_are_closed_and_is_all_or_nothing() {
         let (mut conn, conv, ids) = setup(12);
-        let f = Features {
-            fts5: true,
-            trigram: true,
-        };
+        let f = BOTH;
         let q = |ids: &[i64], hint: i64, text: &str| Queued {
             summary: NewSummary {
                 conversation_id: conv,
