@@ -530,7 +530,7 @@ impl Store {
     /// catalogs' build right after open) that must not hold a pooled connection
     /// the calls made meanwhile need. A `grep` of both scopes runs its halves side
     /// by side on two pooled connections; with one held by the build, the first
-    /// `grep` after open opened a third on its own path (≈ 0.3–0.5 ms of it).
+    /// `grep` after open opened a third on its own path (0.1–0.5 ms of it).
     pub async fn read_apart<T, F>(&self, job: F) -> Result<T>
     where
         T: Send + 'static,

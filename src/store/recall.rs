@@ -72,7 +72,8 @@ impl<'a> MessageRow<'a> {
         std::str::from_utf8(self.content_bytes).ok()
     }
 
-    /// The content as text (see [`text_or_none`]).
+    /// The content as text; empty when it is not UTF-8 (another writer's bytes
+    /// search as no text instead of failing the search).
     pub fn content(&self) -> &'a str {
         text_or_none(self.content_bytes)
     }
