@@ -65,6 +65,9 @@ pub struct FtsLag {
     indexed_upto: Option<i64>,
 }
 
+/// Indexes the messages past a watermark, in id order.
+pub(super) const CATCH_UP: &str = "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id";
+
 /// Index once this many messages are pending.
 pub const BATCH: i64 = 512;
 
@@ -104,10 +107,7 @@ impl FtsLag {
             // indexed (and moved the watermark) since this one last looked.
             self.indexed_upto = None;
             let from = self.watermark(tx)?;
-            let n = tx.execute(
-                "INSERT INTO messages_fts (rowid, content) SELECT message_id, content FROM messages WHERE message_id > ?1 ORDER BY message_id",
-                [from],
-            )?;
+            let n = tx.execute(CATCH_UP, [from])?;
             let upto: i64 = tx.query_row(
                 "SELECT COALESCE(MAX(message_id), ?1) FROM messages",
                 [from],

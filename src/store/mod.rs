@@ -716,7 +716,9 @@ fn writer_loop(
                     }
                 }
                 let _ = catch_up(&mut conn, &mut lag);
-                let _ = conn.execute_batch("PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE);");
+                // No `PRAGMA optimize`: the engine plans without statistics
+                // (`migrate::clear_planner_statistics`).
+                let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
                 drop(conn);
                 let _ = done.send(());
                 return;
@@ -1001,6 +1003,70 @@ mod tests {
         assert!(!std::path::Path::new(&format!("{path}-wal")).exists());
         let late = store.read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?));
         assert_eq!(late.await.unwrap_err().code, ErrorCode::Closed);
+    }
+
+    /// Statistics taken on a small file (the reference's `PRAGMA optimize` at
+    /// close) made the full-text catch-up read all of `messages` at every batch;
+    /// open empties them for every connection, and close writes none.
+    #[tokio::test]
+    async fn open_plans_without_statistics_and_close_takes_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stats.db").to_string_lossy().into_owned();
+        let opts = StoreOptions {
+            path: path.clone(),
+            ..StoreOptions::default()
+        };
+        let catch_up_plan = |c: &Connection| -> Result<String> {
+            let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {}", fts_lag::CATCH_UP))?;
+            let rows = stmt.query_map([0], |r| r.get::<_, String>(3))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.join("; "))
+        };
+        let stat_rows = |c: &Connection| -> i64 {
+            let tables: Vec<String> = c
+                .prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'sqlite_stat%'")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(|t| t.unwrap())
+                .collect();
+            tables
+                .iter()
+                .map(|t| {
+                    c.query_row(&format!("SELECT COUNT(*) FROM \"{t}\""), [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+                    .unwrap()
+                })
+                .sum()
+        };
+        let store = Store::open(opts.clone()).unwrap();
+        let batch = vec![map_message(&json!({"role":"user","content":"one"}), None).unwrap()];
+        let session = SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        store
+            .write(move |c| messages::insert_batch(c, &session, batch))
+            .await
+            .unwrap();
+        store.close().await.unwrap();
+        let plain = Connection::open(&path).unwrap();
+        assert_eq!(stat_rows(&plain), 0, "close took statistics");
+        // What the reference's close leaves on a one-message file.
+        plain.execute_batch("ANALYZE").unwrap();
+        assert!(stat_rows(&plain) > 0);
+        let stale = catch_up_plan(&plain).unwrap();
+        assert!(stale.contains("SCAN messages"), "{stale}");
+        drop(plain);
+
+        let store = Store::open(opts).unwrap();
+        let seek = "SEARCH messages USING INTEGER PRIMARY KEY (rowid>?)";
+        let on_writer = store.write(move |c| catch_up_plan(c)).await.unwrap();
+        assert_eq!(on_writer, seek);
+        let on_reader = store.read(move |c| catch_up_plan(c)).await.unwrap();
+        assert_eq!(on_reader, seek);
+        assert_eq!(store.read(move |c| Ok(stat_rows(c))).await.unwrap(), 0);
+        store.close().await.unwrap();
     }
 
     #[tokio::test]
