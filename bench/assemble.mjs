@@ -11,7 +11,7 @@
 // times `assemble` at 32k and 200k token budgets (p50 / p99 / max) and reports the
 // largest event-loop delay seen while assembling (perf_hooks.monitorEventLoopDelay).
 import { createRequire } from 'node:module'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,6 +20,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const { LcmEngine } = createRequire(import.meta.url)(join(root, 'index.js'))
+const { readJsonl } = createRequire(import.meta.url)('./common.js')
 
 const LEAF_RUN = 30
 const FANOUT = 8
@@ -45,7 +46,7 @@ function generate(n, seed, dir) {
   if (!script) throw new Error('gen-workload.mjs not found (bench/ or a parent shared/bench/)')
   const out = join(dir, 'conv.jsonl')
   execFileSync(process.execPath, [script, '--messages', String(n), '--seed', String(seed), '--out', out], { maxBuffer: 1 << 30 })
-  return readFileSync(out, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  return readJsonl(out)
 }
 
 /** Deterministic summary-like prose of about `chars` characters. */

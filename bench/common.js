@@ -22,6 +22,25 @@ function generator() {
   return existsSync(shared) ? shared : join(root, 'bench', 'gen-workload.mjs')
 }
 
+/**
+ * The records of a JSON-lines file, parsed line by line from its bytes: a
+ * million-message workload is ≈ 800 MB, more than one JavaScript string can hold
+ * (`ERR_STRING_TOO_LONG` past 512 MiB), while its parsed messages take ≈ 0.9 GB
+ * of heap. `limit` stops after that many records.
+ */
+function readJsonl(file, limit = Infinity) {
+  const bytes = readFileSync(file)
+  const out = []
+  let start = 0
+  while (start < bytes.length && out.length < limit) {
+    let end = bytes.indexOf(10, start)
+    if (end < 0) end = bytes.length
+    if (end > start) out.push(JSON.parse(bytes.toString('utf8', start, end)))
+    start = end + 1
+  }
+  return out
+}
+
 /** Messages → turns: a turn starts at each user message. */
 function toTurns(messages) {
   const out = []
@@ -269,12 +288,20 @@ async function sweepOnly(engine, sessionId, count) {
   })
   const overheadMs = m.ms - summarizerClock.ms
   const cpu = process.cpuUsage(cpu0)
+  // The messages the sweep summarized (its leaf passes' sources): the overhead is
+  // per 10k of those, which is all but the fresh tail unless the sweep stopped
+  // early (its `reason` says why; a leaf pass that does not shrink its chunk ends
+  // the leaf phase, as in the reference).
+  const summarized = m.value.passes.filter((p) => p.kind === 'leaf').reduce((a, p) => a + p.sourceCount, 0)
   return {
     wallMs: m.ms,
     summarizerMs: summarizerClock.ms,
     summarizerCalls: summarizerClock.calls,
     overheadMs,
-    per10k: overheadMs / (count / 10000),
+    per10k: overheadMs / (Math.max(1, summarized) / 10000),
+    messages: count,
+    summarized,
+    reason: m.value.reason,
     passes: m.value.passes.length,
     tokensBefore: m.value.tokensBefore,
     tokensAfter: m.value.tokensAfter,
@@ -315,6 +342,7 @@ async function sweepRun(LcmEngine, dbPath, messages, { confined = false } = {}) 
 
 module.exports = {
   generator,
+  readJsonl,
   toTurns,
   measureLoop,
   summarizerClock,

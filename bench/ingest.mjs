@@ -13,7 +13,7 @@
 // (`cargo build --profile <profile> --example raw_sqlite`); without it only our
 // figures print.
 import { createRequire } from 'node:module'
-import { mkdtempSync, readFileSync, writeFileSync, statSync, existsSync, rmSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, statSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -24,6 +24,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 const { LcmEngine } = require(join(root, 'index.js'))
 const { targetTriple } = require(join(root, 'scripts', 'platform.js'))
+const { generator, readJsonl, toTurns } = require('./common.js')
 const argv = process.argv
 const arg = (k, d) => { const i = argv.indexOf(k); return i > 0 ? argv[i + 1] : d }
 const N = Number(arg('--messages', 10000)), SEED = Number(arg('--seed', 1)), RUNS = Number(arg('--runs', 3))
@@ -31,28 +32,11 @@ const SESSIONS = Number(arg('--sessions', 0))
 const PROFILE = arg('--profile', 'fastrelease')
 const rawBin = join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
 
-function generator() {
-  const shared = join(root, '..', 'shared', 'bench', 'gen-workload.mjs')
-  return existsSync(shared) ? shared : join(root, 'bench', 'gen-workload.mjs')
-}
-
 /** The seeded workload: its messages, JSONL bytes and the JSONL file (kept in `dir`). */
 export function loadWorkload(n, seed, dir = mkdtempSync(join(tmpdir(), 'lcm-bench-'))) {
   const out = join(dir, 'conv.jsonl')
   execFileSync(process.execPath, [generator(), '--messages', String(n), '--seed', String(seed), '--out', out])
-  const text = readFileSync(out, 'utf8')
-  const messages = text.split('\n').filter(Boolean).map((l) => JSON.parse(l))
-  return { messages, bytes: Buffer.byteLength(text), file: out }
-}
-
-/** Turns: a user message starts one; everything up to the next user message joins it. */
-export function toTurns(messages) {
-  const out = []
-  for (const m of messages) {
-    if (m.role === 'user' || out.length === 0) out.push([])
-    out[out.length - 1].push(m)
-  }
-  return out
+  return { messages: readJsonl(out), bytes: statSync(out).size, file: out }
 }
 
 function dbBytes(path) {

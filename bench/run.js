@@ -13,11 +13,11 @@
 //   `fastrelease` builds in a fraction of the LTO time for iterations)
 // Ends with the issue's targets, each beside its ratio (ours / raw, ours / target).
 const { spawnSync, spawn } = require('node:child_process')
-const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, existsSync, readdirSync, rmSync } = require('node:fs')
+const { mkdtempSync, mkdirSync, writeFileSync, statSync, existsSync, readdirSync, rmSync } = require('node:fs')
 const { tmpdir } = require('node:os')
 const { join, dirname } = require('node:path')
 const { targetTriple } = require('../scripts/platform.js')
-const { generator, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
+const { generator, readJsonl, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
 const { grepAfterReopen: reopenBench, closeAfterOpen, formatReopen } = require('./reopen.js')
 
 const root = join(__dirname, '..')
@@ -58,12 +58,11 @@ function workload(n, seed = 1) {
   const out = join(work, `conv-${n}-${seed}.jsonl`)
   const needles = join(work, `needles-${n}-${seed}.jsonl`)
   if (!existsSync(out)) sh(process.execPath, [generator(), '--messages', String(n), '--seed', String(seed), '--out', out, '--needles', needles])
-  const text = readFileSync(out, 'utf8')
   return {
     file: out,
-    bytes: Buffer.byteLength(text),
-    messages: text.split('\n').filter(Boolean).map((l) => JSON.parse(l)),
-    needles: readFileSync(needles, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+    bytes: statSync(out).size,
+    messages: readJsonl(out),
+    needles: readJsonl(needles),
   }
 }
 function dirBytes(p) {
@@ -87,7 +86,7 @@ async function open(dir, extra = {}) {
 // Opens the engine, waits for the common start, ingests turn by turn, prints its timing.
 async function child() {
   const [db, session, file, count, startAt] = argv.slice(argv.indexOf('--child') + 1)
-  const msgs = readFileSync(file, 'utf8').split('\n').filter(Boolean).slice(0, Number(count)).map((l) => JSON.parse(l))
+  const msgs = readJsonl(file, Number(count))
   const engine = await LcmEngine.open({ dbPath: db, summarizer: instantSummarizer })
   await new Promise((r) => setTimeout(r, Math.max(0, Number(startAt) - Date.now())))
   const start = Date.now()
@@ -412,7 +411,9 @@ while time.time() < end:
 
   const sweep = await sweepOnly(engine, 'big', BIG)
   rows.push({ name: `full sweep ${BIG / 1000}k: wall − summarizer`, unit: 'ms', min: Math.round(sweep.overheadMs) })
-  rows.push({ name: '  per 10k messages', unit: 'ms', min: Math.round(sweep.per10k) })
+  rows.push({ name: '  per 10k messages summarized', unit: 'ms', min: Math.round(sweep.per10k) })
+  rows.push({ name: '  messages summarized / in the conversation', unit: 'n', min: sweep.summarized, median: sweep.messages })
+  console.log(`full sweep ${BIG / 1000}k ended: ${sweep.reason}`)
   rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.passes, median: Number(sweep.loopMax.toFixed(2)) })
   results.sections.sweep = sweep
   loops.push([`sweep ${BIG / 1000}k`, sweep.loopMax, sweep.loopP99, sweep.replayP99, sweep.gcMax])

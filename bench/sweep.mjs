@@ -16,14 +16,14 @@
 // previous build, for a before/after from the same machine state: interleave runs).
 // Workloads are cached under .tmp/bench-sweep/ (delete it when done).
 import { createRequire } from 'node:module'
-import { mkdtempSync, mkdirSync, readFileSync, existsSync, rmSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, existsSync, rmSync } from 'node:fs'
 import { join, dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { execFileSync } from 'node:child_process'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
-const { generator, measureLoop, sweepRun } = require('./common.js')
+const { generator, readJsonl, measureLoop, sweepRun } = require('./common.js')
 
 const argv = process.argv.slice(2)
 const opt = (k, d) => (argv.includes(k) ? argv[argv.indexOf(k) + 1] : d)
@@ -39,7 +39,7 @@ mkdirSync(cache, { recursive: true })
 function workload(n) {
   const file = join(cache, `conv-${n}-${SEED}.jsonl`)
   if (!existsSync(file)) execFileSync(process.execPath, [generator(), '--messages', String(n), '--seed', String(SEED), '--out', file])
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+  return readJsonl(file)
 }
 
 const idle = await measureLoop(() => new Promise((r) => setTimeout(r, 1000)))
