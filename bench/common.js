@@ -290,8 +290,7 @@ async function sweepOnly(engine, sessionId, count) {
   const cpu = process.cpuUsage(cpu0)
   // The messages the sweep summarized (its leaf passes' sources): the overhead is
   // per 10k of those, which is all but the fresh tail unless the sweep stopped
-  // early (its `reason` says why; a leaf pass that does not shrink its chunk ends
-  // the leaf phase, as in the reference).
+  // early (its `reason` says why).
   const summarized = m.value.passes.filter((p) => p.kind === 'leaf').reduce((a, p) => a + p.sourceCount, 0)
   return {
     wallMs: m.ms,

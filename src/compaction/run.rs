@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::list::ContextList;
-use super::pass::{self, PassEnd, PassEnv, PassRecord, Plan, Summarize};
+use super::pass::{self, PassEnd, PassEnv, PassKind, PassRecord, Plan, Summarize};
 use super::select::{self, Limits};
 use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
 use crate::error::{LcmError, Result};
@@ -570,7 +570,7 @@ impl<'a> Run<'a> {
         self.flush().await?;
         loop {
             while let Some(rec) = self.step(choose, batched).await? {
-                if rec.context_tokens_after >= rec.context_tokens_before {
+                if !self.made_progress(&rec) {
                     break;
                 }
                 if until.is_some_and(|t| rec.context_tokens_after <= t) {
@@ -582,6 +582,20 @@ impl<'a> Run<'a> {
                 return self.close_gaps().await;
             }
         }
+    }
+
+    /// Whether a pass lets its phase go on: it reduced the context's tokens, or it
+    /// was a leaf pass over fewer tokens than `condensedMinChunkTokens`, which no
+    /// summary is expected to shrink. Such a chunk is a short run cut off by an
+    /// oversized next message or by a summary; ending the phase there left the rest
+    /// of the conversation raw (a 1M-message sweep stopped after 378k on a lone
+    /// 75-token message before a 20k-token tool result). Each leaf pass consumes
+    /// raw messages, so the phase still ends; a summarizer that does not shrink a
+    /// full chunk still ends it, as in the reference.
+    fn made_progress(&self, rec: &PassRecord) -> bool {
+        rec.context_tokens_after < rec.context_tokens_before
+            || (rec.kind == PassKind::Leaf
+                && rec.tokens_in < self.limits.condensed_min_chunk_tokens)
     }
 
     /// Leaf passes, then condensation shallowest first; while still over `target`,

@@ -30,6 +30,8 @@ struct Fake {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     on_call: Mutex<Option<CallHook>>,
+    /// Words added to every summary (one that outgrows any chunk).
+    pad: usize,
 }
 
 #[async_trait]
@@ -55,7 +57,11 @@ impl SummaryPipeline for Fake {
             }
         }
         let head: String = input.source_text.chars().take(200).collect();
-        let content = format!("S{} call {n}: {head}", input.depth);
+        let content = format!(
+            "S{} call {n}: {head}{}",
+            input.depth,
+            " pad".repeat(self.pad)
+        );
         Ok(SummarizeOutput {
             tokens_in: tokens::estimate(&input.source_text),
             tokens_out: tokens::estimate(&content),
@@ -711,6 +717,57 @@ async fn an_oversized_message_is_summarized_alone() {
     )
     .await;
     assert_eq!(r.passes[0].source_count, 1);
+    check_invariants(&engine, conv).await;
+}
+
+/// A short message followed by an oversized one is a leaf chunk of its own, which
+/// no summary shrinks; the sweep goes on past it instead of leaving everything
+/// after it raw. A full chunk that does not shrink still ends the leaf phase.
+#[tokio::test]
+async fn a_lone_short_chunk_that_cannot_shrink_does_not_end_the_sweep() {
+    let engine = Engine::open(small_options()).await.unwrap();
+    ingest(&engine, "s1", 0, 8, 100).await;
+    append(
+        &engine,
+        "s1",
+        vec![json!({"role": "assistant", "content": "ok"})],
+    )
+    .await;
+    ingest(&engine, "s1", 9, 1, 2_000).await;
+    let conv = ingest(&engine, "s1", 10, 16, 100).await;
+    let fake = Arc::new(Fake::default());
+    let sweep = CompactParams {
+        force: true,
+        ..params(Mode::Sweep, 100_000)
+    };
+    let r = compact(&engine, &fake, sweep.clone()).await;
+    let leaves: Vec<_> = r
+        .passes
+        .iter()
+        .filter(|p| p.kind == PassKind::Leaf)
+        .collect();
+    let lone = leaves
+        .iter()
+        .position(|p| p.source_count == 1 && p.context_tokens_after >= p.context_tokens_before)
+        .expect("the short message is summarized alone and does not shrink");
+    assert!(
+        leaves.len() > lone + 2,
+        "the sweep stopped at it: {:?}",
+        r.reason
+    );
+    let items = engine.get_context_items(conv).await.unwrap();
+    let raw = items.iter().filter(|i| i.item_type == "message").count();
+    assert_eq!(raw, 4, "only the fresh tail stays raw ({})", r.reason);
+    check_invariants(&engine, conv).await;
+
+    // A summarizer whose every summary outgrows its (full) chunk ends it at once.
+    let (engine, conv) = engine_with(small_options(), 40, 100).await;
+    let bloated = Arc::new(Fake {
+        pad: 2_000,
+        ..Fake::default()
+    });
+    let r = compact(&engine, &bloated, sweep).await;
+    assert_eq!(r.passes.len(), 1, "{:?}", r.reason);
     check_invariants(&engine, conv).await;
 }
 
