@@ -440,7 +440,7 @@ fn assemble_stored(
     };
     let conversation_id = conv.conversation_id;
     stats.conversation_id = Some(conversation_id);
-    let total = context::item_count(conn, conversation_id)?;
+    let total = context::list_length(conn, conversation_id)?;
     stats.context_items = usize::try_from(total).unwrap_or(0);
     if total == 0 {
         return Ok(Outcome::Fallback(FallbackReason::EmptyContext, stats));
@@ -481,7 +481,7 @@ fn assemble_with(
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let total = context::item_count(conn, conversation_id)?;
+    let total = context::list_length(conn, conversation_id)?;
     let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
@@ -207,12 +207,21 @@ pub fn user_before(conn: &Connection, conversation_id: i64, before: i64) -> Resu
         .query_row(params![conversation_id, before], |r| r.get(0))?)
 }
 
-/// The number of context items of a conversation.
-pub fn item_count(conn: &Connection, conversation_id: i64) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("SELECT COUNT(*) FROM context_items WHERE conversation_id = ?1")?
-        .query_row([conversation_id], |r| r.get(0))?)
+/// The length of a conversation's context list: its last ordinal + 1 (0 when
+/// empty), one seek into the `(conversation_id, ordinal)` key. Ordinals are
+/// `0..n` outside a running compaction phase (which closes the gaps it opens
+/// before it ends), so this is the number of items; a `COUNT(*)` walked every
+/// item instead (two per `assemble`: 64 % of an assembly over 612k items).
+pub fn list_length(conn: &Connection, conversation_id: i64) -> Result<i64> {
+    let last: Option<i64> = conn
+        .prepare_cached(LAST_ORDINAL)?
+        .query_row([conversation_id], |r| r.get(0))
+        .optional()?;
+    Ok(last.map_or(0, |o| o + 1))
 }
+
+const LAST_ORDINAL: &str =
+    "SELECT ordinal FROM context_items WHERE conversation_id = ?1 ORDER BY ordinal DESC LIMIT 1";
 
 /// Whether the context list holds any summary item.
 pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool> {
@@ -249,4 +258,36 @@ pub fn tool_results_before(
         })?
         .collect::<rusqlite::Result<HashSet<String>>>()?;
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// The length comes from one seek, not a walk over the items.
+    #[test]
+    fn list_length_reads_one_row_whatever_the_length() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let add = |conv: i64, n: i64| {
+            for o in 0..n {
+                conn.execute(
+                    "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (?1, ?2, 'message', ?2 + 1)",
+                    params![conv, o],
+                )
+                .unwrap();
+            }
+        };
+        add(1, 5_000);
+        add(2, 3);
+        assert_eq!(list_length(&conn, 1).unwrap(), 5_000);
+        assert_eq!(list_length(&conn, 2).unwrap(), 3);
+        assert_eq!(list_length(&conn, 3).unwrap(), 0);
+        let mut stmt = conn.prepare(LAST_ORDINAL).unwrap();
+        let _: i64 = stmt.query_row([1], |r| r.get(0)).unwrap();
+        let steps = stmt.get_status(StatementStatus::VmStep);
+        assert!(steps < 50, "{steps} steps for 5,000 items");
+    }
 }
