@@ -247,8 +247,17 @@ fn synthetic(call: &Call) -> Entry {
 
 /// The repair pass; see the module docs.
 pub fn repair(input: Vec<Entry>, stats: &mut RepairStats) -> Vec<Entry> {
+    let mut results_at: HashMap<String, Vec<usize>> = HashMap::new();
+    for (k, e) in input.iter().enumerate() {
+        if role(&e.message) == "toolResult" {
+            if let Some(id) = result_id(&e.message) {
+                results_at.entry(id.to_owned()).or_default().push(k);
+            }
+        }
+    }
     Repair {
         msgs: input.into_iter().map(Some).collect(),
+        results_at,
         out: Vec::new(),
         result_pos: HashMap::new(),
         seen_calls: HashSet::new(),
@@ -260,6 +269,9 @@ pub fn repair(input: Vec<Entry>, stats: &mut RepairStats) -> Vec<Entry> {
 struct Repair<'s> {
     /// Input slots; `None` once a message was emitted, moved or dropped.
     msgs: Vec<Option<Entry>>,
+    /// Result id → the input indexes of the tool results carrying it, ascending
+    /// (a slot's role and id never change while it holds its message).
+    results_at: HashMap<String, Vec<usize>>,
     out: Vec<Entry>,
     /// Result id → its position in `out`.
     result_pos: HashMap<String, usize>,
@@ -471,25 +483,27 @@ impl Repair<'_> {
     /// Results for this span's calls beyond the next calling assistant: id → index.
     fn later_results(&self, span: &Span, from: usize) -> HashMap<String, usize> {
         let mut later: HashMap<String, usize> = HashMap::new();
-        for k in from..self.msgs.len() {
-            let Some(c) = self.msgs[k].as_ref() else {
-                continue;
-            };
-            if role(&c.message) != "toolResult" {
+        for id in &span.ids {
+            if self.result_pos.contains_key(id) {
                 continue;
             }
-            let Some(id) = result_id(&c.message) else {
+            let Some(at) = self.results_at.get(id) else {
                 continue;
             };
-            if !span.ids.contains(id) || self.result_pos.contains_key(id) {
-                continue;
+            let mut best: Option<usize> = None;
+            for &k in &at[at.partition_point(|&k| k < from)..] {
+                let Some(c) = self.msgs[k].as_ref() else {
+                    continue;
+                };
+                let existing = best
+                    .and_then(|x| self.msgs[x].as_ref())
+                    .map(|x| &*x.message);
+                if should_use(existing, &c.message) {
+                    best = Some(k);
+                }
             }
-            let existing = later
-                .get(id)
-                .and_then(|&x| self.msgs[x].as_ref())
-                .map(|x| &*x.message);
-            if should_use(existing, &c.message) {
-                later.insert(id.to_owned(), k);
+            if let Some(k) = best {
+                later.insert(id.clone(), k);
             }
         }
         later
