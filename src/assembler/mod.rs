@@ -450,7 +450,7 @@ fn assemble_stored(
     {
         return Ok(Outcome::Fallback(FallbackReason::IncompleteCoverage, stats));
     }
-    let r = assemble_conversation(conn, conversation_id, budget, settings, cache)?;
+    let r = assemble_listed(conn, conversation_id, total, budget, settings, cache)?;
     Ok(Outcome::Assembled(r))
 }
 
@@ -463,11 +463,25 @@ pub fn assemble_conversation(
     settings: &Settings,
     cache: &Cache,
 ) -> Result<AssembleResult> {
+    let total = context::list_length(conn, conversation_id)?;
+    assemble_listed(conn, conversation_id, total, budget, settings, cache)
+}
+
+/// [`assemble_conversation`] of a context list of `total` items (its caller
+/// has read the length already).
+fn assemble_listed(
+    conn: &Connection,
+    conversation_id: i64,
+    total: i64,
+    budget: i64,
+    settings: &Settings,
+    cache: &Cache,
+) -> Result<AssembleResult> {
     let mut reuse = select::Reuse {
         old: cache.take(conversation_id),
         next: cache::Prepared::default(),
     };
-    let r = assemble_with(conn, conversation_id, budget, settings, &mut reuse);
+    let r = assemble_with(conn, conversation_id, total, budget, settings, &mut reuse);
     if r.is_ok() {
         cache.put(conversation_id, reuse.next);
     }
@@ -477,11 +491,11 @@ pub fn assemble_conversation(
 fn assemble_with(
     conn: &Connection,
     conversation_id: i64,
+    total: i64,
     budget: i64,
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let total = context::list_length(conn, conversation_id)?;
     let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
