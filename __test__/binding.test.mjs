@@ -2,7 +2,7 @@
 // no more than JSON.stringify of the data they need on the JS thread.
 import { describe, it, expect, afterEach } from 'vitest'
 import { join } from 'node:path'
-import { LcmEngine, tempDir, rejectsWithCode, root } from './helpers.mjs'
+import { LcmEngine, addon, tempDir, rejectsWithCode, root } from './helpers.mjs'
 
 let engine
 afterEach(async () => {
@@ -44,6 +44,69 @@ describe('JS callbacks: one rule everywhere', () => {
     await rejectsWithCode(engine.afterTurn({ sessionId: 's', messages: [msg(9)], prePromptMessageCount: 0, tokenBudget: 1000, onProgress: 1 }), 'LCM_INVALID_INPUT')
     const conv = await engine.getConversation({ sessionId: 's' })
     expect((await engine.getStats(conv.conversationId)).messageCount).toBe(2)
+  })
+})
+
+describe('positional arguments: checked, never coerced', () => {
+  /** What a call does: a synchronous throw or the promise's outcome, with the error code. */
+  async function outcome(call) {
+    let p
+    try {
+      p = call()
+    } catch (e) {
+      return { threw: true, code: e.code, message: e.message }
+    }
+    try {
+      return { resolved: await p }
+    } catch (e) {
+      return { rejected: true, code: e.code, message: e.message }
+    }
+  }
+
+  it('a wrong id type or a non-integer id rejects with LCM_INVALID_INPUT naming the method and argument', async () => {
+    const e = await open()
+    const { conversationId } = await e.ingest({ sessionId: 's', message: msg(0) })
+    for (const method of ['getMessages', 'getContextItems', 'getSummaries', 'getStats']) {
+      for (const bad of [String(conversationId), NaN, conversationId + 0.5, Infinity, 2 ** 53 + 2, null, undefined, [conversationId], {}]) {
+        const o = await outcome(() => e[method](bad))
+        expect(o, `${method}(${String(bad)})`).toMatchObject({ rejected: true, code: 'LCM_INVALID_INPUT' })
+        expect(o.message).toContain(`${method}: conversationId must be an integer id`)
+      }
+    }
+    // NaN and 1.5 are not read as conversation 0 or 1: the message is still there for the real id.
+    expect(await e.getMessages(conversationId)).toHaveLength(1)
+    expect((await e.getStats(conversationId)).messageCount).toBe(1)
+  })
+
+  it('a non-string id, grant id or session rejects (or, for cancel, throws) LCM_INVALID_INPUT', async () => {
+    const e = await open()
+    for (const [name, call] of [
+      ['describe', (v) => e.describe(v)],
+      ['getGrant', (v) => e.getGrant(v)],
+      ['revokeGrant', (v) => e.revokeGrant(v)],
+    ]) {
+      for (const bad of [5, null, undefined, {}, ['sum_x']]) {
+        const o = await outcome(() => call(bad))
+        expect(o, `${name}(${JSON.stringify(bad)})`).toMatchObject({ rejected: true, code: 'LCM_INVALID_INPUT' })
+        expect(o.message).toMatch(new RegExp(`^${name}: \\w+ must be a string, got `))
+      }
+    }
+    const o = await outcome(() => e.cancel(5))
+    expect(o).toMatchObject({ threw: true, code: 'LCM_INVALID_INPUT', message: 'cancel: session must be a string, got a number' })
+    expect(e.cancel('nobody')).toBe(0)
+    expect(await e.describe('sum_0000000000000000')).toBeNull()
+    expect(await e.getGrant('grant_x')).toBeNull()
+  })
+
+  it('module functions check their string arguments the same way', async () => {
+    for (const call of [() => addon.showPrompt(5), () => addon.diffPrompt('leaf', 5), () => addon.listPrompts({}), () => addon.formatTimestamp(0, 5), () => addon.formatTimeRange(0, 1, [])]) {
+      expect(await outcome(call)).toMatchObject({ threw: true, code: 'LCM_INVALID_INPUT' })
+    }
+    expect(addon.formatTimestamp(0, null)).toMatch(/^1970-01-01/)
+    expect(addon.listPrompts(undefined).templates.length).toBeGreaterThan(0)
+    for (const bad of ['--help', [1, 2], null]) {
+      expect(await outcome(() => addon.runCli(bad))).toMatchObject({ rejected: true, code: 'LCM_INVALID_INPUT' })
+    }
   })
 })
 

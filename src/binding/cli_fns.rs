@@ -3,7 +3,8 @@
 //! `showPrompt` / `diffPrompt` (the functions behind `lcm-tui prompts`).
 #![cfg_attr(test, allow(dead_code))]
 
-use super::js::{arg_json, to_js};
+use super::js::{arg_json, opt_string_arg, resolve_json, string_arg, stringify, to_js};
+use crate::error::LcmError;
 use crate::prompts::catalog;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -11,16 +12,21 @@ use napi_derive::napi;
 /// Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
 /// thread, writing to the process's stdout and stderr. Resolves with the exit code:
 /// 0 success, 1 the job failed, 2 bad usage.
-#[napi(ts_return_type = "Promise<number>")]
-pub fn run_cli(env: &Env, argv: Vec<String>) -> Result<PromiseRaw<'_, i32>> {
-    env.spawn_future(async move {
+#[napi(ts_args_type = "argv: Array<string>", ts_return_type = "Promise<number>")]
+pub fn run_cli<'env>(
+    env: &'env Env,
+    argv: Unknown<'env>,
+) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    let json = stringify(env, argv)?;
+    resolve_json(env, async move {
+        let argv: Vec<String> = crate::params::parse_params("runCli", &json)?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name("lcm-tui".into())
             .spawn(move || {
                 let _ = tx.send(crate::cli::run(argv));
             })
-            .map_err(|e| Error::from_reason(format!("cannot start lcm-tui: {e}")))?;
+            .map_err(|e| LcmError::internal(format!("cannot start lcm-tui: {e}")))?;
         Ok(rx.await.unwrap_or(crate::cli::EXIT_FAILURE))
     })
 }
@@ -37,8 +43,12 @@ pub fn interrupt_cli() -> bool {
 /// `promptDir` (default `~/.config/lcm-tui/prompts`) that wins, with the reason an
 /// override cannot be used.
 #[napi(ts_args_type = "promptDir?: string", ts_return_type = "PromptList")]
-pub fn list_prompts(env: &Env, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
-    to_js(env, catalog::list(prompt_dir.as_deref()))
+pub fn list_prompts<'env>(
+    env: &'env Env,
+    prompt_dir: Option<Unknown<'env>>,
+) -> Result<Unknown<'env>> {
+    let dir = opt_string_arg(prompt_dir, "listPrompts", "promptDir");
+    to_js(env, dir.and_then(|d| catalog::list(d.as_deref())))
 }
 
 /// Parameters of `exportPrompts`.
@@ -76,8 +86,16 @@ pub fn export_prompts<'env>(
     ts_args_type = "name: string, promptDir?: string",
     ts_return_type = "ShownPrompt"
 )]
-pub fn show_prompt(env: &Env, name: String, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
-    to_js(env, catalog::show(&name, prompt_dir.as_deref()))
+pub fn show_prompt<'env>(
+    env: &'env Env,
+    name: Unknown<'env>,
+    prompt_dir: Option<Unknown<'env>>,
+) -> Result<Unknown<'env>> {
+    let shown = string_arg(name, "showPrompt", "name").and_then(|name| {
+        let dir = opt_string_arg(prompt_dir, "showPrompt", "promptDir")?;
+        catalog::show(&name, dir.as_deref())
+    });
+    to_js(env, shown)
 }
 
 /// A unified diff of a template's override against its embedded default (`diff` is
@@ -86,6 +104,14 @@ pub fn show_prompt(env: &Env, name: String, prompt_dir: Option<String>) -> Resul
     ts_args_type = "name: string, promptDir?: string",
     ts_return_type = "PromptDiff"
 )]
-pub fn diff_prompt(env: &Env, name: String, prompt_dir: Option<String>) -> Result<Unknown<'_>> {
-    to_js(env, catalog::diff(&name, prompt_dir.as_deref()))
+pub fn diff_prompt<'env>(
+    env: &'env Env,
+    name: Unknown<'env>,
+    prompt_dir: Option<Unknown<'env>>,
+) -> Result<Unknown<'env>> {
+    let shown = string_arg(name, "diffPrompt", "name").and_then(|name| {
+        let dir = opt_string_arg(prompt_dir, "diffPrompt", "promptDir")?;
+        catalog::diff(&name, dir.as_deref())
+    });
+    to_js(env, shown)
 }

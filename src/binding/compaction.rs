@@ -15,7 +15,10 @@ use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use super::hooks::{self, AbortHook};
-use super::js::{call_engine, copy_without, promise, resolve_json, stringify, OnSettle};
+use super::js::{
+    call_engine, copy_without, promise, resolve_json, string_arg, stringify, to_napi_error,
+    OnSettle,
+};
 use super::summarizer::AnyJson;
 use super::LcmEngine;
 use crate::compaction::{AfterTurnParams, CompactParams, EvaluateParams, Hooks, PassRecord};
@@ -216,9 +219,11 @@ impl LcmEngine {
     /// Stops every running compaction of the session (matched by session id or
     /// key) between passes; an in-flight summarizer call is abandoned and nothing
     /// of it is written. Returns how many calls were running.
-    #[napi]
-    pub fn cancel(&self, session: String) -> u32 {
-        self.engine.cancel_compaction(&session) as u32
+    #[napi(ts_args_type = "session: string")]
+    pub fn cancel(&self, env: &Env, session: Unknown) -> Result<u32> {
+        let session =
+            string_arg(session, "cancel", "session").map_err(|e| to_napi_error(env, e))?;
+        Ok(self.engine.cancel_compaction(&session) as u32)
     }
 
     /// `PRAGMA integrity_check` rows: `['ok']` for a sound database.

@@ -93,6 +93,72 @@ pub fn to_napi_error(env: &Env, e: LcmError) -> Error {
     built.unwrap_or_else(|_| Error::new(Status::GenericFailure, e.to_string()))
 }
 
+/// What a JavaScript value is, for an error message.
+fn type_name(v: &Unknown) -> &'static str {
+    match v.get_type() {
+        Ok(ValueType::Number) => "a number",
+        Ok(ValueType::String) => "a string",
+        Ok(ValueType::Boolean) => "a boolean",
+        Ok(ValueType::Undefined) => "undefined",
+        Ok(ValueType::Null) => "null",
+        Ok(ValueType::Function) => "a function",
+        Ok(ValueType::BigInt) => "a bigint",
+        Ok(ValueType::Symbol) => "a symbol",
+        Ok(ValueType::Object) if v.is_array().unwrap_or(false) => "an array",
+        Ok(ValueType::Object) => "an object",
+        _ => "a value of unknown type",
+    }
+}
+
+/// A positional string argument (`what` is the function, `name` the argument).
+/// Anything but a string is `LCM_INVALID_INPUT`, never converted.
+pub fn string_arg(v: Unknown, what: &str, name: &str) -> crate::error::Result<String> {
+    if v.get_type().ok() == Some(ValueType::String) {
+        if let Ok(s) = unsafe { v.cast::<String>() } {
+            return Ok(s);
+        }
+    }
+    Err(LcmError::invalid(format!(
+        "{what}: {name} must be a string, got {}",
+        type_name(&v)
+    )))
+}
+
+/// An optional positional string argument: absent, `undefined` or `null` is `None`.
+pub fn opt_string_arg(
+    v: Option<Unknown>,
+    what: &str,
+    name: &str,
+) -> crate::error::Result<Option<String>> {
+    match v {
+        Some(v) if !matches!(v.get_type(), Ok(ValueType::Undefined | ValueType::Null)) => {
+            string_arg(v, what, name).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A positional id argument: a number that is a safe integer. `NaN`, `1.5` or a
+/// numeric string are `LCM_INVALID_INPUT` (Node-API would turn them into another
+/// row's id: `NaN` into 0, `1.5` into 1).
+pub fn id_arg(v: Unknown, what: &str, name: &str) -> crate::error::Result<i64> {
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    if v.get_type().ok() == Some(ValueType::Number) {
+        if let Ok(n) = unsafe { v.cast::<f64>() } {
+            if n.fract() == 0.0 && n.abs() <= MAX_SAFE {
+                return Ok(n as i64);
+            }
+            return Err(LcmError::invalid(format!(
+                "{what}: {name} must be an integer id, got {n}"
+            )));
+        }
+    }
+    Err(LcmError::invalid(format!(
+        "{what}: {name} must be an integer id, got {}",
+        type_name(&v)
+    )))
+}
+
 /// JSON text of an optional argument (`null` when absent).
 pub fn arg_json<'env>(env: &'env Env, value: Option<Unknown<'env>>) -> Result<String> {
     match value {

@@ -27,7 +27,10 @@ use crate::engine::Engine;
 use crate::params::parse_params;
 use crate::retrieval::types::GetMessagesOptions;
 use crate::store::conversations::SessionRef;
-use js::{arg_json, call_engine, call_engine_json, resolve_json, stringify, to_napi_error};
+use js::{
+    arg_json, call_engine, call_engine_json, id_arg, resolve_json, string_arg, stringify,
+    to_napi_error,
+};
 
 /// A Lossless Context Management engine over one SQLite database. Create it with
 /// `LcmEngine.open(options)`; every method is async and runs off the JS thread.
@@ -103,7 +106,9 @@ impl LcmEngine {
         js_name = "_debugPanicNextJob",
         ts_args_type = "kind: 'write' | 'read'"
     )]
-    pub fn debug_panic_next_job(&self, env: &Env, kind: String) -> Result<()> {
+    pub fn debug_panic_next_job(&self, env: &Env, kind: Unknown) -> Result<()> {
+        let kind =
+            string_arg(kind, "_debugPanicNextJob", "kind").map_err(|e| to_napi_error(env, e))?;
         let kind = match kind.as_str() {
             "write" => crate::store::JobKind::Write,
             "read" => crate::store::JobKind::Read,
@@ -255,9 +260,10 @@ impl LcmEngine {
     pub fn get_messages<'env>(
         &self,
         env: &'env Env,
-        conversation_id: i64,
+        conversation_id: Unknown<'env>,
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let id = id_arg(conversation_id, "getMessages", "conversationId");
         let json = arg_json(env, options)?;
         call_engine_json(
             env,
@@ -265,49 +271,54 @@ impl LcmEngine {
             "getMessages",
             json,
             move |engine, o: Option<GetMessagesOptions>| async move {
-                engine
-                    .get_messages_with(conversation_id, o.unwrap_or_default())
-                    .await
+                engine.get_messages_with(id?, o.unwrap_or_default()).await
             },
         )
     }
 
     /// The context list (what the model sees) with each item's token count.
-    #[napi(ts_return_type = "Promise<Array<ContextItem>>")]
+    #[napi(
+        ts_args_type = "conversationId: number",
+        ts_return_type = "Promise<Array<ContextItem>>"
+    )]
     pub fn get_context_items<'env>(
         &self,
         env: &'env Env,
-        conversation_id: i64,
+        conversation_id: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let id = id_arg(conversation_id, "getContextItems", "conversationId");
         let engine = self.engine.clone();
-        resolve_json(env, async move {
-            engine.get_context_items(conversation_id).await
-        })
+        resolve_json(env, async move { engine.get_context_items(id?).await })
     }
 
     /// Every summary of a conversation with its source links.
-    #[napi(ts_return_type = "Promise<Array<SummaryWithLinks>>")]
+    #[napi(
+        ts_args_type = "conversationId: number",
+        ts_return_type = "Promise<Array<SummaryWithLinks>>"
+    )]
     pub fn get_summaries<'env>(
         &self,
         env: &'env Env,
-        conversation_id: i64,
+        conversation_id: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let id = id_arg(conversation_id, "getSummaries", "conversationId");
         let engine = self.engine.clone();
-        resolve_json(
-            env,
-            async move { engine.get_summaries(conversation_id).await },
-        )
+        resolve_json(env, async move { engine.get_summaries(id?).await })
     }
 
     /// Row counts and token totals of a conversation.
-    #[napi(ts_return_type = "Promise<ConversationStats>")]
+    #[napi(
+        ts_args_type = "conversationId: number",
+        ts_return_type = "Promise<ConversationStats>"
+    )]
     pub fn get_stats<'env>(
         &self,
         env: &'env Env,
-        conversation_id: i64,
+        conversation_id: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let id = id_arg(conversation_id, "getStats", "conversationId");
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_stats(conversation_id).await })
+        resolve_json(env, async move { engine.get_stats(id?).await })
     }
 
     /// Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,

@@ -6,7 +6,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{stringify, to_js, to_napi_error};
+use super::js::{opt_string_arg, stringify, to_js, to_napi_error};
 use crate::error::LcmError;
 use crate::params::parse_params;
 use crate::prompts::source::parse_time_value;
@@ -14,6 +14,14 @@ use crate::timefmt::Zone;
 
 fn coded<T>(env: &Env, r: crate::error::Result<T>) -> Result<T> {
     r.map_err(|e| to_napi_error(env, e))
+}
+
+/// The optional `timezone` argument of `what`, resolved (`LCM_CONFIG` for an unknown
+/// zone, `LCM_INVALID_INPUT` for a value that is not a string).
+fn zone_arg(env: &Env, timezone: Option<Unknown<'_>>, what: &str) -> Result<Zone> {
+    let zone =
+        opt_string_arg(timezone, what, "timezone").and_then(|tz| Zone::resolve(tz.as_deref()));
+    coded(env, zone)
 }
 
 fn time_arg(env: &Env, v: Unknown<'_>) -> Result<chrono::DateTime<chrono::Utc>> {
@@ -40,8 +48,12 @@ pub fn render_prompt<'env>(env: &'env Env, params: Unknown<'env>) -> Result<Unkn
 /// `2026-02-17 15:37 PST`: a time (epoch ms, ISO string or Date) in `timezone`
 /// (IANA; default `TZ`, else UTC). Throws `LCM_CONFIG` for an unknown zone.
 #[napi(ts_args_type = "value: number | string | Date, timezone?: string")]
-pub fn format_timestamp(env: &Env, value: Unknown<'_>, timezone: Option<String>) -> Result<String> {
-    let zone = coded(env, Zone::resolve(timezone.as_deref()))?;
+pub fn format_timestamp<'env>(
+    env: &'env Env,
+    value: Unknown<'env>,
+    timezone: Option<Unknown<'env>>,
+) -> Result<String> {
+    let zone = zone_arg(env, timezone, "formatTimestamp")?;
     Ok(zone.format_timestamp(time_arg(env, value)?))
 }
 
@@ -54,9 +66,9 @@ pub fn format_time_range(
     env: &Env,
     earliest: Unknown<'_>,
     latest: Unknown<'_>,
-    timezone: Option<String>,
+    timezone: Option<Unknown<'_>>,
 ) -> Result<String> {
-    let zone = coded(env, Zone::resolve(timezone.as_deref()))?;
+    let zone = zone_arg(env, timezone, "formatTimeRange")?;
     let a = time_arg(env, earliest)?;
     let b = time_arg(env, latest)?;
     Ok(zone.format_range(a, b))

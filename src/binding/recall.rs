@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{arg_json, call_engine, call_engine_json, parse, resolve_json};
+use super::js::{arg_json, call_engine, call_engine_json, parse, resolve_json, string_arg};
 use super::LcmEngine;
 use crate::retrieval::types::DescribeOptions;
 
@@ -39,9 +39,10 @@ impl LcmEngine {
     pub fn describe<'env>(
         &self,
         env: &'env Env,
-        id: String,
+        id: Unknown<'env>,
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let id = string_arg(id, "describe", "id");
         let json = arg_json(env, options)?;
         call_engine_json(
             env,
@@ -49,7 +50,7 @@ impl LcmEngine {
             "describe",
             json,
             move |engine, o: Option<DescribeOptions>| async move {
-                engine.describe(id, o.unwrap_or_default()).await
+                engine.describe(id?, o.unwrap_or_default()).await
             },
         )
     }
@@ -95,25 +96,30 @@ impl LcmEngine {
     }
 
     /// Revokes a grant; resolves false when the id is unknown.
-    #[napi(ts_return_type = "Promise<boolean>")]
+    #[napi(ts_args_type = "grantId: string", ts_return_type = "Promise<boolean>")]
     pub fn revoke_grant<'env>(
         &self,
         env: &'env Env,
-        grant_id: String,
+        grant_id: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let grant_id = string_arg(grant_id, "revokeGrant", "grantId");
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.revoke_grant(&grant_id) })
+        resolve_json(env, async move { engine.revoke_grant(&grant_id?) })
     }
 
     /// A grant's current state (budget left, expiry, revoked), or null.
-    #[napi(ts_return_type = "Promise<Grant | null>")]
+    #[napi(
+        ts_args_type = "grantId: string",
+        ts_return_type = "Promise<Grant | null>"
+    )]
     pub fn get_grant<'env>(
         &self,
         env: &'env Env,
-        grant_id: String,
+        grant_id: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let grant_id = string_arg(grant_id, "getGrant", "grantId");
         let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_grant(&grant_id) })
+        resolve_json(env, async move { engine.get_grant(&grant_id?) })
     }
 
     /// Builds (or catches up) the in-memory message catalog behind `grep` now, so
