@@ -12,7 +12,10 @@ use napi_derive::napi;
 /// Runs `lcm-tui` with `argv` (the arguments after the program name) on its own
 /// thread, writing to the process's stdout and stderr. Resolves with the exit code:
 /// 0 success, 1 the job failed, 2 bad usage.
-#[napi(ts_args_type = "argv: Array<string>", ts_return_type = "Promise<number>")]
+#[napi(
+    ts_args_type = "argv: Array<string>",
+    ts_return_type = "Promise<number>"
+)]
 pub fn run_cli<'env>(
     env: &'env Env,
     argv: Unknown<'env>,
