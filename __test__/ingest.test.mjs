@@ -2,7 +2,9 @@ import { describe, it, expect } from 'vitest'
 import { join } from 'node:path'
 import { writeFileSync, mkdirSync, chmodSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { LcmEngine, tempDir, workload, turns, rejectsWithCode } from './helpers.mjs'
+import { spawn } from 'node:child_process'
+import { LcmEngine, tempDir, workload, turns, rejectsWithCode, root } from './helpers.mjs'
+import { turnMessages } from './fixtures/ingest-child.mjs'
 
 const open = (extra = {}) => LcmEngine.open({ dbPath: join(tempDir(), 'lcm.db'), ...extra })
 const user = (content, extra = {}) => ({ role: 'user', content, ...extra })
@@ -226,4 +228,41 @@ describe('group commit', () => {
     expect(seen).toEqual(Array(20).fill(true))
     await e.close()
   })
+})
+
+describe('a crash during group commits', () => {
+  it('SIGKILL while 8 sessions ingest: every acknowledged turn is stored byte-exact, every stored turn is whole', async () => {
+    const dbPath = join(tempDir(), 'lcm.db')
+    const child = spawn(process.execPath, [join(root, '__test__', 'fixtures', 'ingest-child.mjs'), dbPath, '8'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const acked = new Map()
+    let total = 0
+    let buffered = ''
+    await new Promise((resolve) => {
+      child.stdout.on('data', (d) => {
+        buffered += String(d)
+        const lines = buffered.split('\n')
+        buffered = lines.pop()
+        for (const line of lines) {
+          const m = /^acked (\d+) (\d+)$/.exec(line)
+          if (!m) continue
+          acked.set(Number(m[1]), Number(m[2]))
+          if (++total >= 400 && !child.killed) child.kill('SIGKILL')
+        }
+      })
+      child.on('exit', resolve)
+    })
+    expect(total).toBeGreaterThanOrEqual(400)
+    const e = await LcmEngine.open({ dbPath })
+    expect(await e.integrityCheck()).toEqual(['ok'])
+    for (let s = 0; s < 8; s++) {
+      const conv = await e.getConversation({ sessionId: `crash-${s}` })
+      const stored = conv ? await e.getMessages(conv.conversationId) : []
+      // Whole turns only, in order, and at least every acknowledged one.
+      expect(stored.length % 3).toBe(0)
+      const turnsStored = stored.length / 3
+      expect(turnsStored).toBeGreaterThanOrEqual((acked.get(s) ?? -1) + 1)
+      for (let t = 0; t < turnsStored; t++) expect(stored.slice(t * 3, t * 3 + 3)).toEqual(turnMessages(s, t))
+    }
+    await e.close()
+  }, 60000)
 })
