@@ -83,6 +83,18 @@ pub fn export_prompts<'env>(
     to_js(env, r)
 }
 
+/// The `name, promptDir?` arguments of `what`, checked.
+fn name_and_dir(
+    what: &str,
+    name: Unknown,
+    prompt_dir: Option<Unknown>,
+) -> crate::error::Result<(String, Option<String>)> {
+    Ok((
+        string_arg(name, what, "name")?,
+        opt_string_arg(prompt_dir, what, "promptDir")?,
+    ))
+}
+
 /// The active text of a template (`leaf`, `condensed-d1`, …; case-insensitive,
 /// extension optional): the override file as written, else the embedded default.
 #[napi(
@@ -94,10 +106,8 @@ pub fn show_prompt<'env>(
     name: Unknown<'env>,
     prompt_dir: Option<Unknown<'env>>,
 ) -> Result<Unknown<'env>> {
-    let shown = string_arg(name, "showPrompt", "name").and_then(|name| {
-        let dir = opt_string_arg(prompt_dir, "showPrompt", "promptDir")?;
-        catalog::show(&name, dir.as_deref())
-    });
+    let shown = name_and_dir("showPrompt", name, prompt_dir)
+        .and_then(|(name, dir)| catalog::show(&name, dir.as_deref()));
     to_js(env, shown)
 }
 
@@ -112,9 +122,7 @@ pub fn diff_prompt<'env>(
     name: Unknown<'env>,
     prompt_dir: Option<Unknown<'env>>,
 ) -> Result<Unknown<'env>> {
-    let shown = string_arg(name, "diffPrompt", "name").and_then(|name| {
-        let dir = opt_string_arg(prompt_dir, "diffPrompt", "promptDir")?;
-        catalog::diff(&name, dir.as_deref())
-    });
-    to_js(env, shown)
+    let diff = name_and_dir("diffPrompt", name, prompt_dir)
+        .and_then(|(name, dir)| catalog::diff(&name, dir.as_deref()));
+    to_js(env, diff)
 }
