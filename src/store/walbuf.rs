@@ -377,20 +377,22 @@ mod tests {
 
     /// What a crash now would leave: the database and its log as the OS holds them,
     /// copied without the shared index, opened by plain SQLite (recovery included).
-    fn crash_image(db: &Path) -> Connection {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let copy = dir.join("image.db");
+    /// The copy lives as long as the returned directory.
+    fn crash_image(db: &Path) -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("image.db");
         std::fs::copy(db, &copy).unwrap();
         let wal = db.with_extension("db-wal");
         if wal.exists() {
-            std::fs::copy(&wal, dir.join("image.db-wal")).unwrap();
+            std::fs::copy(&wal, dir.path().join("image.db-wal")).unwrap();
         }
-        Connection::open(&copy).unwrap()
+        let conn = Connection::open(&copy).unwrap();
+        (dir, conn)
     }
 
     /// Every committed row, byte for byte, and a sound file.
     fn assert_image_holds(db: &Path, rows: &[(i64, usize)]) {
-        let image = crash_image(db);
+        let (_dir, image) = crash_image(db);
         let ok: String = image
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
@@ -463,7 +465,7 @@ mod tests {
         }
         tx.commit().unwrap();
         let expected: Vec<(i64, usize)> = rows;
-        let image = crash_image(&db);
+        let (_dir, image) = crash_image(&db);
         for id in (0..1500i64).step_by(3) {
             let got: Vec<u8> = image
                 .query_row("SELECT body FROM t WHERE id = ?1", [id], |r| r.get(0))
@@ -490,7 +492,7 @@ mod tests {
             params![20_000, body(20_000, 10)],
         )
         .unwrap();
-        let image = crash_image(&db);
+        let (_dir, image) = crash_image(&db);
         let ok: String = image
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
