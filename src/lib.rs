@@ -9,12 +9,6 @@
 // Library code slices strings only through `text`'s char-boundary-safe helpers.
 #![cfg_attr(not(test), warn(clippy::string_slice))]
 
-/// Every Rust allocation of the addon and the CLI goes through mimalloc (SQLite's
-/// too, see `store::memory`): glibc's `malloc`/`free` were a tenth of the writer's
-/// time with eight sessions ingesting.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 pub mod assembler;
 pub mod cli;
 pub mod compaction;

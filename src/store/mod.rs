@@ -27,7 +27,6 @@ pub mod integrity;
 pub mod largefiles;
 pub mod links;
 pub mod mapping;
-pub mod memory;
 pub mod messages;
 pub mod migrate;
 pub mod operator;
@@ -196,8 +195,6 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    // Before anything initializes SQLite (registering the VFS does).
-    memory::install();
     let opened = if walbuf::register() {
         Connection::open_with_flags_and_vfs(path, flags, walbuf::NAME)
     } else {

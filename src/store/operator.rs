@@ -14,7 +14,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Opens an existing file read-only (`SQLITE_OPEN_READ_ONLY` and `query_only`).
 /// Errors are SQLite's own, so a caller can tell a file that is not a database.
 pub fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    super::memory::install();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -34,7 +33,6 @@ pub fn allow_temp_tables(conn: &Connection) -> rusqlite::Result<()> {
 /// SQLite treats as a write statement although it writes nothing. Never creates
 /// the file.
 pub fn open_fts_probe(path: &Path) -> rusqlite::Result<Connection> {
-    super::memory::install();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
