@@ -149,7 +149,7 @@ fn text_of_other(runtime_role: &str, obj: &Map<String, Value>) -> Option<String>
     if let Some(Value::String(s)) = obj.get("summary") {
         return Some(s.clone());
     }
-    Some(Value::Object(obj.clone()).to_string())
+    Some(compact(obj))
 }
 
 /// A message without content and without a command (a summary entry, a plugin's own
@@ -169,7 +169,7 @@ fn verbatim_content(
     runtime_role: &str,
     obj: &Map<String, Value>,
 ) -> (String, Vec<NewPart>, i64) {
-    agent_part(content.to_string(), "verbatim", runtime_role, obj)
+    agent_part(compact(content), "verbatim", runtime_role, obj)
 }
 
 fn created_at(obj: &Map<String, Value>) -> Option<String> {
@@ -233,7 +233,7 @@ fn text_block_parts(runtime_role: &str, obj: &Map<String, Value>) -> Vec<NewPart
         text_content: None,
         tool_call_id: top_level_call_id(obj),
         tool_name: str_field(obj, &["toolName", "tool_name"]),
-        metadata: Value::Object(meta).to_string(),
+        metadata: compact(&meta),
         ..NewPart::default()
     }]
 }
@@ -243,22 +243,45 @@ fn text_block_parts(runtime_role: &str, obj: &Map<String, Value>) -> Vec<NewPart
 /// `messages.content` when no other part remains).
 pub const NO_CONTENT_BLOCK: &str = "topLevelReasoningOnly";
 
+/// The message's JSON with its content replaced by a marker (see
+/// [`CONTENT_STRING`] and the others), written straight from the object.
 fn envelope(obj: &Map<String, Value>, text_block: bool) -> String {
-    let mut env = Map::with_capacity(obj.len());
-    for (k, v) in obj {
-        if k == "content" {
-            let marker = match v {
-                Value::String(_) => CONTENT_STRING,
-                Value::Array(_) if text_block => CONTENT_TEXT_BLOCK,
-                Value::Array(_) => CONTENT_BLOCKS,
-                _ => CONTENT_VERBATIM,
-            };
-            env.insert(k.clone(), json!(marker));
-        } else {
-            env.insert(k.clone(), v.clone());
+    compact(&Envelope { obj, text_block })
+}
+
+/// A message object seen as its envelope: every member in order, the content's
+/// value replaced by its marker.
+struct Envelope<'a> {
+    obj: &'a Map<String, Value>,
+    text_block: bool,
+}
+
+impl serde::Serialize for Envelope<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.obj.len()))?;
+        for (k, v) in self.obj {
+            if k == "content" {
+                let marker = match v {
+                    Value::String(_) => CONTENT_STRING,
+                    Value::Array(_) if self.text_block => CONTENT_TEXT_BLOCK,
+                    Value::Array(_) => CONTENT_BLOCKS,
+                    _ => CONTENT_VERBATIM,
+                };
+                map.serialize_entry(k, &marker)?;
+            } else {
+                map.serialize_entry(k, v)?;
+            }
         }
+        map.end()
     }
-    Value::Object(env).to_string()
+}
+
+/// Compact JSON text of a value: `serde_json` writing into one buffer, without
+/// `Display`'s formatter in between. JSON values and their maps (string keys)
+/// always serialize, so the empty fallback is never taken.
+fn compact<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Reference metadata for parts of tool-result messages: top-level call id, name,
@@ -313,7 +336,7 @@ fn string_part(text: &str, runtime_role: &str, obj: &Map<String, Value>) -> NewP
         text_content: Some(text.to_owned()),
         tool_call_id: top_level_call_id(obj),
         tool_name: str_field(obj, &["toolName", "tool_name"]),
-        metadata: Value::Object(meta).to_string(),
+        metadata: compact(&meta),
         ..NewPart::default()
     }
 }
@@ -339,7 +362,7 @@ fn agent_part(
         part_type: "agent",
         ordinal: 0,
         text_content: Some(text.clone()),
-        metadata: Value::Object(meta).to_string(),
+        metadata: compact(&meta),
         ..NewPart::default()
     };
     let n = tokens::estimate(&text);
@@ -350,7 +373,7 @@ fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => other.to_string(),
+        other => compact(other),
     }
 }
 
@@ -394,7 +417,7 @@ fn bare_block(
         part_type: "agent",
         ordinal,
         text_content: Some(value_text(block)),
-        metadata: Value::Object(meta).to_string(),
+        metadata: compact(&meta),
         ..NewPart::default()
     }
 }
@@ -415,12 +438,13 @@ fn part_type_of(ty: &str) -> &'static str {
 
 /// True when the block is exactly the canonical shape the columns rebuild.
 fn is_canonical(ty: &str, b: &Map<String, Value>) -> bool {
-    let keys: Vec<&str> = b.keys().map(String::as_str).collect();
+    let keys_are =
+        |names: &[&str]| b.len() == names.len() && b.keys().zip(names).all(|(k, n)| k == n);
     match ty {
-        "text" => keys == ["type", "text"] && b["text"].is_string(),
-        "thinking" => keys == ["type", "thinking"] && b["thinking"].is_string(),
+        "text" => keys_are(&["type", "text"]) && b["text"].is_string(),
+        "thinking" => keys_are(&["type", "thinking"]) && b["thinking"].is_string(),
         "toolCall" => {
-            keys == ["type", "id", "name", "arguments"]
+            keys_are(&["type", "id", "name", "arguments"])
                 && b["id"].is_string()
                 && b["name"].is_string()
                 && !b["arguments"].is_string()
@@ -432,7 +456,7 @@ fn is_canonical(ty: &str, b: &Map<String, Value>) -> bool {
 fn json_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => compact(other),
     }
 }
 
@@ -470,13 +494,13 @@ fn map_block(
         }
         "tool" => fill_tool_columns(&mut part, ty, b, obj),
         "file" if b.contains_key("data") => IMAGE_TOKENS,
-        _ => tokens::estimate(&block.to_string()),
+        _ => tokens::estimate(&compact(block)),
     };
     if part.tool_call_id.is_none() && (runtime_role == "toolResult" || runtime_role == "tool") {
         part.tool_call_id = top_level_call_id(obj);
         part.tool_name = str_field(obj, &["toolName", "tool_name"]);
     }
-    part.metadata = Value::Object(meta).to_string();
+    part.metadata = compact(&meta);
     (part, tokens)
 }
 
@@ -523,6 +547,61 @@ fn fill_tool_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Any JSON value, its strings hostile Unicode, its numbers integers and floats
+    /// of every size.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            crate::text::strategies::text(12).prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::vec((crate::text::strategies::text(6), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// The envelope written straight from the object is the object cloned with
+        /// its content replaced by the marker, byte for byte.
+        #[test]
+        fn envelope_is_the_object_with_its_content_marked(
+            members in prop::collection::vec((crate::text::strategies::text(6), any_json()), 0..5),
+            content in prop::option::of(any_json()),
+            at in 0usize..6,
+            text_block in any::<bool>(),
+        ) {
+            let mut obj: Map<String, Value> = members.into_iter().collect();
+            if let Some(c) = content {
+                obj.shift_remove("content");
+                let at = at.min(obj.len());
+                obj.shift_insert(at, "content".into(), c);
+            }
+            let mut oracle = obj.clone();
+            if let Some(v) = oracle.get_mut("content") {
+                let marker = match v {
+                    Value::String(_) => CONTENT_STRING,
+                    Value::Array(_) if text_block => CONTENT_TEXT_BLOCK,
+                    Value::Array(_) => CONTENT_BLOCKS,
+                    _ => CONTENT_VERBATIM,
+                };
+                *v = json!(marker);
+            }
+            prop_assert_eq!(envelope(&obj, text_block), Value::Object(oracle).to_string());
+            let whole = Value::Object(obj);
+            prop_assert_eq!(compact(&whole), whole.to_string());
+        }
+    }
 
     #[test]
     fn user_string_message() {
