@@ -249,6 +249,16 @@ fn envelope(obj: &Map<String, Value>, text_block: bool) -> String {
     compact(&Envelope { obj, text_block })
 }
 
+/// The envelope's marker for a message's content: how [`map_message`] stored it.
+fn content_marker(content: &Value, text_block: bool) -> i64 {
+    match content {
+        Value::String(_) => CONTENT_STRING,
+        Value::Array(_) if text_block => CONTENT_TEXT_BLOCK,
+        Value::Array(_) => CONTENT_BLOCKS,
+        _ => CONTENT_VERBATIM,
+    }
+}
+
 /// A message object seen as its envelope: every member in order, the content's
 /// value replaced by its marker.
 struct Envelope<'a> {
@@ -262,13 +272,7 @@ impl serde::Serialize for Envelope<'_> {
         let mut map = s.serialize_map(Some(self.obj.len()))?;
         for (k, v) in self.obj {
             if k == "content" {
-                let marker = match v {
-                    Value::String(_) => CONTENT_STRING,
-                    Value::Array(_) if self.text_block => CONTENT_TEXT_BLOCK,
-                    Value::Array(_) => CONTENT_BLOCKS,
-                    _ => CONTENT_VERBATIM,
-                };
-                map.serialize_entry(k, &marker)?;
+                map.serialize_entry(k, &content_marker(v, self.text_block))?;
             } else {
                 map.serialize_entry(k, v)?;
             }
@@ -573,7 +577,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         /// The envelope written straight from the object is the object cloned with
-        /// its content replaced by the marker, byte for byte.
+        /// its content replaced by the marker, byte for byte (members in order,
+        /// strings escaped and numbers written as `serde_json` writes a value).
         #[test]
         fn envelope_is_the_object_with_its_content_marked(
             members in prop::collection::vec((crate::text::strategies::text(6), any_json()), 0..5),
@@ -589,13 +594,7 @@ mod tests {
             }
             let mut oracle = obj.clone();
             if let Some(v) = oracle.get_mut("content") {
-                let marker = match v {
-                    Value::String(_) => CONTENT_STRING,
-                    Value::Array(_) if text_block => CONTENT_TEXT_BLOCK,
-                    Value::Array(_) => CONTENT_BLOCKS,
-                    _ => CONTENT_VERBATIM,
-                };
-                *v = json!(marker);
+                *v = json!(content_marker(v, text_block));
             }
             prop_assert_eq!(envelope(&obj, text_block), Value::Object(oracle).to_string());
             let whole = Value::Object(obj);
