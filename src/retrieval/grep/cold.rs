@@ -209,6 +209,10 @@ fn regex(
     }
 }
 
+/// Candidates whose texts a regex over words reads at a time: a search for the
+/// newest 20 with a match in most candidates stops after the first chunk.
+const READ_CHUNK: usize = 32;
+
 fn regex_words(
     conn: &Connection,
     q: &Query,
@@ -219,21 +223,30 @@ fn regex_words(
     let Some(found) = candidates(conn, q, expr, false, cap, None)? else {
         return Ok(None);
     };
-    let ids: Vec<i64> = found.iter().map(|c| c.meta.id).collect();
-    let texts = recall::message_contents(conn, &ids)?;
+    // The texts are read in the answer's order (newest by time, then id), a chunk
+    // at a time, until `limit` match: every candidate newer than the last one read
+    // has been checked, so the newest `limit` matches are among those found.
+    let mut order: Vec<&Candidate> = found.iter().collect();
+    order.sort_unstable_by_key(|c| std::cmp::Reverse((c.time, c.meta.id)));
     let mut snippets: HashMap<i64, String> = HashMap::new();
-    for c in &found {
-        let Some(t) = texts.get(&c.meta.id) else {
-            continue;
-        };
-        if let Some(m) = re.find(t) {
-            snippets.insert(c.meta.id, window(t, m.start(), m.end(), 50, SNIPPET_CHARS));
+    let mut scanned = 0;
+    for chunk in order.chunks(READ_CHUNK) {
+        let ids: Vec<i64> = chunk.iter().map(|c| c.meta.id).collect();
+        let texts = recall::message_contents(conn, &ids)?;
+        scanned += texts.len();
+        for (id, t) in &texts {
+            if let Some(m) = re.find(t) {
+                snippets.insert(*id, window(t, m.start(), m.end(), 50, SNIPPET_CHARS));
+            }
+        }
+        if snippets.len() >= q.limit {
+            break;
         }
     }
     let stats = ScopeStats {
         strategy: "fts-words".into(),
         candidates: found.len(),
-        scanned: texts.len(),
+        scanned,
         ..ScopeStats::default()
     };
     let hits = newest(&found, q.limit, |c| snippets.contains_key(&c.meta.id))

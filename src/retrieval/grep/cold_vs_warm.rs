@@ -224,6 +224,22 @@ fn cold_answers_equal_warm_answers() {
         }
     }
     assert!(summary_hits > 100, "the summary queries find summaries");
+    // A regex through the full-text words reads its candidates' texts newest first
+    // and stops once `limit` match (the answers above are the same either way).
+    let q = build_query(
+        r"code for staging is",
+        Mode::Regex,
+        Sort::Recency,
+        3,
+        Filter::default(),
+    )
+    .unwrap();
+    let (_, stats) = search_messages_cold(&conn, &q, features).unwrap().unwrap();
+    assert_eq!(stats.strategy, "fts-words");
+    assert!(
+        stats.candidates > 40 && stats.scanned < stats.candidates,
+        "{stats:?}"
+    );
     // Without whole words (or with CJK text), the newest-first scan answers
     // (the table is small enough to read whole).
     for (mode, pattern) in [
