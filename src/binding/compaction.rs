@@ -16,8 +16,7 @@ use napi_derive::napi;
 
 use super::hooks::{self, AbortHook};
 use super::js::{
-    call_engine, copy_without, promise, resolve_json, string_arg, stringify, to_napi_error,
-    OnSettle,
+    call_engine, coded, copy_without, promise, resolve_json, string_arg, stringify, OnSettle,
 };
 use super::summarizer::AnyJson;
 use super::LcmEngine;
@@ -221,8 +220,7 @@ impl LcmEngine {
     /// of it is written. Returns how many calls were running.
     #[napi(ts_args_type = "session: string")]
     pub fn cancel(&self, env: &Env, session: Unknown) -> Result<u32> {
-        let session =
-            string_arg(session, "cancel", "session").map_err(|e| to_napi_error(env, e))?;
+        let session = coded(env, string_arg(session, "cancel", "session"))?;
         Ok(self.engine.cancel_compaction(&session) as u32)
     }
 

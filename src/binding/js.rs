@@ -93,6 +93,12 @@ pub fn to_napi_error(env: &Env, e: LcmError) -> Error {
     built.unwrap_or_else(|_| Error::new(Status::GenericFailure, e.to_string()))
 }
 
+/// A core result as a napi result: the error becomes a coded JavaScript `Error`
+/// ([`to_napi_error`]), for functions that throw synchronously.
+pub fn coded<T>(env: &Env, r: crate::error::Result<T>) -> Result<T> {
+    r.map_err(|e| to_napi_error(env, e))
+}
+
 /// What a JavaScript value is, for an error message.
 fn type_name(v: &Unknown) -> &'static str {
     match v.get_type() {
@@ -321,11 +327,9 @@ pub fn to_js<'env, T: Serialize>(
     env: &'env Env,
     r: crate::error::Result<T>,
 ) -> Result<Unknown<'env>> {
-    let text = r
-        .and_then(|v| {
-            serde_json::to_string(&v)
-                .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
-        })
-        .map_err(|e| to_napi_error(env, e))?;
-    parse(env, &text)
+    let text = r.and_then(|v| {
+        serde_json::to_string(&v)
+            .map_err(|e| LcmError::internal(format!("cannot serialize result: {e}")))
+    });
+    parse(env, &coded(env, text)?)
 }

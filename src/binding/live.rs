@@ -8,7 +8,7 @@
 use napi::bindgen_prelude::*;
 use napi::UnknownRef;
 
-use super::js::{copy_without, parse, stringify, to_napi_error};
+use super::js::{coded, copy_without, parse, stringify};
 use crate::assembler::{self, AssembleResult};
 use crate::error::LcmError;
 
@@ -114,7 +114,7 @@ fn build<'env>(
     r: crate::error::Result<Prepared>,
     live: Option<&LiveArray>,
 ) -> Result<Unknown<'env>> {
-    let p = r.map_err(|e| to_napi_error(env, e))?;
+    let p = coded(env, r)?;
     let value = parse(env, &p.text)?;
     restore_summaries(env, &value, &p.summaries)?;
     let Some(l) = live.filter(|_| p.live_fallback) else {

@@ -28,7 +28,7 @@ use crate::params::parse_params;
 use crate::retrieval::types::GetMessagesOptions;
 use crate::store::conversations::SessionRef;
 use js::{
-    arg_json, call_engine, call_engine_json, id_arg, resolve_json, string_arg, stringify,
+    arg_json, call_engine, call_engine_json, coded, id_arg, resolve_json, string_arg, stringify,
     to_napi_error,
 };
 
@@ -107,8 +107,7 @@ impl LcmEngine {
         ts_args_type = "kind: 'write' | 'read'"
     )]
     pub fn debug_panic_next_job(&self, env: &Env, kind: Unknown) -> Result<()> {
-        let kind =
-            string_arg(kind, "_debugPanicNextJob", "kind").map_err(|e| to_napi_error(env, e))?;
+        let kind = coded(env, string_arg(kind, "_debugPanicNextJob", "kind"))?;
         let kind = match kind.as_str() {
             "write" => crate::store::JobKind::Write,
             "read" => crate::store::JobKind::Read,

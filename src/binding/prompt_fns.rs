@@ -6,15 +6,11 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{opt_string_arg, stringify, to_js, to_napi_error};
+use super::js::{coded, opt_string_arg, stringify, to_js};
 use crate::error::LcmError;
 use crate::params::parse_params;
 use crate::prompts::source::parse_time_value;
 use crate::timefmt::Zone;
-
-fn coded<T>(env: &Env, r: crate::error::Result<T>) -> Result<T> {
-    r.map_err(|e| to_napi_error(env, e))
-}
 
 /// The optional `timezone` argument of `what`, resolved (`LCM_CONFIG` for an unknown
 /// zone, `LCM_INVALID_INPUT` for a value that is not a string).
