@@ -35,3 +35,5 @@ pub mod transcript;
 pub mod turn;
 
 mod binding;
+#[cfg(test)]
+mod props;

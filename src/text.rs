@@ -253,6 +253,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-mod props;

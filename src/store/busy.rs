@@ -65,7 +65,7 @@ fn retry(attempt: i32) -> bool {
 
 /// `BEGIN IMMEDIATE`: takes the write lock now (waiting through [`retry`]).
 pub fn begin_immediate(conn: &Connection) -> Result<()> {
-    super::group::run_cached(conn, "BEGIN IMMEDIATE")
+    super::tx::run_cached(conn, "BEGIN IMMEDIATE")
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::guard::{Guard, JobKind, OpName};
+use super::tx::run_cached;
 use super::Msg;
 use crate::error::{LcmError, Result};
 
@@ -160,14 +161,6 @@ fn settle(jobs: Vec<Box<dyn GroupJob>>, outcome: Result<()>) {
     for job in jobs {
         job.settle(outcome.as_ref().map(|_| ()));
     }
-}
-
-/// Runs one statement without a result through the connection's statement cache:
-/// the transaction and savepoint statements of every group, which `execute_batch`
-/// would parse and plan again on each run.
-pub(super) fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
-    conn.prepare_cached(sql)?.execute([])?;
-    Ok(())
 }
 
 /// Runs `jobs` in one transaction; with `arriving`, also the grouped jobs that

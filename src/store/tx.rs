@@ -40,6 +40,14 @@ pub fn write_tx<T>(
     Ok(out)
 }
 
+/// Runs one statement without a result through the connection's statement cache:
+/// the transaction and savepoint statements of every group, which `execute_batch`
+/// would parse and plan again on each run.
+pub(super) fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::messages::substring_match;
-use super::newest;
+use super::newest::{self, MAX_CANDIDATES};
 use super::{iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, SNIPPET_CHARS};
 use crate::error::Result;
 use crate::retrieval::catalog::parse_time_ms;
@@ -27,9 +27,6 @@ use crate::retrieval::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta};
 use crate::store::Features;
 
-/// Most full-text matches the cold path reads before it leaves a query to the
-/// catalog.
-pub const MAX_CANDIDATES: usize = 1_000;
 /// The same for the last resort ([`last_resort_expression`]): by the time its
 /// matches are counted, FTS5 has already merged the prefix's doclists (≈ 210 ms
 /// at a million messages for `"1 1" *`, 1,118 matches), so reading and checking a

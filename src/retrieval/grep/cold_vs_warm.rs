@@ -553,7 +553,7 @@ fn the_last_resort_reads_a_few_thousand_candidates() {
             cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-1-1", limit));
         assert_eq!(stats.strategy, "fts-words");
         assert!(
-            stats.candidates > super::cold::MAX_CANDIDATES,
+            stats.candidates > super::newest::MAX_CANDIDATES,
             "{}",
             stats.candidates
         );

@@ -176,9 +176,13 @@ impl<'q> Walk<'q> {
     }
 }
 
+/// Most full-text matches the cold path reads before it leaves a query to the
+/// catalog.
+pub const MAX_CANDIDATES: usize = 1_000;
+
 /// Recency-ordered full text: `messages_fts` ids highest first, their metadata a
 /// page at a time, until the order proof holds or the matches end; `None` after
-/// [`super::cold::MAX_CANDIDATES`] ids without either.
+/// [`MAX_CANDIDATES`] ids without either.
 pub fn full_text_newest(
     conn: &Connection,
     q: &Query,
@@ -199,7 +203,7 @@ pub fn full_text_newest(
         w.settle(conn)
     };
     recall::fts_message_ids_desc(conn, expr, |id| {
-        if read == super::cold::MAX_CANDIDATES {
+        if read == MAX_CANDIDATES {
             step = Step::GiveUp;
             return false;
         }

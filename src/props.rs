@@ -7,11 +7,11 @@
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::strategies::text;
 use crate::assembler::xml::{escape_attr, escape_text};
 use crate::largefiles::{blocks, explore, restore};
 use crate::prompts::gotmpl;
 use crate::summarize::{fallback, normalize, offline};
+use crate::text::strategies::text;
 use crate::tokens::{estimate, truncate_to_tokens};
 
 fn unescape(s: &str) -> String {
