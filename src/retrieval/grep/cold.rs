@@ -27,7 +27,7 @@ use crate::retrieval::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta};
 use crate::store::Features;
 
-/// The same for the last resort ([`last_resort_expression`]): by the time its
+/// [`MAX_CANDIDATES`] for the last resort ([`last_resort_expression`]): by the time its
 /// matches are counted, FTS5 has already merged the prefix's doclists (≈ 210 ms
 /// at a million messages for `"1 1" *`, 1,118 matches), so reading and checking a
 /// few thousand candidates (≈ 10 ms) is cheaper than throwing that away and
