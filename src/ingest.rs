@@ -100,13 +100,49 @@ impl IngestResult {
     }
 }
 
-/// Validates, maps and writes one batch inside the writer's open transaction (a
-/// group commit job: it commits with its group, or its savepoint rolls back alone).
-pub fn write_batch(
+/// A batch validated and mapped to rows ([`prepare_rows`]), for [`write_prepared`].
+pub struct PreparedBatch {
+    params: IngestBatchParams,
+    mapped: Vec<ingest::NewMessage>,
+    may_need_files: bool,
+}
+
+/// What of a batch's write needs no connection: validating the whole batch and
+/// mapping its messages to rows (a heartbeat or an empty batch has nothing to
+/// map). The writer runs it before it takes the write lock where it can, so
+/// other processes writing the same file are not held up by it.
+pub fn prepare_rows(p: IngestBatchParams, opts: &EngineOptions) -> Result<PreparedBatch> {
+    if p.is_heartbeat || p.messages.is_empty() {
+        return Ok(PreparedBatch {
+            params: p,
+            mapped: Vec::new(),
+            may_need_files: false,
+        });
+    }
+    let large = crate::largefiles::intercept::Settings::from_options(opts);
+    let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
+    // Validate the whole batch before anything is written (no file for a refused batch).
+    let mapped = map_batch(&p, opts.max_message_bytes)?;
+    Ok(PreparedBatch {
+        params: p,
+        mapped,
+        may_need_files,
+    })
+}
+
+/// Writes a prepared batch inside the writer's open transaction (a group commit
+/// job: it commits with its group, or its savepoint rolls back alone): its
+/// session's conversation (created on first use), its large files, its rows.
+pub fn write_prepared(
     conn: &rusqlite::Connection,
-    mut p: IngestBatchParams,
+    batch: PreparedBatch,
     opts: &EngineOptions,
 ) -> Result<IngestBatchResult> {
+    let PreparedBatch {
+        params: mut p,
+        mut mapped,
+        may_need_files,
+    } = batch;
     if p.is_heartbeat || p.messages.is_empty() {
         return Ok(IngestBatchResult {
             ingested_count: 0,
@@ -124,12 +160,9 @@ pub fn write_batch(
         session_id: p.session_id.clone(),
         session_key: p.session_key.clone(),
     };
-    let large = crate::largefiles::intercept::Settings::from_options(opts);
-    let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
-    // Validate the whole batch before anything is written (no file for a refused batch).
-    let mut mapped = map_batch(&p, opts.max_message_bytes)?;
     let (conversation_id, stored_session) = conversations::find_or_create_session(conn, &session)?;
     if may_need_files {
+        let large = crate::largefiles::intercept::Settings::from_options(opts);
         let n = crate::largefiles::intercept::intercept_in(
             conn,
             conversation_id,

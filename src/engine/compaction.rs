@@ -139,13 +139,19 @@ impl Engine {
         let compactor = self.compactor(pipeline);
         let ratio = self.opts.context_threshold;
         let opts = self.opts.clone();
-        let written = self.store.write_grouped(move |conn| {
-            let p = make()?;
-            let heartbeat = p.is_heartbeat;
-            let (batch, sweep) = p.split()?;
-            let ingest = crate::ingest::write_batch(conn, batch, &opts)?;
-            Ok((ingest, sweep, heartbeat))
-        });
+        let o = opts.clone();
+        let written = self.store.write_grouped_prepared(
+            move || {
+                let p = make()?;
+                let heartbeat = p.is_heartbeat;
+                let (batch, sweep) = p.split()?;
+                Ok((crate::ingest::prepare_rows(batch, &o)?, sweep, heartbeat))
+            },
+            move |conn, (batch, sweep, heartbeat)| {
+                let ingest = crate::ingest::write_prepared(conn, batch, &opts)?;
+                Ok((ingest, sweep, heartbeat))
+            },
+        );
         async move {
             let _reg = reg;
             let (ingest, sweep, heartbeat) = written.await?;

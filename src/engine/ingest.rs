@@ -50,8 +50,12 @@ impl Engine {
         F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
     {
         let opts = self.opts.clone();
-        self.store
-            .write_grouped_then(move |conn| ingest::write_batch(conn, make()?, &opts), reply)
+        let o = opts.clone();
+        self.store.write_grouped_prepared_then(
+            move || ingest::prepare_rows(make()?, &o),
+            move |conn, batch| ingest::write_prepared(conn, batch, &opts),
+            reply,
+        )
     }
 
     /// Like [`Engine::ingest_with`], with the result handed to `reply` on the writer
@@ -76,7 +80,10 @@ impl Engine {
         F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
     {
         let opts = self.opts.clone();
-        self.store
-            .write_grouped(move |conn| ingest::write_batch(conn, make()?, &opts))
+        let o = opts.clone();
+        self.store.write_grouped_prepared(
+            move || ingest::prepare_rows(make()?, &o),
+            move |conn, batch| ingest::write_prepared(conn, batch, &opts),
+        )
     }
 }

@@ -22,8 +22,15 @@ use crate::error::{LcmError, Result};
 /// job of a group and the size of one commit).
 pub const MAX_GROUP: usize = 64;
 
-/// A job of a group: run inside the open transaction, then settle after COMMIT.
+/// A job of a group: prepared (what needs no connection), run inside the open
+/// transaction, then settled after COMMIT.
 pub trait GroupJob: Send {
+    /// Runs the job's preparation (parsing, validating, mapping: no connection) if
+    /// it has one and it has not run yet. The writer calls this for the job that
+    /// opens a group before the group's `BEGIN IMMEDIATE`, so the write lock,
+    /// which other processes on the same file wait for, is not held meanwhile;
+    /// [`GroupJob::run`] calls it for the others.
+    fn prepare(&mut self);
     /// Runs the job (inside its savepoint). Returns whether it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Delivers the result once the group's transaction has ended: `Ok` when it
@@ -35,7 +42,18 @@ pub trait GroupJob: Send {
 /// on the writer thread.
 pub type Reply<T> = Box<dyn FnOnce(Result<T>) + Send>;
 
-struct Grouped<T, F> {
+/// A grouped job's preparation and its outcome.
+enum Prep<X, P> {
+    /// Not run yet.
+    Pending(P),
+    /// Run (or nothing to run): what the write takes.
+    Ready(Result<X>),
+    /// Taken by the write.
+    Taken,
+}
+
+struct Grouped<T, X, P, F> {
+    prep: Prep<X, P>,
     job: Option<F>,
     guard: Arc<Guard>,
     op: OpName,
@@ -45,7 +63,7 @@ struct Grouped<T, F> {
     reply: Option<Reply<T>>,
 }
 
-impl<T, F> Drop for Grouped<T, F> {
+impl<T, X, P, F> Drop for Grouped<T, X, P, F> {
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
@@ -55,18 +73,30 @@ impl<T, F> Drop for Grouped<T, F> {
     }
 }
 
-impl<T, F> GroupJob for Grouped<T, F>
+impl<T, X, P, F> GroupJob for Grouped<T, X, P, F>
 where
     T: Send + 'static,
-    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    X: Send + 'static,
+    P: FnOnce() -> Result<X> + Send + 'static,
+    F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
 {
+    fn prepare(&mut self) {
+        // Contained like the write itself (LCM_INTERNAL naming the operation).
+        self.prep = match std::mem::replace(&mut self.prep, Prep::Taken) {
+            Prep::Pending(p) => Prep::Ready(self.guard.run(self.op, JobKind::Write, p)),
+            other => other,
+        };
+    }
+
     fn run(&mut self, conn: &Connection) -> bool {
-        let Some(job) = self.job.take() else {
+        self.prepare();
+        let prep = std::mem::replace(&mut self.prep, Prep::Taken);
+        let (Some(job), Prep::Ready(input)) = (self.job.take(), prep) else {
             return false;
         };
         // Panics are contained by the one guard (LCM_INTERNAL naming the operation,
         // reported to the log sink); the caller rolls back to the job's savepoint.
-        let r = self.guard.run(self.op, JobKind::Write, || job(conn));
+        let r = input.and_then(|x| self.guard.run(self.op, JobKind::Write, || job(conn, x)));
         let ok = r.is_ok();
         self.result = Some(r);
         ok
@@ -86,6 +116,15 @@ where
     }
 }
 
+/// A reply that sends the result to the returned receiver.
+fn to_receiver<T: Send + 'static>() -> (Reply<T>, oneshot::Receiver<Result<T>>) {
+    let (tx, rx) = oneshot::channel();
+    let reply: Reply<T> = Box::new(move |r| {
+        let _ = tx.send(r);
+    });
+    (reply, rx)
+}
+
 /// Wraps a job for the group runner; the receiver yields its result after COMMIT.
 pub fn grouped<T, F>(
     guard: Arc<Guard>,
@@ -96,11 +135,26 @@ where
     T: Send + 'static,
     F: FnOnce(&Connection) -> Result<T> + Send + 'static,
 {
-    let (tx, rx) = oneshot::channel();
-    let reply: Reply<T> = Box::new(move |r| {
-        let _ = tx.send(r);
-    });
+    let (reply, rx) = to_receiver();
     (grouped_then(guard, op, job, reply), rx)
+}
+
+/// [`grouped`] with a preparation (see [`GroupJob::prepare`]) whose output the
+/// job writes.
+pub fn grouped_prepared<X, T, P, F>(
+    guard: Arc<Guard>,
+    op: OpName,
+    prepare: P,
+    job: F,
+) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    X: Send + 'static,
+    P: FnOnce() -> Result<X> + Send + 'static,
+    F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
+{
+    let (reply, rx) = to_receiver();
+    (grouped_prepared_then(guard, op, prepare, job, reply), rx)
 }
 
 /// Wraps a job for the group runner; `reply` receives its result on the writer
@@ -116,6 +170,32 @@ where
     F: FnOnce(&Connection) -> Result<T> + Send + 'static,
 {
     Box::new(Grouped {
+        prep: Prep::<(), fn() -> Result<()>>::Ready(Ok(())),
+        job: Some(move |conn: &Connection, _: ()| job(conn)),
+        guard,
+        op,
+        result: None,
+        reply: Some(reply),
+    })
+}
+
+/// [`grouped_then`] with a preparation (see [`GroupJob::prepare`]) whose output
+/// the job writes.
+pub fn grouped_prepared_then<X, T, P, F>(
+    guard: Arc<Guard>,
+    op: OpName,
+    prepare: P,
+    job: F,
+    reply: Reply<T>,
+) -> Box<dyn GroupJob>
+where
+    T: Send + 'static,
+    X: Send + 'static,
+    P: FnOnce() -> Result<X> + Send + 'static,
+    F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
+{
+    Box::new(Grouped {
+        prep: Prep::Pending(prepare),
         job: Some(job),
         guard,
         op,
@@ -172,6 +252,9 @@ fn run_in_transaction(
     arriving: Option<&mpsc::Receiver<Msg>>,
     next: &mut Option<Msg>,
 ) -> Result<()> {
+    for job in jobs.iter_mut() {
+        job.prepare();
+    }
     super::busy::begin_immediate(conn)?;
     let body = run_jobs(conn, jobs).and_then(|committed| {
         if committed {
@@ -460,5 +543,123 @@ mod tests {
         assert!(rb.try_recv().unwrap().is_err());
         assert!(rows(&c).is_empty(), "nothing of a failed group is stored");
         assert!(c.is_autocommit());
+    }
+
+    /// A job in two steps under a fresh guard.
+    fn prepared<X, T, P, F>(prepare: P, job: F) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
+    where
+        T: Send + 'static,
+        X: Send + 'static,
+        P: FnOnce() -> Result<X> + Send + 'static,
+        F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
+    {
+        grouped_prepared(
+            Arc::new(Guard::default()),
+            || "test job".into(),
+            prepare,
+            job,
+        )
+    }
+
+    /// The job that opens a group is prepared before its transaction takes the
+    /// write lock: another connection to the file can write meanwhile (as another
+    /// process would, instead of waiting). The others are prepared inside it.
+    #[test]
+    fn the_job_that_opens_a_group_is_prepared_before_the_write_lock_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let mut c = Connection::open(&path).unwrap();
+        c.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (v TEXT PRIMARY KEY)")
+            .unwrap();
+        // Another writer with no patience: it fails at once if the lock is held.
+        let writes_now = move |v: &str| -> bool {
+            let other = Connection::open(&path).unwrap();
+            other.busy_timeout(std::time::Duration::ZERO).unwrap();
+            other.execute("INSERT INTO t (v) VALUES (?1)", [v]).is_ok()
+        };
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let other = writes_now.clone();
+        let (b, mut rb) = prepared(
+            move || Ok(other("during b's preparation")),
+            |c: &Connection, free: bool| {
+                c.execute("INSERT INTO t (v) VALUES ('b')", [])?;
+                Ok(free)
+            },
+        );
+        let (a, mut ra) = prepared(
+            move || Ok(writes_now("during a's preparation")),
+            move |c: &Connection, free: bool| {
+                tx.send(Msg::Grouped(b)).unwrap();
+                c.execute("INSERT INTO t (v) VALUES ('a')", [])?;
+                Ok(free)
+            },
+        );
+        assert!(run_arriving(&mut c, a, &rx).is_none());
+        assert!(
+            ra.try_recv().unwrap().unwrap(),
+            "a was prepared under the lock"
+        );
+        assert!(
+            !rb.try_recv().unwrap().unwrap(),
+            "b joined the open transaction and was prepared inside it"
+        );
+        assert_eq!(rows(&c), vec!["a", "b", "during a's preparation"]);
+    }
+
+    /// A preparation that fails or panics fails its job alone, like a write that
+    /// does, and its write never runs.
+    #[test]
+    fn a_failing_or_panicking_preparation_fails_its_job_alone() {
+        let mut c = setup();
+        let (a, mut ra) = prepared(
+            || Ok("a"),
+            |c: &Connection, v: &str| Ok(c.execute("INSERT INTO t (v) VALUES (?1)", [v])?),
+        );
+        let (b, mut rb) = prepared(
+            || -> Result<&str> { Err(LcmError::invalid("messages[0] has no role")) },
+            |_c: &Connection, _v: &str| -> Result<usize> { panic!("the write ran") },
+        );
+        let (p, mut rp) = prepared(
+            || -> Result<&str> { panic!("parse blew up") },
+            |_c: &Connection, _v: &str| -> Result<usize> { panic!("the write ran") },
+        );
+        let (e, mut re) = prepared(
+            || Ok("e"),
+            |c: &Connection, v: &str| Ok(c.execute("INSERT INTO t (v) VALUES (?1)", [v])?),
+        );
+        run(&mut c, vec![a, b, p, e]);
+        assert_eq!(rows(&c), vec!["a", "e"]);
+        assert_eq!(ra.try_recv().unwrap().unwrap(), 1);
+        let bad = rb.try_recv().unwrap().unwrap_err();
+        assert_eq!(bad.code, ErrorCode::InvalidInput);
+        assert!(bad.message.contains("no role"), "{}", bad.message);
+        let panicked = rp.try_recv().unwrap().unwrap_err();
+        assert_eq!(panicked.code, ErrorCode::Internal);
+        assert!(
+            panicked.message.contains("parse blew up"),
+            "{}",
+            panicked.message
+        );
+        assert_eq!(re.try_recv().unwrap().unwrap(), 1);
+        assert!(c.is_autocommit());
+        // Opening a group, a failed preparation leaves the queued jobs to the next.
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let (f, mut rf) = grouped(insert("f"));
+        tx.send(Msg::Grouped(f)).unwrap();
+        let (first, mut rfirst) = prepared(
+            || -> Result<()> { Err(LcmError::invalid("bad batch")) },
+            |_c: &Connection, ()| -> Result<()> { panic!("the write ran") },
+        );
+        assert!(run_arriving(&mut c, first, &rx).is_none());
+        assert_eq!(
+            rfirst.try_recv().unwrap().unwrap_err().code,
+            ErrorCode::InvalidInput
+        );
+        let Ok(Msg::Grouped(next)) = rx.try_recv() else {
+            panic!("the queued job is still queued")
+        };
+        assert!(run_arriving(&mut c, next, &rx).is_none());
+        assert_eq!(rf.try_recv().unwrap().unwrap(), 1);
+        assert_eq!(rows(&c), vec!["a", "e", "f"]);
     }
 }

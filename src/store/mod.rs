@@ -468,6 +468,55 @@ impl Store {
         }
     }
 
+    /// [`Store::write_grouped`] for a job in two steps: `prepare` (what needs no
+    /// connection: parsing, validating, mapping) and `job`, which writes its
+    /// output. When the job opens a group, the writer prepares it before it takes
+    /// the write lock (see [`group::GroupJob::prepare`]).
+    pub fn write_grouped_prepared<X, T, P, F>(
+        &self,
+        prepare: P,
+        job: F,
+    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
+    where
+        T: Send + 'static,
+        X: Send + 'static,
+        P: FnOnce() -> Result<X> + Send + 'static,
+        F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
+    {
+        let guard = self.inner.guard.clone();
+        let op = guard::operation_name::<F>;
+        let (job, rx) = group::grouped_prepared(guard, op, prepare, job);
+        let sent = self.send_msg(Msg::Grouped(job));
+        async move {
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
+        }
+    }
+
+    /// [`Store::write_grouped_then`] for a job in two steps, as
+    /// [`Store::write_grouped_prepared`].
+    pub fn write_grouped_prepared_then<X, T, P, F>(
+        &self,
+        prepare: P,
+        job: F,
+        reply: group::Reply<T>,
+    ) where
+        T: Send + 'static,
+        X: Send + 'static,
+        P: FnOnce() -> Result<X> + Send + 'static,
+        F: FnOnce(&Connection, X) -> Result<T> + Send + 'static,
+    {
+        if self.is_closed() {
+            return reply(Err(LcmError::closed()));
+        }
+        let guard = self.inner.guard.clone();
+        let op = guard::operation_name::<F>;
+        let job = group::grouped_prepared_then(guard, op, prepare, job, reply);
+        if let Err((e, Msg::Grouped(job))) = self.try_send(Msg::Grouped(job)) {
+            job.settle(Err(&e));
+        }
+    }
+
     fn send(&self, job: Job) -> Result<()> {
         self.send_msg(Msg::Job(job))
     }
