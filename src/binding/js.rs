@@ -244,7 +244,7 @@ impl ToNapiValue for JsonText {
 /// A promise settled by the returned reply, from whichever thread produces the core
 /// result: the result is serialized to JSON text there, and `JSON.parse`d on the JS
 /// thread when the promise settles (a core error rejects with its `LCM_…` code). Made
-/// for [`crate::store::Store::write_grouped_then`], whose writer thread settles the
+/// for [`crate::store::Store::write_grouped_prepared_then`], whose writer thread settles the
 /// promise right after COMMIT, without a hop through the async runtime.
 pub fn settled_by_reply<'env, T>(
     env: &'env Env,

@@ -125,22 +125,8 @@ fn to_receiver<T: Send + 'static>() -> (Reply<T>, oneshot::Receiver<Result<T>>) 
     (reply, rx)
 }
 
-/// Wraps a job for the group runner; the receiver yields its result after COMMIT.
-pub fn grouped<T, F>(
-    guard: Arc<Guard>,
-    op: OpName,
-    job: F,
-) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
-where
-    T: Send + 'static,
-    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-{
-    let (reply, rx) = to_receiver();
-    (grouped_then(guard, op, job, reply), rx)
-}
-
-/// [`grouped`] with a preparation (see [`GroupJob::prepare`]) whose output the
-/// job writes.
+/// Wraps a job in two steps for the group runner (see [`GroupJob::prepare`]): the
+/// job writes what `prepare` made; the receiver yields its result after COMMIT.
 pub fn grouped_prepared<X, T, P, F>(
     guard: Arc<Guard>,
     op: OpName,
@@ -157,30 +143,8 @@ where
     (grouped_prepared_then(guard, op, prepare, job, reply), rx)
 }
 
-/// Wraps a job for the group runner; `reply` receives its result on the writer
+/// Like [`grouped_prepared`], with `reply` receiving the result on the writer
 /// thread right after the group's transaction has ended (after COMMIT).
-pub fn grouped_then<T, F>(
-    guard: Arc<Guard>,
-    op: OpName,
-    job: F,
-    reply: Reply<T>,
-) -> Box<dyn GroupJob>
-where
-    T: Send + 'static,
-    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-{
-    Box::new(Grouped {
-        prep: Prep::<(), fn() -> Result<()>>::Ready(Ok(())),
-        job: Some(move |conn: &Connection, _: ()| job(conn)),
-        guard,
-        op,
-        result: None,
-        reply: Some(reply),
-    })
-}
-
-/// [`grouped_then`] with a preparation (see [`GroupJob::prepare`]) whose output
-/// the job writes.
 pub fn grouped_prepared_then<X, T, P, F>(
     guard: Arc<Guard>,
     op: OpName,
@@ -327,13 +291,26 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
 
-    /// A grouped job under a fresh guard (panics contained as on the writer).
+    /// A grouped job with nothing to prepare, under a fresh guard (panics
+    /// contained as on the writer).
     fn grouped<T, F>(job: F) -> (Box<dyn GroupJob>, oneshot::Receiver<Result<T>>)
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        super::grouped(Arc::new(Guard::default()), || "test job".into(), job)
+        let (reply, rx) = to_receiver();
+        (grouped_then(job, reply), rx)
+    }
+
+    /// [`grouped`] with its result handed to `reply`.
+    fn grouped_then<T, F>(job: F, reply: Reply<T>) -> Box<dyn GroupJob>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let op: OpName = || "test job".into();
+        let write = move |c: &Connection, _: ()| job(c);
+        grouped_prepared_then(Arc::new(Guard::default()), op, || Ok(()), write, reply)
     }
 
     fn setup() -> Connection {
@@ -462,8 +439,6 @@ mod tests {
         });
         let settled = a_settled.clone();
         let a = grouped_then(
-            Arc::new(Guard::default()),
-            || "test job".into(),
             move |c: &Connection| {
                 tx.send(Msg::Grouped(b)).unwrap();
                 Ok(c.execute("INSERT INTO t (v) VALUES ('a')", [])?)
@@ -516,8 +491,6 @@ mod tests {
         // A reply that panics does not take the caller (the writer thread) with it.
         let mut c = setup();
         let job = grouped_then(
-            Arc::new(Guard::default()),
-            || "test job".into(),
             insert("b"),
             Box::new(|_r: Result<usize>| panic!("reply failed")),
         );

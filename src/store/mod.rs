@@ -431,47 +431,11 @@ impl Store {
     /// rolls back alone while the others commit. The job must not begin or end a
     /// transaction itself. The future resolves only after the group's COMMIT; if
     /// that COMMIT fails, every job of the group fails with its error.
-    pub fn write_grouped<T, F>(
-        &self,
-        job: F,
-    ) -> impl std::future::Future<Output = Result<T>> + Send + 'static
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
-        let guard = self.inner.guard.clone();
-        let (job, rx) = group::grouped(guard, guard::operation_name::<F>, job);
-        let sent = self.send_msg(Msg::Grouped(job));
-        async move {
-            sent?;
-            rx.await.unwrap_or_else(|_| Err(LcmError::closed()))
-        }
-    }
-
-    /// Like [`Store::write_grouped`], with the result handed to `reply` on the writer
-    /// thread as soon as the group's transaction has ended (after COMMIT), instead of
-    /// waking a task that waits for it: a caller that settles a JavaScript promise
-    /// from `reply` saves a thread hop per call. If the job cannot be queued (the
-    /// store is closed), `reply` gets the error at once, on the calling thread.
-    pub fn write_grouped_then<T, F>(&self, job: F, reply: group::Reply<T>)
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
-    {
-        if self.is_closed() {
-            return reply(Err(LcmError::closed()));
-        }
-        let guard = self.inner.guard.clone();
-        let job = group::grouped_then(guard, guard::operation_name::<F>, job, reply);
-        if let Err((e, Msg::Grouped(job))) = self.try_send(Msg::Grouped(job)) {
-            job.settle(Err(&e));
-        }
-    }
-
-    /// [`Store::write_grouped`] for a job in two steps: `prepare` (what needs no
-    /// connection: parsing, validating, mapping) and `job`, which writes its
-    /// output. When the job opens a group, the writer prepares it before it takes
-    /// the write lock (see [`group::GroupJob::prepare`]).
+    ///
+    /// A job comes in two steps: `prepare` (what needs no connection: parsing,
+    /// validating, mapping) and `job`, which writes its output. When the job opens
+    /// a group, the writer prepares it before it takes the write lock (see
+    /// [`group::GroupJob::prepare`]).
     pub fn write_grouped_prepared<X, T, P, F>(
         &self,
         prepare: P,
@@ -493,8 +457,12 @@ impl Store {
         }
     }
 
-    /// [`Store::write_grouped_then`] for a job in two steps, as
-    /// [`Store::write_grouped_prepared`].
+    /// Like [`Store::write_grouped_prepared`], with the result handed to `reply`
+    /// on the writer thread as soon as the group's transaction has ended (after
+    /// COMMIT), instead of waking a task that waits for it: a caller that settles
+    /// a JavaScript promise from `reply` saves a thread hop per call. If the job
+    /// cannot be queued (the store is closed), `reply` gets the error at once, on
+    /// the calling thread.
     pub fn write_grouped_prepared_then<X, T, P, F>(
         &self,
         prepare: P,
