@@ -49,6 +49,13 @@ pub struct IngestBatchParams {
     pub is_heartbeat: bool,
 }
 
+impl IngestBatchParams {
+    /// A heartbeat turn or an empty batch: nothing of it is stored.
+    pub fn stores_nothing(&self) -> bool {
+        self.is_heartbeat || self.messages.is_empty()
+    }
+}
+
 /// Result of `ingest`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -104,7 +111,8 @@ impl IngestResult {
 pub struct PreparedBatch {
     params: IngestBatchParams,
     mapped: Vec<ingest::NewMessage>,
-    may_need_files: bool,
+    /// Where its large files go, when it may have some.
+    files: Option<crate::largefiles::intercept::Settings>,
 }
 
 /// What of a batch's write needs no connection: validating the whole batch and
@@ -112,21 +120,21 @@ pub struct PreparedBatch {
 /// map). The writer runs it before it takes the write lock where it can, so
 /// other processes writing the same file are not held up by it.
 pub fn prepare_rows(p: IngestBatchParams, opts: &EngineOptions) -> Result<PreparedBatch> {
-    if p.is_heartbeat || p.messages.is_empty() {
+    if p.stores_nothing() {
         return Ok(PreparedBatch {
             params: p,
             mapped: Vec::new(),
-            may_need_files: false,
+            files: None,
         });
     }
     let large = crate::largefiles::intercept::Settings::from_options(opts);
-    let may_need_files = crate::largefiles::intercept::may_need(&p.messages, &large);
+    let files = crate::largefiles::intercept::may_need(&p.messages, &large).then_some(large);
     // Validate the whole batch before anything is written (no file for a refused batch).
     let mapped = map_batch(&p, opts.max_message_bytes)?;
     Ok(PreparedBatch {
         params: p,
         mapped,
-        may_need_files,
+        files,
     })
 }
 
@@ -141,9 +149,9 @@ pub fn write_prepared(
     let PreparedBatch {
         params: mut p,
         mut mapped,
-        may_need_files,
+        files,
     } = batch;
-    if p.is_heartbeat || p.messages.is_empty() {
+    if p.stores_nothing() {
         return Ok(IngestBatchResult {
             ingested_count: 0,
             conversation_id: None,
@@ -161,8 +169,7 @@ pub fn write_prepared(
         session_key: p.session_key.clone(),
     };
     let (conversation_id, stored_session) = conversations::find_or_create_session(conn, &session)?;
-    if may_need_files {
-        let large = crate::largefiles::intercept::Settings::from_options(opts);
+    if let Some(large) = files {
         let n = crate::largefiles::intercept::intercept_in(
             conn,
             conversation_id,

@@ -53,7 +53,6 @@ fn commit_on_writer(
         session_key: p.session_key.clone(),
     };
     let message_count = p.messages.len() as i64;
-    let stores = !p.is_heartbeat && !p.messages.is_empty();
     let mut batch = IngestBatchParams {
         session_id: p.session_id.clone(),
         session_key: p.session_key.clone(),
@@ -61,6 +60,7 @@ fn commit_on_writer(
         entry_ids: Some(plan.entry_ids),
         is_heartbeat: p.is_heartbeat,
     };
+    let stores = !batch.stores_nothing();
     let mapped = if stores {
         prepare_batch(conn, &session, &mut batch, opts)?
     } else {
