@@ -34,6 +34,7 @@ pub fn migrate(conn: &mut Connection) -> Result<Features> {
     if features.fts5 {
         let rebuilt = ensure_fts(&tx, &schema::MESSAGES_FTS)?;
         fts_lag::init_watermark(&tx, rebuilt)?;
+        fts_lag::configure(&tx)?;
         ensure_fts(&tx, &schema::SUMMARIES_FTS)?;
         if features.trigram {
             ensure_fts(&tx, &schema::SUMMARIES_FTS_CJK)?;
@@ -364,5 +365,25 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM lcm_migration_state", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn the_message_index_merges_as_configured_even_after_another_writer_changed_it() {
+        let automerge = |c: &Connection| -> i64 {
+            c.query_row(
+                "SELECT v FROM messages_fts_config WHERE k = 'automerge'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(automerge(&conn), fts_lag::AUTOMERGE);
+        conn.execute_batch("INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 4)")
+            .unwrap();
+        assert_eq!(automerge(&conn), 4);
+        migrate(&mut conn).unwrap();
+        assert_eq!(automerge(&conn), fts_lag::AUTOMERGE);
     }
 }

@@ -1199,6 +1199,50 @@ mod tests {
         store.close().await.unwrap();
     }
 
+    /// Once [`fts_lag::BATCH`] messages are pending, the writer indexes them
+    /// after the job that stored them, with no search asking; fewer wait.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_writer_indexes_once_a_batch_is_pending() {
+        let (_dir, _path, store) = store_on_a_file();
+        let session = SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        // Queued behind a job that keeps the writer busy, the batch and then a
+        // look at the watermark run back to back: the writer's idle indexing
+        // cannot stand in for the one after the batch's job.
+        let store_and_look = |n: i64| {
+            let (store, session) = (store.clone(), session.clone());
+            let batch: Vec<_> = (0..n)
+                .map(|i| {
+                    let m = json!({"role": "user", "content": format!("m{i}")});
+                    map_message(&m, None).unwrap()
+                })
+                .collect();
+            async move {
+                let busy = store.write(|_| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    Ok(())
+                });
+                let stored = store.write(move |c| messages::insert_batch(c, &session, batch));
+                let look = store.write(|c| {
+                    Ok(c.query_row(
+                        "SELECT indexed_upto FROM lcm_fts_state WHERE table_name = 'messages_fts'",
+                        [],
+                        |r| r.get::<_, i64>(0),
+                    )?)
+                });
+                let (b, s, w) = tokio::join!(busy, stored, look);
+                b.unwrap();
+                s.unwrap();
+                w.unwrap()
+            }
+        };
+        assert_eq!(store_and_look(fts_lag::BATCH - 1).await, 0);
+        assert_eq!(store_and_look(1).await, fts_lag::BATCH);
+        store.close().await.unwrap();
+    }
+
     async fn panics_are_contained_on(path: String) {
         let store = Store::open(StoreOptions {
             path,
