@@ -1208,10 +1208,7 @@ mod tests {
             session_id: "s".into(),
             session_key: None,
         };
-        // Queued behind a job that keeps the writer busy, the batch and then a
-        // look at the watermark run back to back: the writer's idle indexing
-        // cannot stand in for the one after the batch's job.
-        let store_and_look = |n: i64| {
+        let store_rows = |n: i64| {
             let (store, session) = (store.clone(), session.clone());
             let batch: Vec<_> = (0..n)
                 .map(|i| {
@@ -1219,27 +1216,36 @@ mod tests {
                     map_message(&m, None).unwrap()
                 })
                 .collect();
-            async move {
-                let busy = store.write(|_| {
-                    std::thread::sleep(Duration::from_millis(20));
-                    Ok(())
-                });
-                let stored = store.write(move |c| messages::insert_batch(c, &session, batch));
-                let look = store.write(|c| {
-                    Ok(c.query_row(
-                        "SELECT indexed_upto FROM lcm_fts_state WHERE table_name = 'messages_fts'",
-                        [],
-                        |r| r.get::<_, i64>(0),
-                    )?)
-                });
-                let (b, s, w) = tokio::join!(busy, stored, look);
-                b.unwrap();
-                s.unwrap();
-                w.unwrap()
-            }
+            store.write(move |c| messages::insert_batch(c, &session, batch))
         };
-        assert_eq!(store_and_look(fts_lag::BATCH - 1).await, 0);
-        assert_eq!(store_and_look(1).await, fts_lag::BATCH);
+        let look = || {
+            store.write(|c| {
+                Ok(c.query_row(
+                    "SELECT indexed_upto FROM lcm_fts_state WHERE table_name = 'messages_fts'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )?)
+            })
+        };
+        // Every job queued at once behind one that keeps the writer busy, so they
+        // run back to back: the writer's idle indexing cannot stand in for the
+        // one after a batch's job.
+        let busy = store.write(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(())
+        });
+        let (almost, before, last, after) = (
+            store_rows(fts_lag::BATCH - 1),
+            look(),
+            store_rows(1),
+            look(),
+        );
+        let (b, almost, before, last, after) = tokio::join!(busy, almost, before, last, after);
+        b.unwrap();
+        almost.unwrap();
+        last.unwrap();
+        assert_eq!(before.unwrap(), 0);
+        assert_eq!(after.unwrap(), fts_lag::BATCH);
         store.close().await.unwrap();
     }
 
