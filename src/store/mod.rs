@@ -987,6 +987,14 @@ mod tests {
 
     /// A store with default options on `lcm.db` in a new temporary directory
     /// (kept alive by the returned guard), and the file's path.
+    /// The session the store tests write to.
+    fn session() -> SessionRef {
+        SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        }
+    }
+
     fn store_on_a_file() -> (tempfile::TempDir, String, Store) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
@@ -1064,10 +1072,7 @@ mod tests {
         };
         let store = Store::open(opts.clone()).unwrap();
         let batch = vec![map_message(&json!({"role":"user","content":"one"}), None).unwrap()];
-        let session = SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
+        let session = session();
         store
             .write(move |c| messages::insert_batch(c, &session, batch))
             .await
@@ -1107,16 +1112,7 @@ mod tests {
         )
         .unwrap()];
         store
-            .write(move |c| {
-                messages::insert_batch(
-                    c,
-                    &SessionRef {
-                        session_id: "s".into(),
-                        session_key: None,
-                    },
-                    batch,
-                )
-            })
+            .write(move |c| messages::insert_batch(c, &session(), batch))
             .await
             .unwrap();
         let count = |s: Store| async move {
@@ -1156,10 +1152,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_flush_asks_the_writer_only_when_something_is_unindexed() {
         let (_dir, path, store) = store_on_a_file();
-        let session = SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
+        let session = session();
         let message =
             |text: &str| vec![map_message(&json!({"role":"user","content":text}), None).unwrap()];
         let (s, m) = (session.clone(), message("the zebra code is 42"));
@@ -1204,10 +1197,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_writer_indexes_once_a_batch_is_pending() {
         let (_dir, _path, store) = store_on_a_file();
-        let session = SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
+        let session = session();
         let store_rows = |n: i64| {
             let (store, session) = (store.clone(), session.clone());
             let batch: Vec<_> = (0..n)
