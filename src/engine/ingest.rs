@@ -4,9 +4,13 @@
 
 use std::future::Future;
 
+use rusqlite::Connection;
+
 use super::Engine;
 use crate::error::Result;
-use crate::ingest::{self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult};
+use crate::ingest::{
+    self, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult, PreparedBatch,
+};
 use crate::store::group::Reply;
 
 impl Engine {
@@ -49,13 +53,9 @@ impl Engine {
     where
         F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
     {
-        let opts = self.opts.clone();
-        let o = opts.clone();
-        self.store.write_grouped_prepared_then(
-            move || ingest::prepare_rows(make()?, &o),
-            move |conn, batch| ingest::write_prepared(conn, batch, &opts),
-            reply,
-        )
+        let (prepare, write) = self.ingest_steps(make);
+        self.store
+            .write_grouped_prepared_then(prepare, write, reply)
     }
 
     /// Like [`Engine::ingest_with`], with the result handed to `reply` on the writer
@@ -79,11 +79,26 @@ impl Engine {
     where
         F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
     {
-        let opts = self.opts.clone();
-        let o = opts.clone();
-        self.store.write_grouped_prepared(
+        let (prepare, write) = self.ingest_steps(make);
+        self.store.write_grouped_prepared(prepare, write)
+    }
+
+    /// The two steps of an ingest job for the writer's groups: validating and
+    /// mapping the batch `make` gives (no connection needed), then writing it.
+    fn ingest_steps<F>(
+        &self,
+        make: F,
+    ) -> (
+        impl FnOnce() -> Result<PreparedBatch> + Send + 'static,
+        impl FnOnce(&Connection, PreparedBatch) -> Result<IngestBatchResult> + Send + 'static,
+    )
+    where
+        F: FnOnce() -> Result<IngestBatchParams> + Send + 'static,
+    {
+        let (o, opts) = (self.opts.clone(), self.opts.clone());
+        (
             move || ingest::prepare_rows(make()?, &o),
-            move |conn, batch| ingest::write_prepared(conn, batch, &opts),
+            move |conn: &Connection, batch| ingest::write_prepared(conn, batch, &opts),
         )
     }
 }

@@ -985,8 +985,6 @@ mod tests {
         assert!(closing < Duration::from_secs(5), "close took {closing:?}");
     }
 
-    /// A store with default options on `lcm.db` in a new temporary directory
-    /// (kept alive by the returned guard), and the file's path.
     /// The session the store tests write to.
     fn session() -> SessionRef {
         SessionRef {
@@ -995,6 +993,8 @@ mod tests {
         }
     }
 
+    /// A store with default options on `lcm.db` in a new temporary directory
+    /// (kept alive by the returned guard), and the file's path.
     fn store_on_a_file() -> (tempfile::TempDir, String, Store) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
