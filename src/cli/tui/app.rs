@@ -625,53 +625,8 @@ impl App {
     /// Handles a finished piece of work.
     pub fn on_msg(&mut self, msg: Msg) -> Vec<Action> {
         match msg {
-            Msg::Conversations(r) => {
-                self.loading = false;
-                match r {
-                    Ok(list) => {
-                        if self.status.starts_with("Loading conversations") {
-                            self.status = format!("{} conversations", list.len());
-                        }
-                        if let Some(d) = self.dag.as_mut() {
-                            if let Some(c) = list
-                                .iter()
-                                .find(|c| c.conversation_id == d.conversation.conversation_id)
-                            {
-                                d.conversation = c.clone();
-                            }
-                        }
-                        self.conversations = list;
-                        let n = self.filtered().len();
-                        self.conv_sel = self.conv_sel.min(n.saturating_sub(1));
-                    }
-                    Err(e) => self.status = format!("Cannot list conversations: {}", e.message),
-                }
-            }
-            Msg::Dag(conv, r) => {
-                self.loading = false;
-                match (r, self.dag.as_mut()) {
-                    (Ok((context, list)), Some(d)) if d.conversation.conversation_id == conv => {
-                        d.context = context;
-                        d.summaries = list
-                            .into_iter()
-                            .map(|s| (s.summary.summary_id.clone(), s))
-                            .collect();
-                        if self.status.starts_with("Loading conversation") {
-                            self.status = format!(
-                                "Conversation {conv}: {} context items, {} summaries",
-                                d.context.len(),
-                                d.summaries.len()
-                            );
-                        }
-                        let n = self.rows().len();
-                        self.dag_sel = self.dag_sel.min(n.saturating_sub(1));
-                    }
-                    (Err(e), _) => {
-                        self.status = format!("Cannot load conversation {conv}: {}", e.message)
-                    }
-                    _ => {}
-                }
-            }
+            Msg::Conversations(r) => self.on_conversations(r),
+            Msg::Dag(conv, r) => self.on_dag(conv, r),
             Msg::Sources(id, r) => match r {
                 Ok(lines) => self.sources = Some((id, lines)),
                 Err(e) => self.status = format!("Cannot read the sources of {id}: {}", e.message),
@@ -726,5 +681,54 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// The conversation list, reloaded; the open conversation's row is refreshed.
+    fn on_conversations(&mut self, r: Result<Vec<ConversationOverview>>) {
+        self.loading = false;
+        let list = match r {
+            Ok(list) => list,
+            Err(e) => {
+                self.status = format!("Cannot list conversations: {}", e.message);
+                return;
+            }
+        };
+        if self.status.starts_with("Loading conversations") {
+            self.status = format!("{} conversations", list.len());
+        }
+        if let Some(d) = self.dag.as_mut() {
+            let open = d.conversation.conversation_id;
+            if let Some(c) = list.iter().find(|c| c.conversation_id == open) {
+                d.conversation = c.clone();
+            }
+        }
+        self.conversations = list;
+        let n = self.filtered().len();
+        self.conv_sel = self.conv_sel.min(n.saturating_sub(1));
+    }
+
+    /// A conversation's context items and summaries, if it is still the open one.
+    fn on_dag(&mut self, conv: i64, r: Result<(Vec<ContextItem>, Vec<SummaryWithLinks>)>) {
+        self.loading = false;
+        match (r, self.dag.as_mut()) {
+            (Ok((context, list)), Some(d)) if d.conversation.conversation_id == conv => {
+                d.context = context;
+                d.summaries = list
+                    .into_iter()
+                    .map(|s| (s.summary.summary_id.clone(), s))
+                    .collect();
+                if self.status.starts_with("Loading conversation") {
+                    self.status = format!(
+                        "Conversation {conv}: {} context items, {} summaries",
+                        d.context.len(),
+                        d.summaries.len()
+                    );
+                }
+                let n = self.rows().len();
+                self.dag_sel = self.dag_sel.min(n.saturating_sub(1));
+            }
+            (Err(e), _) => self.status = format!("Cannot load conversation {conv}: {}", e.message),
+            _ => {}
+        }
     }
 }

@@ -79,6 +79,38 @@ pub struct Review {
     pub new_scroll: u16,
 }
 
+impl Review {
+    /// The review's own keys: d toggles the diff, tab switches the pane that J/K
+    /// scroll (the diff has one pane); any other key does nothing.
+    fn navigate(&mut self, key: Key) {
+        match key {
+            Key::Char('d') => {
+                self.diff = !self.diff;
+                self.old_scroll = 0;
+            }
+            Key::Tab => {
+                self.focus = match self.focus {
+                    Pane::Old => Pane::New,
+                    Pane::New => Pane::Old,
+                };
+            }
+            Key::Char('J') | Key::Char('K') => {
+                let target = if self.diff || self.focus == Pane::Old {
+                    &mut self.old_scroll
+                } else {
+                    &mut self.new_scroll
+                };
+                *target = if key == Key::Char('J') {
+                    target.saturating_add(1)
+                } else {
+                    target.saturating_sub(1)
+                };
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A rewrite flow's phase.
 #[derive(Debug, Clone)]
 pub enum Phase {
@@ -341,126 +373,135 @@ impl RewriteFlow {
 
     /// Handles a key.
     pub fn on_key(&mut self, key: Key) -> (Outcome, Vec<Cmd>) {
-        let subtree = self.is_subtree();
-        let id = self
-            .current()
-            .map(|c| c.summary_id.clone())
-            .unwrap_or_default();
-        match &mut self.phase {
-            Phase::Plan { scroll } => match key {
-                Key::Enter | Key::Char('y') => {
-                    if self.queue.is_empty() {
-                        return (Outcome::Closed("Nothing to rewrite.".into()), Vec::new());
-                    }
-                    let cmds = self.start_current();
-                    (Outcome::Open, cmds)
-                }
-                Key::Esc | Key::Char('n') => (
-                    Outcome::Closed("Subtree rewrite cancelled; nothing sent.".into()),
-                    Vec::new(),
-                ),
-                k => {
-                    scroll_key(scroll, k);
-                    (Outcome::Open, Vec::new())
-                }
-            },
-            Phase::Preview { scroll } => match key {
-                Key::Enter => {
-                    if let Some(skip) = self.preview.as_ref().and_then(|p| p.skip.clone()) {
-                        return (
-                            Outcome::Closed(format!("Cannot rewrite: {skip}")),
-                            Vec::new(),
-                        );
-                    }
-                    let cmds = self.start_current();
-                    (Outcome::Open, cmds)
-                }
-                Key::Esc | Key::Char('n') | Key::Char('q') => (
-                    Outcome::Closed("Rewrite cancelled; nothing sent.".into()),
-                    Vec::new(),
-                ),
-                k => {
-                    scroll_key(scroll, k);
-                    (Outcome::Open, Vec::new())
-                }
-            },
-            Phase::Inflight { cancel, .. } => {
-                if key != Key::Esc {
-                    return (Outcome::Open, Vec::new());
-                }
-                let cancel = cancel.clone();
-                if subtree && !self.stopping {
-                    self.stopping = true;
-                    return (Outcome::Open, Vec::new());
-                }
-                cancel.cancel();
-                if subtree {
-                    let mut s = self.final_status();
-                    s.push_str(&format!("; {id} cancelled, request aborted"));
-                    return (Outcome::Closed(s), self.reload());
-                }
-                (
-                    Outcome::Closed(format!(
-                        "Rewrite of {id} cancelled: request aborted, nothing written."
-                    )),
-                    Vec::new(),
-                )
-            }
-            Phase::Review(r) => match key {
-                Key::Enter | Key::Char('y') => {
-                    let r = r.clone();
-                    (Outcome::Open, self.apply(r))
-                }
-                Key::Char('A') if subtree => {
-                    self.accept_all = true;
-                    let r = r.clone();
-                    (Outcome::Open, self.apply(r))
-                }
-                Key::Char('n') | Key::Esc => {
-                    self.discarded += 1;
-                    if !subtree {
-                        return (
-                            Outcome::Closed(format!(
-                                "Discarded the rewrite of {id}; nothing written."
-                            )),
-                            Vec::new(),
-                        );
-                    }
-                    if key == Key::Esc {
-                        self.stopping = true;
-                    }
-                    self.advance()
-                }
-                Key::Char('d') => {
-                    r.diff = !r.diff;
-                    r.old_scroll = 0;
-                    (Outcome::Open, Vec::new())
-                }
-                Key::Tab => {
-                    r.focus = match r.focus {
-                        Pane::Old => Pane::New,
-                        Pane::New => Pane::Old,
-                    };
-                    (Outcome::Open, Vec::new())
-                }
-                Key::Char('J') | Key::Char('K') => {
-                    let down = key == Key::Char('J');
-                    let target = if r.diff || r.focus == Pane::Old {
-                        &mut r.old_scroll
-                    } else {
-                        &mut r.new_scroll
-                    };
-                    *target = if down {
-                        target.saturating_add(1)
-                    } else {
-                        target.saturating_sub(1)
-                    };
-                    (Outcome::Open, Vec::new())
-                }
-                _ => (Outcome::Open, Vec::new()),
-            },
+        match self.phase {
+            Phase::Plan { .. } => self.plan_key(key),
+            Phase::Preview { .. } => self.preview_key(key),
+            Phase::Inflight { .. } => self.inflight_key(key),
+            Phase::Review(_) => self.review_key(key),
             Phase::Applying { .. } => (Outcome::Open, Vec::new()),
         }
+    }
+
+    /// The plan of a subtree run: enter or y starts it, esc or n cancels it.
+    fn plan_key(&mut self, key: Key) -> (Outcome, Vec<Cmd>) {
+        match key {
+            Key::Enter | Key::Char('y') => {
+                if self.queue.is_empty() {
+                    return (Outcome::Closed("Nothing to rewrite.".into()), Vec::new());
+                }
+                (Outcome::Open, self.start_current())
+            }
+            Key::Esc | Key::Char('n') => (
+                Outcome::Closed("Subtree rewrite cancelled; nothing sent.".into()),
+                Vec::new(),
+            ),
+            k => {
+                if let Phase::Plan { scroll } = &mut self.phase {
+                    scroll_key(scroll, k);
+                }
+                (Outcome::Open, Vec::new())
+            }
+        }
+    }
+
+    /// A single rewrite's preview: enter sends it, esc, n or q cancels it.
+    fn preview_key(&mut self, key: Key) -> (Outcome, Vec<Cmd>) {
+        match key {
+            Key::Enter => {
+                if let Some(skip) = self.preview.as_ref().and_then(|p| p.skip.clone()) {
+                    return (
+                        Outcome::Closed(format!("Cannot rewrite: {skip}")),
+                        Vec::new(),
+                    );
+                }
+                (Outcome::Open, self.start_current())
+            }
+            Key::Esc | Key::Char('n') | Key::Char('q') => (
+                Outcome::Closed("Rewrite cancelled; nothing sent.".into()),
+                Vec::new(),
+            ),
+            k => {
+                if let Phase::Preview { scroll } = &mut self.phase {
+                    scroll_key(scroll, k);
+                }
+                (Outcome::Open, Vec::new())
+            }
+        }
+    }
+
+    /// A request in flight: esc stops a subtree run after it (a second esc, or the
+    /// first of a single rewrite, aborts the request).
+    fn inflight_key(&mut self, key: Key) -> (Outcome, Vec<Cmd>) {
+        let Phase::Inflight { cancel, .. } = &self.phase else {
+            return (Outcome::Open, Vec::new());
+        };
+        if key != Key::Esc {
+            return (Outcome::Open, Vec::new());
+        }
+        let cancel = cancel.clone();
+        let subtree = self.is_subtree();
+        if subtree && !self.stopping {
+            self.stopping = true;
+            return (Outcome::Open, Vec::new());
+        }
+        cancel.cancel();
+        let id = self.current_id();
+        if subtree {
+            let mut s = self.final_status();
+            s.push_str(&format!("; {id} cancelled, request aborted"));
+            return (Outcome::Closed(s), self.reload());
+        }
+        (
+            Outcome::Closed(format!(
+                "Rewrite of {id} cancelled: request aborted, nothing written."
+            )),
+            Vec::new(),
+        )
+    }
+
+    /// A result under review: y applies, n discards, d toggles the diff, tab
+    /// switches panes, J/K scroll.
+    fn review_key(&mut self, key: Key) -> (Outcome, Vec<Cmd>) {
+        let subtree = self.is_subtree();
+        let id = self.current_id();
+        let Phase::Review(r) = &mut self.phase else {
+            return (Outcome::Open, Vec::new());
+        };
+        match key {
+            Key::Enter | Key::Char('y') => {
+                let r = r.clone();
+                (Outcome::Open, self.apply(r))
+            }
+            Key::Char('A') if subtree => {
+                self.accept_all = true;
+                let r = r.clone();
+                (Outcome::Open, self.apply(r))
+            }
+            Key::Char('n') | Key::Esc => {
+                self.discarded += 1;
+                if !subtree {
+                    return (
+                        Outcome::Closed(format!("Discarded the rewrite of {id}; nothing written.")),
+                        Vec::new(),
+                    );
+                }
+                if key == Key::Esc {
+                    self.stopping = true;
+                }
+                self.advance()
+            }
+            k => {
+                r.navigate(k);
+                (Outcome::Open, Vec::new())
+            }
+        }
+    }
+
+    /// The id of the summary being rewritten now ("" past the end of a run).
+    fn current_id(&self) -> String {
+        self.current()
+            .map(|c| c.summary_id.clone())
+            .unwrap_or_default()
     }
 
     /// Handles a dry-run result for request `req`.

@@ -83,12 +83,10 @@ fn params<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> crate::error:
     serde_json::from_value(v).map_err(|e| crate::error::LcmError::invalid(e.to_string()))
 }
 
+/// Runs one piece of work the app asked for and reports its result.
 async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
-    use flow::Cmd;
     match a {
-        Action::LoadConversations => {
-            Msg::Conversations(e.store().read(crate::store::browse::conversations).await)
-        }
+        Action::LoadConversations => load_conversations(e).await,
         Action::LoadDag(conv) => {
             let r = async {
                 let ctx = e.get_context_items(conv).await?;
@@ -101,22 +99,7 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
         Action::LoadSources {
             summary_id,
             message_ids,
-        } => {
-            let r = e
-                .store()
-                .read(move |c| {
-                    let stored = crate::store::messages::stored_by_ids(c, &message_ids)?;
-                    Ok(stored
-                        .iter()
-                        .map(|m| {
-                            let text = crate::compaction::source::message_text(m);
-                            format!("[msg {}] {}: {}", m.message_id, m.role, text.trim())
-                        })
-                        .collect())
-                })
-                .await;
-            Msg::Sources(summary_id, r)
-        }
+        } => Msg::Sources(summary_id, load_sources(e, message_ids).await),
         Action::Assemble {
             session_id,
             session_key,
@@ -154,12 +137,41 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
                 Err(err) => Err(err),
             })
         }
-        Action::Flow(Cmd::Rewrite {
+        Action::Flow(cmd) => perform_flow(e, cmd, timestamps).await,
+    }
+}
+
+/// The conversation list (also reloaded after a flow changed the DAG).
+async fn load_conversations(e: &Engine) -> Msg {
+    Msg::Conversations(e.store().read(crate::store::browse::conversations).await)
+}
+
+/// A summary's source messages, one line each (`[msg id] role: text`).
+async fn load_sources(e: &Engine, message_ids: Vec<i64>) -> crate::error::Result<Vec<String>> {
+    e.store()
+        .read(move |c| {
+            let stored = crate::store::messages::stored_by_ids(c, &message_ids)?;
+            Ok(stored
+                .iter()
+                .map(|m| {
+                    let text = crate::compaction::source::message_text(m);
+                    format!("[msg {}] {}: {}", m.message_id, m.role, text.trim())
+                })
+                .collect())
+        })
+        .await
+}
+
+/// Runs a command of an open rewrite or dissolve flow.
+async fn perform_flow(e: &Engine, cmd: flow::Cmd, timestamps: bool) -> Msg {
+    use flow::Cmd;
+    match cmd {
+        Cmd::Rewrite {
             req,
             conversation_id,
             summary_id,
             cancel,
-        }) => {
+        } => {
             let p = params(serde_json::json!({
                 "conversationId": conversation_id, "summaryId": summary_id,
                 "subtree": false, "apply": false, "timestamps": timestamps
@@ -172,22 +184,22 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
                 },
             )
         }
-        Action::Flow(Cmd::Apply {
+        Cmd::Apply {
             req,
             conversation_id,
             summary_id,
             expected,
             content,
-        }) => Msg::Applied(
+        } => Msg::Applied(
             req,
             e.apply_reviewed_rewrite(conversation_id, &summary_id, &expected, &content)
                 .await,
         ),
-        Action::Flow(Cmd::Dissolve {
+        Cmd::Dissolve {
             conversation_id,
             summary_id,
             apply,
-        }) => {
+        } => {
             let p = params(serde_json::json!({
                 "conversationId": conversation_id, "summaryId": summary_id, "apply": apply
             }));
@@ -196,9 +208,7 @@ async fn perform(e: &Engine, a: Action, timestamps: bool) -> Msg {
                 Err(err) => Err(err),
             })
         }
-        Action::Flow(Cmd::ReloadDag) => {
-            Msg::Conversations(e.store().read(crate::store::browse::conversations).await)
-        }
+        Cmd::ReloadDag => load_conversations(e).await,
     }
 }
 

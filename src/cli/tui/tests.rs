@@ -2,7 +2,7 @@
 //! and status lines out.
 
 use super::app::{Action, App, Flow, Msg, Node, Screen};
-use super::flow::{Cmd, Outcome, Phase, RewriteFlow};
+use super::flow::{Cmd, Outcome, Pane, Phase, RewriteFlow};
 use super::keys::Key;
 use crate::error::{ErrorCode, LcmError};
 use crate::prompts::RenderedPrompt;
@@ -142,6 +142,67 @@ fn w_preview_inflight_review_applied() {
         Outcome::Closed("Rewrote sum_a: 1,523t → 1,401t (\u{2212}122)".into())
     );
     assert!(matches!(cmds.as_slice(), [Cmd::ReloadDag]));
+}
+
+#[test]
+fn review_panes_scroll_apart_and_the_diff_has_one() {
+    let mut f = RewriteFlow::single(7, preview("sum_a"));
+    f.on_key(Key::Down);
+    f.on_key(Key::PageDown);
+    assert!(
+        matches!(f.phase, Phase::Preview { scroll: 11 }),
+        "{:?}",
+        f.phase
+    );
+    let (req, ..) = rewrite_req(&f.on_key(Key::Enter).1);
+    f.on_rewritten(req, Ok(report(vec![entry("sum_a", 1, 10, 8)], None)));
+    let review = |f: &RewriteFlow| match &f.phase {
+        Phase::Review(r) => (r.diff, r.focus == Pane::Old, r.old_scroll, r.new_scroll),
+        other => panic!("not in review: {other:?}"),
+    };
+    f.on_key(Key::Char('K'));
+    assert_eq!(
+        review(&f),
+        (false, false, 0, 0),
+        "NEW has the focus; K stops at the top"
+    );
+    f.on_key(Key::Char('J'));
+    f.on_key(Key::Tab);
+    f.on_key(Key::Char('J'));
+    f.on_key(Key::Char('J'));
+    assert_eq!(review(&f), (false, true, 2, 1), "tab moves J to OLD");
+    f.on_key(Key::Char('K'));
+    f.on_key(Key::Char('d'));
+    assert_eq!(
+        review(&f),
+        (true, true, 0, 1),
+        "d shows the diff from its top"
+    );
+    f.on_key(Key::Tab);
+    f.on_key(Key::Char('J'));
+    assert_eq!(
+        review(&f),
+        (true, false, 1, 1),
+        "the diff scrolls as OLD whatever the focus"
+    );
+    f.on_key(Key::Char('x'));
+    assert_eq!(review(&f), (true, false, 1, 1), "other keys do nothing");
+}
+
+#[test]
+fn subtree_plan_scrolls_then_starts() {
+    let mut f = RewriteFlow::subtree(7, vec![planned("sum_a", 0, 100), planned("sum_b", 1, 200)]);
+    f.on_key(Key::Char('j'));
+    f.on_key(Key::Char('j'));
+    f.on_key(Key::Up);
+    assert!(
+        matches!(f.phase, Phase::Plan { scroll: 1 }),
+        "{:?}",
+        f.phase
+    );
+    let (o, cmds) = f.on_key(Key::Char('y'));
+    assert_eq!(o, Outcome::Open);
+    assert_eq!(rewrite_req(&cmds).2, "sum_a");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use ratatui::Frame;
 use super::app::{App, Flow, Node, Screen};
 use super::flow::{signed, variant, DissolveFlow, Pane, Phase, Review, RewriteFlow};
 use crate::cli::output::thousands;
+use crate::rewrite::RewritePreview;
 use crate::timefmt::Zone;
 
 /// Styles, coloured or not.
@@ -634,133 +635,139 @@ fn draw_rewrite(f: &mut Frame, r: Rect, app: &App, flow: &RewriteFlow, zone: &Zo
     f.render_widget(Clear, r);
     match &flow.phase {
         Phase::Plan { scroll } => {
-            let mut lines = vec![Line::from(flow.plan_summary()), Line::from("")];
-            for (i, p) in flow.queue.iter().enumerate() {
-                lines.push(Line::from(format!(
-                    "{:>4}. {} d{} {:<9} {:>6}t  {}",
-                    i + 1,
-                    p.summary_id,
-                    p.depth,
-                    p.kind,
-                    thousands(p.token_count),
-                    range(zone, &p.earliest_at, &p.latest_at)
-                )));
-            }
             let root = flow
                 .queue
                 .last()
                 .map(|p| p.summary_id.as_str())
                 .unwrap_or("");
-            panel(
-                f,
-                r,
-                format!(" Rewrite subtree of {root} — plan "),
-                lines,
-                *scroll,
-            );
+            let title = format!(" Rewrite subtree of {root} — plan ");
+            panel(f, r, title, plan_lines(flow, zone), *scroll);
         }
         Phase::Preview { scroll } => {
             let Some(p) = &flow.preview else {
                 return;
             };
-            let s = &p.summary;
-            let source = if p.prompt.source == "embedded" {
-                "embedded".to_owned()
-            } else {
-                format!("override file {}", p.prompt.source)
-            };
-            let mut lines = vec![
-                Line::from(format!(
-                    "Summary: {} ({} d{}, {} {})",
-                    s.summary_id,
-                    s.kind,
-                    s.depth,
-                    s.child_count,
-                    if s.depth == 0 { "messages" } else { "children" }
-                )),
-                Line::from(format!(
-                    "Time range: {}",
-                    p.time_range.clone().unwrap_or_else(|| "none".into())
-                )),
-                Line::from(format!(
-                    "Prompt variant: {} (template {}, {source})",
-                    variant(s.depth),
-                    p.prompt.template
-                )),
-                Line::from(format!("Summarizer: {}", app.summarizer)),
-                Line::from(format!(
-                    "Source: {} chars, ~{}t · previous context: {} · target {}t · stored now {}t",
-                    thousands(p.source_chars as i64),
-                    thousands(p.source_tokens),
-                    if p.has_previous_context { "yes" } else { "no" },
-                    thousands(p.prompt.target_tokens),
-                    thousands(p.old_tokens)
-                )),
-                Line::from(format!(
-                    "Estimated tokens sent: ~{}",
-                    thousands(
-                        crate::tokens::estimate(&p.prompt.prompt)
-                            + crate::tokens::estimate(&p.prompt.system_prompt)
-                    )
-                )),
-            ];
-            if let Some(skip) = &p.skip {
-                lines.push(Line::from(Span::styled(
-                    format!("Cannot rewrite: {skip}"),
-                    theme.removed(),
-                )));
-            }
-            lines.push(Line::from(Span::styled(
-                "── system prompt ──",
-                theme.title(),
-            )));
-            lines.extend(
-                p.prompt
-                    .system_prompt
-                    .lines()
-                    .map(|l| Line::from(l.to_owned())),
-            );
-            lines.push(Line::from(Span::styled(
-                "── prompt (user message, as sent) ──",
-                theme.title(),
-            )));
-            lines.extend(p.prompt.prompt.lines().map(|l| Line::from(l.to_owned())));
+            let title = format!(" Rewrite {} — preview ", p.summary.summary_id);
             panel(
                 f,
                 r,
-                format!(" Rewrite {} — preview ", s.summary_id),
-                lines,
+                title,
+                preview_lines(p, &app.summarizer, theme),
                 *scroll,
             );
         }
         Phase::Inflight { since, .. } => {
-            let frame = (since.elapsed().as_millis() / 100) as usize % SPINNER.len();
-            let mut lines = vec![
-                Line::from(""),
-                Line::from(format!(
-                    "  {} {} {}s",
-                    SPINNER[frame],
-                    flow.inflight_line(),
-                    since.elapsed().as_secs()
-                )),
-                Line::from(""),
-            ];
-            if flow.stopping {
-                lines.push(Line::from(
-                    "  Stopping after this one (esc again cancels the request).",
-                ));
-            }
-            if flow.is_subtree() {
-                lines.push(Line::from(format!(
-                    "  So far: {} applied, {} discarded",
-                    flow.applied, flow.discarded
-                )));
-            }
-            panel(f, r, " Rewriting ".into(), lines, 0);
+            panel(f, r, " Rewriting ".into(), inflight_lines(flow, *since), 0)
         }
         Phase::Review(rv) => draw_review(f, r, flow, rv, false, theme),
         Phase::Applying { review, .. } => draw_review(f, r, flow, review, true, theme),
     }
+}
+
+/// A subtree run's plan: the summaries it will rewrite, children first.
+fn plan_lines(flow: &RewriteFlow, zone: &Zone) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(flow.plan_summary()), Line::from("")];
+    for (i, p) in flow.queue.iter().enumerate() {
+        lines.push(Line::from(format!(
+            "{:>4}. {} d{} {:<9} {:>6}t  {}",
+            i + 1,
+            p.summary_id,
+            p.depth,
+            p.kind,
+            thousands(p.token_count),
+            range(zone, &p.earliest_at, &p.latest_at)
+        )));
+    }
+    lines
+}
+
+/// A single rewrite's preview: what would be sent, and to whom.
+fn preview_lines(p: &RewritePreview, summarizer: &str, theme: Theme) -> Vec<Line<'static>> {
+    let s = &p.summary;
+    let source = if p.prompt.source == "embedded" {
+        "embedded".to_owned()
+    } else {
+        format!("override file {}", p.prompt.source)
+    };
+    let mut lines = vec![
+        Line::from(format!(
+            "Summary: {} ({} d{}, {} {})",
+            s.summary_id,
+            s.kind,
+            s.depth,
+            s.child_count,
+            if s.depth == 0 { "messages" } else { "children" }
+        )),
+        Line::from(format!(
+            "Time range: {}",
+            p.time_range.clone().unwrap_or_else(|| "none".into())
+        )),
+        Line::from(format!(
+            "Prompt variant: {} (template {}, {source})",
+            variant(s.depth),
+            p.prompt.template
+        )),
+        Line::from(format!("Summarizer: {summarizer}")),
+        Line::from(format!(
+            "Source: {} chars, ~{}t · previous context: {} · target {}t · stored now {}t",
+            thousands(p.source_chars as i64),
+            thousands(p.source_tokens),
+            if p.has_previous_context { "yes" } else { "no" },
+            thousands(p.prompt.target_tokens),
+            thousands(p.old_tokens)
+        )),
+        Line::from(format!(
+            "Estimated tokens sent: ~{}",
+            thousands(
+                crate::tokens::estimate(&p.prompt.prompt)
+                    + crate::tokens::estimate(&p.prompt.system_prompt)
+            )
+        )),
+    ];
+    if let Some(skip) = &p.skip {
+        lines.push(Line::from(Span::styled(
+            format!("Cannot rewrite: {skip}"),
+            theme.removed(),
+        )));
+    }
+    let section = |title: &'static str| Line::from(Span::styled(title, theme.title()));
+    lines.push(section("── system prompt ──"));
+    let text = |t: &str| {
+        t.lines()
+            .map(|l| Line::from(l.to_owned()))
+            .collect::<Vec<_>>()
+    };
+    lines.extend(text(&p.prompt.system_prompt));
+    lines.push(section("── prompt (user message, as sent) ──"));
+    lines.extend(text(&p.prompt.prompt));
+    lines
+}
+
+/// The spinner and progress of a request in flight.
+fn inflight_lines(flow: &RewriteFlow, since: std::time::Instant) -> Vec<Line<'static>> {
+    let frame = (since.elapsed().as_millis() / 100) as usize % SPINNER.len();
+    let mut lines = vec![
+        Line::from(""),
+        Line::from(format!(
+            "  {} {} {}s",
+            SPINNER[frame],
+            flow.inflight_line(),
+            since.elapsed().as_secs()
+        )),
+        Line::from(""),
+    ];
+    if flow.stopping {
+        lines.push(Line::from(
+            "  Stopping after this one (esc again cancels the request).",
+        ));
+    }
+    if flow.is_subtree() {
+        lines.push(Line::from(format!(
+            "  So far: {} applied, {} discarded",
+            flow.applied, flow.discarded
+        )));
+    }
+    lines
 }
 
 fn panel(f: &mut Frame, r: Rect, title: String, lines: Vec<Line>, scroll: u16) {
