@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest'
 import { createServer } from 'node:http'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { LcmEngine, root, tempDir } from './helpers.mjs'
+import { LcmEngine, addon, root, tempDir } from './helpers.mjs'
 import { buildDb, emptyPromptDir } from './rewrite-fixture.mjs'
 
 /** An OpenAI chat-completions server that never answers; it records requests and their closing. */
@@ -119,6 +119,33 @@ describe('lcm-tui rewrite and Ctrl-C', () => {
       expect(byId[fx.d1[0]]).toBe('Old d1 node 0.')
     } finally {
       child.kill('SIGKILL')
+      await srv.close()
+    }
+  })
+})
+
+describe('interruptCli', () => {
+  it('answers false with nothing running, and stops a running rewrite in this process', async () => {
+    expect(addon.interruptCli()).toBe(false)
+    const fx = await buildDb()
+    const srv = hangingServer()
+    const baseUrl = await srv.start()
+    const key = process.env.OPENAI_API_KEY
+    process.env.OPENAI_API_KEY = 'sk-test'
+    try {
+      const run = addon.runCli(['rewrite', String(fx.conversationId), '--summary', fx.d1[0], '--apply', '--provider', 'openai', '--base-url', baseUrl, '--model', 'gpt-4.1-mini', '--db', fx.dbPath, '--prompt-dir', emptyPromptDir(), '--json'])
+      await until(() => srv.seen.length === 1)
+      expect(addon.interruptCli()).toBe(true)
+      expect(await run).toBe(1)
+      await until(() => srv.seen[0].closed)
+      expect(addon.interruptCli()).toBe(false)
+      const e = await LcmEngine.open({ dbPath: fx.dbPath })
+      const byId = Object.fromEntries((await e.getSummaries(fx.conversationId)).map((s) => [s.summaryId, s.content]))
+      await e.close()
+      expect(byId[fx.d1[0]]).toBe('Old d1 node 0.')
+    } finally {
+      if (key === undefined) delete process.env.OPENAI_API_KEY
+      else process.env.OPENAI_API_KEY = key
       await srv.close()
     }
   })
