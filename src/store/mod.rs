@@ -266,6 +266,51 @@ fn on_multi_thread_runtime() -> bool {
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
+/// Puts the writer's file in WAL mode with SQLite's own checkpoints off: the
+/// checkpointer thread runs them, told of each commit's log length by a WAL hook.
+fn enable_wal(
+    writer: &mut Connection,
+    path: &str,
+    checkpoints: &Arc<checkpoint::Checkpoints>,
+) -> Result<()> {
+    let mode: String = writer
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(|e| open_error(path, e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(LcmError::new(
+            ErrorCode::DbOpen,
+            format!("cannot switch {path:?} to WAL mode (got {mode})"),
+        ));
+    }
+    writer
+        .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+        .map_err(|e| open_error(path, e))?;
+    // After the pragma, which replaces any WAL hook.
+    let signals = checkpoints.clone();
+    writer
+        .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
+            signals.committed(i64::from(frames));
+            Ok(())
+        }))
+        .map_err(|e| open_error(path, e))
+}
+
+/// Migrates the schema at open: a failure is `LCM_DB_OPEN` naming the file, except
+/// a busy database, which stays `LCM_DB_BUSY` (another process holds the lock).
+fn migrate_on_open(writer: &mut Connection, path: &str) -> Result<Features> {
+    migrate::migrate(writer).map_err(|e| {
+        let code = if e.code == ErrorCode::DbBusy {
+            e.code
+        } else {
+            ErrorCode::DbOpen
+        };
+        LcmError::new(
+            code,
+            format!("cannot migrate database {path:?}: {}", e.message),
+        )
+    })
+}
+
 impl Store {
     /// Opens (creating when needed) and migrates the database. Blocking: call it off
     /// the JavaScript thread.
@@ -275,38 +320,9 @@ impl Store {
         let checkpoints = Arc::new(checkpoint::Checkpoints::default());
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
         if !in_memory {
-            let mode: String = writer
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-                .map_err(|e| open_error(&opts.path, e))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(LcmError::new(
-                    ErrorCode::DbOpen,
-                    format!("cannot switch {:?} to WAL mode (got {mode})", opts.path),
-                ));
-            }
-            writer
-                .execute_batch("PRAGMA wal_autocheckpoint = 0;")
-                .map_err(|e| open_error(&opts.path, e))?;
-            // After the pragma, which replaces any WAL hook.
-            let signals = checkpoints.clone();
-            writer
-                .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
-                    signals.committed(i64::from(frames));
-                    Ok(())
-                }))
-                .map_err(|e| open_error(&opts.path, e))?;
+            enable_wal(&mut writer, &opts.path, &checkpoints)?;
         }
-        let features = migrate::migrate(&mut writer).map_err(|e| {
-            let msg = format!("cannot migrate database {:?}: {}", opts.path, e.message);
-            LcmError::new(
-                if e.code == ErrorCode::DbBusy {
-                    e.code
-                } else {
-                    ErrorCode::DbOpen
-                },
-                msg,
-            )
-        })?;
+        let features = migrate_on_open(&mut writer, &opts.path)?;
         let mut readers = Vec::new();
         if !in_memory {
             for _ in 0..opts.readers.max(1) {
