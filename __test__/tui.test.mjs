@@ -242,3 +242,43 @@ describe.skipIf(!hasTmux)('lcm-tui in tmux', () => {
     await tm.waitFor('EXITED-0')
   })
 })
+
+describe.skipIf(!hasTmux)('lcm-tui in tmux: stored text with control characters', () => {
+  it('shows escape codes, carriage returns and tabs instead of sending them to the terminal', async () => {
+    const dir = tempDir('lcm-tui-ctl-')
+    const dbPath = join(dir, 'lcm.db')
+    const e = await LcmEngine.open({ dbPath })
+    const r = await e.ingestBatch({
+      sessionId: 'ctl',
+      sessionKey: '세션:한국어',
+      messages: [
+        { role: 'user', content: 'run the tests' },
+        { role: 'assistant', content: 'running' },
+      ],
+    })
+    const ids = r.results.map((m) => m.messageId)
+    const leaf = await e.insertSummary({
+      conversationId: r.conversationId,
+      content: '\x1b[31mFAIL\x1b[0m src/a.rs\r\n\tcol\x07umn 10%\r20%\x1b[2J\x1b[HTAIL',
+      messageIds: ids,
+      model: 'm',
+    })
+    await e.close()
+    const tm = new Tmux('ctl')
+    try {
+      tm.start({ NO_COLOR: '1', HOME: tempDir('lcm-home-'), TERM: 'xterm-256color', TZ: 'UTC' }, ['--db', dbPath, '--provider', 'offline', '--prompt-dir', emptyPromptDir()])
+      await tm.waitFor(['Conversations (1)', '세션:한국어'])
+      tm.keys('Enter')
+      const screen = await tm.waitFor([leaf, '␛[31mFAIL␛[0m src/a.rs', '        col␇umn 10%␍20%␛[2J␛[HTAIL'])
+      // Nothing was cleared or overwritten: the title bar and the key bar are still there.
+      expect(screen).toContain(`Summary DAG · conversation ${r.conversationId}`)
+      expect(screen).toMatch(/enter: |q: quit|esc: /)
+      tm.keys('Escape')
+      await tm.waitFor('Conversations (1)')
+      tm.keys('Escape')
+      await tm.waitFor('EXITED-0')
+    } finally {
+      tm.kill()
+    }
+  })
+})

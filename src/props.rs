@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::assembler::xml::{escape_attr, escape_text};
+use crate::cli::tui::visible;
 use crate::largefiles::{blocks, explore, restore};
 use crate::prompts::gotmpl;
 use crate::summarize::{fallback, normalize, offline};
@@ -32,6 +33,24 @@ proptest! {
         if estimate(&s) <= cap {
             prop_assert_eq!(t, s.as_str());
         }
+    }
+
+    #[test]
+    fn the_browser_draws_no_control_character_and_keeps_its_columns(s in text(40), cols in 0usize..30) {
+        let v = visible::visible(&s);
+        prop_assert!(!v.chars().any(char::is_control), "{v:?}");
+        if !s.chars().any(char::is_control) {
+            prop_assert_eq!(v.as_ref(), s.as_str());
+        }
+        let c = visible::clip(&s, cols);
+        prop_assert!(!c.chars().any(char::is_control), "{c:?}");
+        prop_assert!(visible::columns(&c) <= cols, "{c:?} over {cols}");
+        if visible::columns(&v) <= cols {
+            prop_assert_eq!(&c, v.as_ref());
+        } else if cols > 0 {
+            prop_assert!(c.ends_with('…'), "{c:?}");
+        }
+        prop_assert_eq!(visible::columns(&visible::fit(&s, cols)), cols);
     }
 
     #[test]

@@ -476,3 +476,85 @@ fn alt_char_is_esc_then_the_char() {
     let ev = KeyEvent::new(KeyCode::Char('W'), KeyModifiers::SHIFT);
     assert_eq!(super::keys::from_event(ev), vec![Key::Char('W')]);
 }
+
+/// Every cell of a frame drawn with `app`, row by row.
+fn render(app: &App, width: u16, height: u16) -> Vec<Vec<String>> {
+    use ratatui::backend::TestBackend;
+    let mut t = ratatui::Terminal::new(TestBackend::new(width, height)).unwrap();
+    let theme = super::view::Theme { color: false };
+    t.draw(|f| super::view::draw(f, app, &crate::timefmt::Zone::utc(), theme))
+        .unwrap();
+    let buf = t.backend().buffer().clone();
+    (0..height)
+        .map(|y| {
+            (0..width)
+                .map(|x| buf[(x, y)].symbol().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// The cell where the ASCII `needle` starts on a rendered row (a wide character
+/// takes two cells).
+fn column_of(row: &[String], needle: &str) -> Option<usize> {
+    let n = needle.len();
+    (0..row.len().saturating_sub(n)).find(|&x| {
+        row[x..x + n]
+            .iter()
+            .zip(needle.chars())
+            .all(|(cell, c)| cell.len() == 1 && cell.starts_with(c))
+    })
+}
+
+#[test]
+fn stored_text_reaches_the_terminal_visible_and_in_its_columns() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    let mut korean = conversation(7);
+    korean.session_key = Some("세션:한국어:긴-이름-입니다-정말로-길어요".into());
+    korean.message_count = 41;
+    let mut ascii = conversation(12);
+    ascii.message_count = 42;
+    app.on_msg(Msg::Conversations(Ok(vec![korean, ascii])));
+    let rows = render(&app, 120, 12);
+    let at41 = rows.iter().find_map(|r| column_of(r, "    41"));
+    let at42 = rows.iter().find_map(|r| column_of(r, "    42"));
+    assert!(
+        at41.is_some() && at41 == at42,
+        "columns {at41:?} and {at42:?}"
+    );
+
+    app.on_key(Key::Enter);
+    let ctx = vec![crate::store::messages::ContextItem {
+        ordinal: 0,
+        item_type: "summary".into(),
+        message_id: None,
+        summary_id: Some("sum_top".into()),
+        token_count: 10,
+        depth: Some(1),
+        role: None,
+    }];
+    let mut top = with_links("sum_top", 1, &[], &[]);
+    top.summary.content =
+        "\x1b[31mFAIL\x1b[0m src/a.rs\r\n\tcol\x07umn\u{9b}2J 10%\r20%\n👩‍👩‍👧 한국어".into();
+    app.on_msg(Msg::Dag(7, Ok((ctx, vec![top]))));
+    let rows = render(&app, 120, 16);
+    for row in &rows {
+        for cell in row {
+            assert!(
+                !cell.chars().any(char::is_control),
+                "{cell:?} in {}",
+                row.concat()
+            );
+        }
+    }
+    let text: Vec<String> = rows.iter().map(|r| r.concat()).collect();
+    assert!(
+        text.iter().any(|l| l.contains("␛[31mFAIL␛[0m src/a.rs")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|l| l.contains("        col␇umn\u{fffd}2J 10%␍20%")),
+        "{text:#?}"
+    );
+}

@@ -4,7 +4,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
@@ -13,6 +13,14 @@ use super::flow::{signed, variant, DissolveFlow, Pane, Phase, Review, RewriteFlo
 use crate::cli::output::thousands;
 use crate::rewrite::RewritePreview;
 use crate::timefmt::Zone;
+
+use super::visible::{clip, fit};
+
+/// A paragraph of stored text: every one the browser draws goes through here, so
+/// no control character reaches the terminal ([`super::visible::text`]).
+fn paragraph<'a>(t: impl Into<Text<'a>>) -> Paragraph<'a> {
+    Paragraph::new(super::visible::text(t.into()))
+}
 
 /// Styles, coloured or not.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +86,7 @@ pub fn draw(f: &mut Frame, app: &App, zone: &Zone, theme: Theme) {
     if app.help {
         draw_full_help(f, overlay_area(rows[1]), theme);
     }
-    f.render_widget(Paragraph::new(app.status.as_str()), rows[2]);
+    f.render_widget(paragraph(app.status.as_str()), rows[2]);
     let keys: Vec<Span> = help_keys(app)
         .iter()
         .enumerate()
@@ -91,7 +99,7 @@ pub fn draw(f: &mut Frame, app: &App, zone: &Zone, theme: Theme) {
             ]
         })
         .collect();
-    f.render_widget(Paragraph::new(Line::from(keys)), rows[3]);
+    f.render_widget(paragraph(Line::from(keys)), rows[3]);
 }
 
 fn overlay_area(r: Rect) -> Rect {
@@ -126,7 +134,7 @@ fn draw_title(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         Span::raw(format!(" {where_}  ")),
         Span::styled(app.db_label.clone(), theme.dim()),
     ]);
-    f.render_widget(Paragraph::new(line), r);
+    f.render_widget(paragraph(line), r);
 }
 
 /// The keys valid now, for the help bar.
@@ -268,7 +276,7 @@ fn draw_full_help(f: &mut Frame, r: Rect, theme: Theme) {
         .collect();
     f.render_widget(Clear, r);
     f.render_widget(
-        Paragraph::new(lines)
+        paragraph(lines)
             .wrap(Wrap { trim: false })
             .block(Block::default().borders(Borders::ALL).title(" Keys ")),
         r,
@@ -330,11 +338,11 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
             .map(|(d, n)| format!("d{d}:{n}"))
             .collect();
         let text = format!(
-            "{:>6}  {:<28} {:>6}  {:<22} {:>8}t {:>8}t  {}",
+            "{:>6}  {} {:>6}  {} {:>8}t {:>8}t  {}",
             c.conversation_id,
-            clip(&session, 28),
+            fit(&session, 28),
             c.message_count,
-            clip(&by.join(" "), 22),
+            fit(&by.join(" "), 22),
             thousands(c.stored_tokens),
             thousands(c.context_tokens),
             local_time(zone, &c.last_activity)
@@ -352,17 +360,7 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
             theme.dim(),
         )));
     }
-    f.render_widget(Paragraph::new(lines), inner);
-}
-
-/// At most `n` characters (an ellipsis marks a cut).
-pub fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    f.render_widget(paragraph(lines), inner);
 }
 
 fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
@@ -433,7 +431,7 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
         };
         lines.push(Line::from(Span::styled(t, theme.dim())));
     }
-    f.render_widget(Paragraph::new(lines), inner);
+    f.render_widget(paragraph(lines), inner);
     draw_detail(f, cols[1], app, zone, theme);
 }
 
@@ -507,7 +505,7 @@ fn draw_detail(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
         None => {}
     }
     f.render_widget(
-        Paragraph::new(lines)
+        paragraph(lines)
             .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
             .block(Block::default().borders(Borders::ALL).title(title)),
@@ -552,7 +550,7 @@ fn draw_context(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         _ => lines.push(Line::from("assembling…")),
     }
     f.render_widget(
-        Paragraph::new(lines)
+        paragraph(lines)
             .scroll((app.context_scroll, 0))
             .block(Block::default().borders(Borders::ALL).title(title)),
         r,
@@ -582,10 +580,10 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
     ))];
     for (i, file) in app.files.iter().enumerate() {
         let text = format!(
-            "{:<22} {:<30} {:<24} {:>10}",
-            clip(&file.file_id, 22),
-            clip(file.file_name.as_deref().unwrap_or("-"), 30),
-            clip(file.mime_type.as_deref().unwrap_or("-"), 24),
+            "{} {} {} {:>10}",
+            fit(&file.file_id, 22),
+            fit(file.file_name.as_deref().unwrap_or("-"), 30),
+            fit(file.mime_type.as_deref().unwrap_or("-"), 24),
             file.byte_size
                 .map(|b| format!("{}B", thousands(b)))
                 .unwrap_or_default()
@@ -606,7 +604,7 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         lines.push(Line::from(Span::styled(t, theme.dim())));
     }
     f.render_widget(
-        Paragraph::new(lines).block(
+        paragraph(lines).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title(format!(" Large files ({}) ", app.files.len())),
@@ -619,7 +617,7 @@ fn draw_files(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         .and_then(|f| f.exploration_summary.clone())
         .unwrap_or_default();
     f.render_widget(
-        Paragraph::new(summary)
+        paragraph(summary)
             .wrap(Wrap { trim: false })
             .scroll((app.detail_scroll, 0))
             .block(
@@ -772,7 +770,7 @@ fn inflight_lines(flow: &RewriteFlow, since: std::time::Instant) -> Vec<Line<'st
 
 fn panel(f: &mut Frame, r: Rect, title: String, lines: Vec<Line>, scroll: u16) {
     f.render_widget(
-        Paragraph::new(lines)
+        paragraph(lines)
             .wrap(Wrap { trim: false })
             .scroll((scroll, 0))
             .block(Block::default().borders(Borders::ALL).title(title)),
@@ -811,7 +809,7 @@ fn draw_review(
         ])
         .split(inner);
     f.render_widget(
-        Paragraph::new(format!(
+        paragraph(format!(
             "Time range: {}",
             e.time_range.clone().unwrap_or_else(|| "none".into())
         )),
@@ -824,7 +822,7 @@ fn draw_review(
         thousands(e.new_tokens),
         if applying { " · applying…" } else { "" }
     );
-    f.render_widget(Paragraph::new(Span::styled(delta, theme.key())), parts[2]);
+    f.render_widget(paragraph(Span::styled(delta, theme.key())), parts[2]);
     if rv.diff {
         let lines: Vec<Line> = e
             .diff
