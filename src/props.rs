@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::assembler::xml::{escape_attr, escape_text};
-use crate::cli::tui::visible;
+use crate::cli::visible;
 use crate::largefiles::{blocks, explore, restore};
 use crate::prompts::gotmpl;
 use crate::summarize::{fallback, normalize, offline};

@@ -102,7 +102,7 @@ fn print(out: &mut Output, p: &DissolvePlan) {
         out.line(&format!(
             "  [{at}] {name} {}t  {}",
             thousands(r.token_count),
-            out.paint(Style::Dim, &r.preview)
+            out.paint(Style::Dim, &out.shown(&r.preview))
         ));
     }
     out.line("");

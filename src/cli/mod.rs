@@ -26,6 +26,7 @@ pub mod prompts;
 pub mod rewrite;
 pub mod transplant;
 pub mod tui;
+pub mod visible;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@
 //! - A closed stdout (`lcm-tui … | head`) ends output silently; a non-blocking
 //!   descriptor (inherited from Node) is retried instead of failing.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
@@ -180,6 +181,9 @@ pub struct Output {
     pub color_err: bool,
     /// Whether stderr is a terminal (progress bars draw only then).
     pub err_tty: bool,
+    /// Whether stdout is a terminal: stored text is then printed visible
+    /// ([`Output::shown`]).
+    pub out_tty: bool,
     /// `--json` is in effect: stdout is reserved for one JSON document.
     pub json: bool,
 }
@@ -201,6 +205,7 @@ impl Output {
             color: mode.enabled(out_tty),
             color_err: mode.enabled(err_tty),
             err_tty,
+            out_tty,
             json: false,
         }
     }
@@ -214,6 +219,7 @@ impl Output {
             color,
             color_err: color,
             err_tty: false,
+            out_tty: false,
             json: false,
         };
         (o, c)
@@ -255,6 +261,17 @@ impl Output {
             .map_err(|e| CliError::failure(format!("cannot serialize the result: {e}")))?;
         self.line(&text);
         Ok(())
+    }
+
+    /// Stored text (a summary, a message preview, a diff of them) as stdout should
+    /// carry it: on a terminal its control characters shown rather than run
+    /// ([`crate::cli::visible::visible_lines`]); elsewhere byte-exact.
+    pub fn shown<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.out_tty {
+            crate::cli::visible::visible_lines(text)
+        } else {
+            Cow::Borrowed(text)
+        }
     }
 
     /// Styles text for stdout.

@@ -353,10 +353,11 @@ fn preview_lines(out: &mut Output, text: &str, max_lines: usize) {
         max_lines.min(lines.len())
     };
     for l in &lines[..shown] {
+        let l = out.shown(l);
         let l = if max_lines == 0 {
-            (*l).to_owned()
+            l.into_owned()
         } else {
-            truncate_chars(l, 160)
+            truncate_chars(&l, 160)
         };
         out.line(&format!("  {l}"));
     }
@@ -435,7 +436,7 @@ pub fn print_entry(out: &mut Output, e: &RewriteEntry, preview: usize, diff: boo
         if e.diff.is_empty() {
             out.line("  (no change)");
         } else {
-            let colored = colorize_diff(&e.diff, out.color);
+            let colored = colorize_diff(&out.shown(&e.diff), out.color);
             out.write(&colored);
             if !colored.ends_with('\n') {
                 out.write("\n");

@@ -324,3 +324,50 @@ fn rewrite_errors_and_usage() {
     assert!(err.contains("database not found"), "{err}");
     assert!(!std::path::Path::new(&missing).exists());
 }
+
+#[test]
+fn stored_text_prints_visible_on_a_terminal_and_byte_exact_in_a_pipe() {
+    let entry = crate::rewrite::RewriteEntry {
+        summary_id: "sum_a".into(),
+        kind: "leaf".into(),
+        depth: 0,
+        child_count: 2,
+        earliest_at: None,
+        latest_at: None,
+        time_range: None,
+        old_content: "\x1b[31mFAIL\x1b[0m\r\n\tcol\x07umn".into(),
+        new_content: "clean\x1b[2J".into(),
+        old_tokens: 5,
+        new_tokens: 2,
+        delta: -3,
+        diff: "-\x1b[31mFAIL\x1b[0m\n+clean\x1b[2J\n".into(),
+        level: None,
+        model: None,
+        applied: false,
+        skipped: None,
+    };
+    let print = |tty: bool| {
+        let (mut out, cap) = Output::capture(false);
+        out.out_tty = tty;
+        rewrite::print_entry(&mut out, &entry, 0, true);
+        cap.stdout()
+    };
+    let shown = print(true);
+    assert!(
+        !shown.contains('\x1b') && !shown.contains('\x07') && !shown.contains('\r'),
+        "{shown:?}"
+    );
+    for want in [
+        "  ␛[31mFAIL␛[0m\n",
+        "          col␇umn\n",
+        "  clean␛[2J\n",
+        "-␛[31mFAIL␛[0m\n+clean␛[2J\n",
+    ] {
+        assert!(shown.contains(want), "{want:?} not in {shown:?}");
+    }
+    let piped = print(false);
+    assert!(
+        piped.contains("\x1b[31mFAIL\x1b[0m") && piped.contains("+clean\x1b[2J\n"),
+        "{piped:?}"
+    );
+}

@@ -81,7 +81,7 @@ fn print(out: &mut Output, p: &TransplantPlan) {
             s.kind,
             s.depth,
             thousands(s.token_count),
-            out.paint(Style::Dim, &format!("\"{}\"", s.preview))
+            out.paint(Style::Dim, &format!("\"{}\"", out.shown(&s.preview)))
         ));
     }
     out.line("");

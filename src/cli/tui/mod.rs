@@ -6,8 +6,8 @@
 //! → in flight → review → apply), `W` subtree rewrite, `d` dissolve.
 //!
 //! - [`app`]: state and keys (pure), [`flow`]: the rewrite / dissolve state
-//!   machines, [`keys`]: key mapping, [`view`]: drawing, [`visible`]: stored text
-//!   made safe to draw (control characters shown, widths in terminal columns).
+//!   machines, [`keys`]: key mapping, [`view`]: drawing (stored text made safe
+//!   to draw by [`crate::cli::visible`]).
 //! - This file: flags, the terminal, and the runner that performs [`app::Action`]s
 //!   on the engine (tokio tasks) and posts [`app::Msg`]s back to the UI loop, which
 //!   never waits on them: the UI stays responsive while a summarizer call runs, and
@@ -17,7 +17,6 @@ pub mod app;
 pub mod flow;
 pub mod keys;
 pub mod view;
-pub mod visible;
 
 use std::io::IsTerminal;
 use std::sync::mpsc;

@@ -14,12 +14,12 @@ use crate::cli::output::thousands;
 use crate::rewrite::RewritePreview;
 use crate::timefmt::Zone;
 
-use super::visible::{clip, fit};
+use crate::cli::visible::{clip, fit};
 
 /// A paragraph of stored text: every one the browser draws goes through here, so
-/// no control character reaches the terminal ([`super::visible::text`]).
+/// no control character reaches the terminal ([`crate::cli::visible::text`]).
 fn paragraph<'a>(t: impl Into<Text<'a>>) -> Paragraph<'a> {
-    Paragraph::new(super::visible::text(t.into()))
+    Paragraph::new(crate::cli::visible::text(t.into()))
 }
 
 /// Styles, coloured or not.

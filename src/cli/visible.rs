@@ -1,11 +1,13 @@
-//! What the browser may put on a terminal. Stored text (tool output with ANSI
-//! colour codes, carriage returns of progress bars, tabs, a stray BEL, CRLF line
-//! ends) carries control characters, and ratatui's `Paragraph` writes them into
-//! cells as they are: the terminal would then run them (recolour, move the cursor,
-//! clear the screen) instead of showing them. Every paragraph the browser draws goes
-//! through [`text`], and every table cell through [`fit`]; both make control
-//! characters visible and measure in terminal columns (a Korean or Chinese character
-//! or an emoji takes two), cutting only between grapheme clusters.
+//! What `lcm-tui` may put on a terminal. Stored text (tool output with ANSI colour
+//! codes, carriage returns of progress bars, tabs, a stray BEL, CRLF line ends)
+//! carries control characters that a terminal would run (recolour, move the cursor,
+//! clear the screen) instead of showing. The browser draws every paragraph through
+//! [`text`] (ratatui's `Paragraph` writes control characters into cells as they are)
+//! and every table cell through [`fit`]; the commands print stored text through
+//! [`visible_lines`] when stdout is a terminal (`Output::shown`; piped output stays
+//! byte-exact). All of them make control characters visible, and `fit` / [`clip`]
+//! measure in terminal columns (a Korean or Chinese character or an emoji takes two),
+//! cutting only between grapheme clusters.
 
 use std::borrow::Cow;
 
@@ -79,6 +81,22 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(s.len() + 8);
     push_visible(&mut out, s, &mut 0);
+    Cow::Owned(out)
+}
+
+/// `s` made visible line by line: its line feeds stay (each line starts at column
+/// 0 for its tabs, and a CRLF becomes a line feed). Borrowed when nothing changes.
+pub fn visible_lines(s: &str) -> Cow<'_, str> {
+    if !s.split('\n').any(needs_change) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, l) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        push_visible(&mut out, l, &mut 0);
+    }
     Cow::Owned(out)
 }
 
@@ -164,6 +182,16 @@ mod tests {
         // line is shown (ratatui would drop it and join the words).
         assert_eq!(visible("10%\r20%\r\nnext"), "10%␍20%␊next");
         assert_eq!(visible("line\r"), "line");
+    }
+
+    #[test]
+    fn lines_keep_their_line_feeds() {
+        assert_eq!(visible_lines("a\nb\n"), Cow::Borrowed("a\nb\n"));
+        assert_eq!(
+            visible_lines("\x1b[1ma\r\n\tb\n"),
+            format!("␛[1ma\n{}b\n", " ".repeat(8))
+        );
+        assert_eq!(visible_lines("x\r\n"), "x\n");
     }
 
     #[test]
