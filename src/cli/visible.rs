@@ -38,8 +38,9 @@ fn stand_in(c: char) -> Option<char> {
 }
 
 /// Appends `s` to `out` made visible, `col` being the column `out` has reached
-/// (tabs expand from it; it is advanced by what is appended).
-fn push_visible(out: &mut String, s: &str, col: &mut usize) {
+/// (tabs expand from it; it is advanced by what is appended). `ends_line`: nothing
+/// of the line follows `s` (a CR ending it is then a line end's).
+fn push_visible(out: &mut String, s: &str, col: &mut usize, ends_line: bool) {
     let mut rest = s;
     while let Some(at) = rest.find(|c: char| stand_in(c).is_some()) {
         let (plain, tail) = rest.split_at(at);
@@ -54,8 +55,8 @@ fn push_visible(out: &mut String, s: &str, col: &mut usize) {
                 out.extend(std::iter::repeat_n(' ', n));
                 *col += n;
             }
-            // The CR of a CRLF line end (or a CR ending the text) shows nothing.
-            '\r' if rest.is_empty() || rest.starts_with('\n') => {}
+            // The CR of a CRLF (or of a line's end) shows nothing.
+            '\r' if (rest.is_empty() && ends_line) || rest.starts_with('\n') => {}
             c => {
                 out.push(stand_in(c).unwrap_or(c));
                 *col += 1;
@@ -80,7 +81,7 @@ pub fn visible(s: &str) -> Cow<'_, str> {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    push_visible(&mut out, s, &mut 0);
+    push_visible(&mut out, s, &mut 0, true);
     Cow::Owned(out)
 }
 
@@ -95,7 +96,7 @@ pub fn visible_lines(s: &str) -> Cow<'_, str> {
         if i > 0 {
             out.push('\n');
         }
-        push_visible(&mut out, l, &mut 0);
+        push_visible(&mut out, l, &mut 0, true);
     }
     Cow::Owned(out)
 }
@@ -107,12 +108,14 @@ fn line(l: Line<'_>) -> Line<'_> {
         return l;
     }
     let mut col = 0;
+    let last = l.spans.len().saturating_sub(1);
     let spans = l
         .spans
         .into_iter()
-        .map(|span| {
+        .enumerate()
+        .map(|(i, span)| {
             let mut out = String::with_capacity(span.content.len());
-            push_visible(&mut out, &span.content, &mut col);
+            push_visible(&mut out, &span.content, &mut col, i == last);
             Span::styled(out, span.style)
         })
         .collect::<Vec<_>>();
@@ -203,6 +206,12 @@ mod tests {
         // Across spans of one line, from the line's start.
         let l = line(Line::from(vec![Span::raw("abc"), Span::raw("\tx")]));
         assert_eq!(l.spans[1].content, format!("{}x", " ".repeat(5)));
+        // A CR ending a span is shown unless the line ends there.
+        let l = line(Line::from(vec![Span::raw("a\r"), Span::raw("b\r")]));
+        assert_eq!(
+            (l.spans[0].content.as_ref(), l.spans[1].content.as_ref()),
+            ("a␍", "b")
+        );
     }
 
     #[test]
