@@ -133,7 +133,8 @@ fn print_violations(out: &mut Output, v: &[Violation]) {
         } else {
             out.paint(Style::Yellow, " (not repairable without loss)")
         };
-        out.line(&format!("  {mark} [{}] {}{note}", kind_name(x), x.message));
+        let message = out.shown(&x.message);
+        out.line(&format!("  {mark} [{}] {message}{note}", kind_name(x)));
     }
 }
 
@@ -220,7 +221,8 @@ fn print_applied(out: &mut Output, r: &DoctorReport) {
         out.line("  (none)");
     }
     for x in &r.repairs {
-        out.line(&format!("  {} {}", out.paint(Style::Green, "✓"), x.message));
+        let message = out.shown(&x.message);
+        out.line(&format!("  {} {message}", out.paint(Style::Green, "✓")));
     }
     for s in r
         .resummarized
