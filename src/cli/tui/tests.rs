@@ -558,3 +558,79 @@ fn stored_text_reaches_the_terminal_visible_and_in_its_columns() {
         "{text:#?}"
     );
 }
+
+#[test]
+fn a_source_message_is_shown_up_to_a_cap_and_the_rest_is_named() {
+    use super::{source_preview, SOURCE_CHARS, SOURCE_LINES};
+    assert!(matches!(
+        source_preview("short\ntext"),
+        std::borrow::Cow::Borrowed("short\ntext")
+    ));
+    let many: String = (0..SOURCE_LINES + 100)
+        .map(|i| format!("line {i}\n"))
+        .collect();
+    let p = source_preview(many.trim());
+    let lines: Vec<&str> = p.lines().collect();
+    assert_eq!(lines.len(), SOURCE_LINES + 1);
+    assert_eq!(
+        lines[SOURCE_LINES - 1],
+        format!("line {}", SOURCE_LINES - 1)
+    );
+    let rest: String = (SOURCE_LINES..SOURCE_LINES + 100)
+        .map(|i| format!("line {i}\n"))
+        .collect();
+    let rest = rest.trim();
+    assert_eq!(
+        lines[SOURCE_LINES],
+        format!(
+            "… {} more characters (100 lines) not shown",
+            rest.chars().count()
+        )
+    );
+    // One long line of Hangul: cut between characters.
+    let long = "한".repeat(SOURCE_CHARS + 5);
+    let p = source_preview(&long);
+    assert!(p.starts_with(&"한".repeat(SOURCE_CHARS)));
+    assert!(
+        p.ends_with("\n… 5 more characters (1 lines) not shown"),
+        "{}",
+        &p[p.len() - 60..]
+    );
+}
+
+#[test]
+fn source_messages_are_drawn_line_by_line() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    app.on_msg(Msg::Conversations(Ok(vec![conversation(7)])));
+    app.on_key(Key::Enter);
+    let ctx = vec![crate::store::messages::ContextItem {
+        ordinal: 0,
+        item_type: "summary".into(),
+        message_id: None,
+        summary_id: Some("sum_l1".into()),
+        token_count: 10,
+        depth: Some(0),
+        role: None,
+    }];
+    app.on_msg(Msg::Dag(
+        7,
+        Ok((ctx, vec![with_links("sum_l1", 0, &[], &[1, 2])])),
+    ));
+    assert!(matches!(
+        app.on_key(Key::Char('m')).as_slice(),
+        [Action::LoadSources { .. }]
+    ));
+    let big: String = (0..100_000).map(|i| format!("output line {i}\n")).collect();
+    let sources = vec![
+        format!("[msg 1] user: first line\nsecond line"),
+        format!("[msg 2] toolResult: {}", super::source_preview(big.trim())),
+    ];
+    app.on_msg(Msg::Sources("sum_l1".into(), Ok(sources)));
+    let text: Vec<String> = render(&app, 120, 60).iter().map(|r| r.concat()).collect();
+    assert!(
+        text.iter().any(|l| l.contains("[msg 1] user: first line")),
+        "{text:#?}"
+    );
+    assert!(text.iter().any(|l| l.contains("│second line")), "{text:#?}");
+    assert!(!text.iter().any(|l| l.contains('␊')), "{text:#?}");
+}

@@ -492,7 +492,8 @@ fn draw_detail(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
                                 format!("Source messages ({})", src.len()),
                                 theme.title(),
                             )));
-                            lines.extend(src.iter().map(|l| Line::from(l.clone())));
+                            let each = src.iter().flat_map(|m| m.split('\n'));
+                            lines.extend(each.map(|l| Line::from(l.to_owned())));
                         }
                         _ if s.message_ids.is_empty() => lines.push(Line::from(
                             "a condensed summary: its sources are the summaries beneath it (→)",
