@@ -369,6 +369,19 @@ fn conversation(id: i64) -> crate::store::browse::ConversationOverview {
     }
 }
 
+/// The context list's first item: summary `id` at `depth`.
+fn context_summary(id: &str, depth: i64) -> crate::store::messages::ContextItem {
+    crate::store::messages::ContextItem {
+        ordinal: 0,
+        item_type: "summary".into(),
+        message_id: None,
+        summary_id: Some(id.into()),
+        token_count: 10,
+        depth: Some(depth),
+        role: None,
+    }
+}
+
 fn with_links(
     id: &str,
     depth: i64,
@@ -412,15 +425,7 @@ fn app_filter_open_expand_and_actions() {
     let acts = app.on_key(Key::Enter);
     assert!(matches!(acts.as_slice(), [Action::LoadDag(12)]));
     assert_eq!(app.screen, Screen::Dag);
-    let ctx = vec![crate::store::messages::ContextItem {
-        ordinal: 0,
-        item_type: "summary".into(),
-        message_id: None,
-        summary_id: Some("sum_top".into()),
-        token_count: 10,
-        depth: Some(1),
-        role: None,
-    }];
+    let ctx = vec![context_summary("sum_top", 1)];
     let sums = vec![
         with_links("sum_top", 1, &["sum_l1"], &[]),
         with_links("sum_l1", 0, &[], &[1, 2]),
@@ -524,15 +529,7 @@ fn stored_text_reaches_the_terminal_visible_and_in_its_columns() {
     );
 
     app.on_key(Key::Enter);
-    let ctx = vec![crate::store::messages::ContextItem {
-        ordinal: 0,
-        item_type: "summary".into(),
-        message_id: None,
-        summary_id: Some("sum_top".into()),
-        token_count: 10,
-        depth: Some(1),
-        role: None,
-    }];
+    let ctx = vec![context_summary("sum_top", 1)];
     let mut top = with_links("sum_top", 1, &[], &[]);
     top.summary.content =
         "\x1b[31mFAIL\x1b[0m src/a.rs\r\n\tcol\x07umn\u{9b}2J 10%\r20%\n👩‍👩‍👧 한국어".into();
@@ -603,15 +600,7 @@ fn source_messages_are_drawn_line_by_line() {
     let (mut app, _) = App::new("db".into(), "offline".into());
     app.on_msg(Msg::Conversations(Ok(vec![conversation(7)])));
     app.on_key(Key::Enter);
-    let ctx = vec![crate::store::messages::ContextItem {
-        ordinal: 0,
-        item_type: "summary".into(),
-        message_id: None,
-        summary_id: Some("sum_l1".into()),
-        token_count: 10,
-        depth: Some(0),
-        role: None,
-    }];
+    let ctx = vec![context_summary("sum_l1", 0)];
     app.on_msg(Msg::Dag(
         7,
         Ok((ctx, vec![with_links("sum_l1", 0, &[], &[1, 2])])),
