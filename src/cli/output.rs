@@ -303,6 +303,11 @@ pub fn thousands(n: i64) -> String {
     }
 }
 
+/// `1 line`, `2 lines`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `-7130` → `-7,130`, `122` → `+122`, `0` → `0`.
 pub fn signed_thousands(n: i64) -> String {
     if n > 0 {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::{ArgGroup, Args};
 
 use super::error::{CliError, CliResult, EXIT_FAILURE, EXIT_OK};
-use super::output::{colorize_diff, signed_thousands, thousands, Output, Style};
+use super::output::{colorize_diff, plural, signed_thousands, thousands, Output, Style};
 use super::progress::Progress;
 use super::{db, Ctx};
 use crate::config::EngineOptions;
@@ -140,10 +140,6 @@ fn selector(a: &RewriteArgs) -> Selector {
         (None, Some(d)) => Selector::Depth(d),
         (None, None) => Selector::All,
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn depth_breakdown(plan: &[PlannedSummary]) -> String {

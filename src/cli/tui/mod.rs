@@ -187,9 +187,9 @@ fn source_preview(text: &str) -> std::borrow::Cow<'_, str> {
     let rest = crate::text::tail(text, shown.len());
     let rest = rest.strip_prefix('\n').unwrap_or(rest);
     std::borrow::Cow::Owned(format!(
-        "{shown}\n… {} more characters ({} lines) not shown",
+        "{shown}\n… {} more characters ({}) not shown",
         crate::cli::output::thousands(rest.chars().count() as i64),
-        crate::cli::output::thousands(rest.lines().count() as i64)
+        crate::cli::output::plural(rest.lines().count(), "line", "lines")
     ))
 }
 

@@ -589,7 +589,7 @@ fn a_source_message_is_shown_up_to_a_cap_and_the_rest_is_named() {
     let p = source_preview(&long);
     assert!(p.starts_with(&"한".repeat(SOURCE_CHARS)));
     assert!(
-        p.ends_with("\n… 5 more characters (1 lines) not shown"),
+        p.ends_with("\n… 5 more characters (1 line) not shown"),
         "{}",
         &p[p.len() - 60..]
     );
