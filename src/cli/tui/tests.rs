@@ -623,3 +623,87 @@ fn source_messages_are_drawn_line_by_line() {
     assert!(text.iter().any(|l| l.contains("│second line")), "{text:#?}");
     assert!(!text.iter().any(|l| l.contains('␊')), "{text:#?}");
 }
+
+#[test]
+fn every_screen_draws_at_any_terminal_size_and_sends_no_control_character() {
+    // Draws without a panic, and no cell holds a control character.
+    const SIZES: [(u16, u16); 8] = [
+        (1, 1),
+        (2, 2),
+        (5, 3),
+        (9, 4),
+        (12, 6),
+        (20, 8),
+        (33, 11),
+        (80, 24),
+    ];
+    let check = |app: &App| {
+        for (w, h) in SIZES {
+            for row in render(app, w, h) {
+                assert!(!row.concat().chars().any(char::is_control), "{row:?}");
+            }
+        }
+    };
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    let mut wide = conversation(7);
+    wide.session_key = Some("세션:한국어:👩‍👩‍👧‍👦".into());
+    app.on_msg(Msg::Conversations(Ok(vec![wide, conversation(12)])));
+    check(&app);
+    app.on_key(Key::Enter);
+    let mut top = with_links("sum_top", 1, &["sum_l1"], &[]);
+    top.summary.content = "한국어 \x1b[31m\ttext\r\n".repeat(30);
+    let sums = vec![top, with_links("sum_l1", 0, &[], &[1, 2])];
+    app.on_msg(Msg::Dag(7, Ok((vec![context_summary("sum_top", 1)], sums))));
+    check(&app);
+    app.on_key(Key::Right);
+    app.on_key(Key::Down);
+    app.on_key(Key::Char('m'));
+    app.on_msg(Msg::Sources(
+        "sum_l1".into(),
+        Ok(vec!["[msg 1] user: 中文\nline".into()]),
+    ));
+    check(&app);
+    app.on_key(Key::Char('?'));
+    assert!(app.help);
+    check(&app);
+    app.on_key(Key::Char('?'));
+    app.on_key(Key::Char('w'));
+    app.on_msg(Msg::Preview(Ok(preview("sum_l1"))));
+    check(&app);
+    let Some(Flow::Rewrite(f)) = app.flow.as_mut() else {
+        panic!("no rewrite flow")
+    };
+    let (req, ..) = rewrite_req(&f.on_key(Key::Enter).1);
+    check(&app);
+    let Some(Flow::Rewrite(f)) = app.flow.as_mut() else {
+        panic!("no rewrite flow")
+    };
+    f.on_rewritten(req, Ok(report(vec![entry("sum_l1", 0, 10, 8)], None)));
+    check(&app);
+    app.flow = Some(Flow::Rewrite(Box::new(RewriteFlow::subtree(
+        7,
+        vec![planned("sum_l1", 0, 100), planned("sum_top", 1, 300)],
+    ))));
+    check(&app);
+    app.flow = None;
+    app.on_key(Key::Char('c'));
+    assert_eq!(app.screen, Screen::Context);
+    let message = |role: &str, text: &str| {
+        crate::assembler::SharedMessage::new(serde_json::json!({"role": role, "content": text}))
+    };
+    app.on_msg(Msg::Context(Ok(crate::assembler::AssembleResult {
+        messages: vec![
+            message("user", "한국어\x1b[2J"),
+            message("assistant", "\tok\r"),
+        ],
+        estimated_tokens: 12,
+        stats: Default::default(),
+        system_prompt_addition: None,
+        summary_positions: Vec::new(),
+    })));
+    check(&app);
+    app.on_key(Key::Esc);
+    app.on_key(Key::Char('f'));
+    assert_eq!(app.screen, Screen::Files);
+    check(&app);
+}
