@@ -349,11 +349,13 @@ fn preview_lines(out: &mut Output, text: &str, max_lines: usize) {
         max_lines.min(lines.len())
     };
     for l in &lines[..shown] {
-        let l = out.shown(l);
         let l = if max_lines == 0 {
-            l.into_owned()
+            out.shown(l).into_owned()
+        } else if out.out_tty {
+            // Shown, and cut at 160 terminal columns.
+            crate::cli::visible::clip(l, 160)
         } else {
-            truncate_chars(&l, 160)
+            truncate_chars(l, 160)
         };
         out.line(&format!("  {l}"));
     }

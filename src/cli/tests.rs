@@ -365,6 +365,24 @@ fn stored_text_prints_visible_on_a_terminal_and_byte_exact_in_a_pipe() {
     ] {
         assert!(shown.contains(want), "{want:?} not in {shown:?}");
     }
+    // A preview line is cut at 160 terminal columns on a terminal (a Hangul
+    // syllable takes two), at 160 characters in a pipe.
+    let long = crate::rewrite::RewriteEntry {
+        old_content: "한".repeat(200),
+        ..entry.clone()
+    };
+    let cut = |tty: bool| {
+        let (mut out, cap) = Output::capture(false);
+        out.out_tty = tty;
+        rewrite::print_entry(&mut out, &long, 3, false);
+        let text = cap.stdout();
+        text.lines()
+            .find(|l| l.contains('한'))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(cut(true), format!("  {}…", "한".repeat(79)));
+    assert_eq!(cut(false), format!("  {}…", "한".repeat(160)));
     let piped = print(false);
     assert!(
         piped.contains("\x1b[31mFAIL\x1b[0m") && piped.contains("+clean\x1b[2J\n"),
