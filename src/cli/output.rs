@@ -274,6 +274,20 @@ impl Output {
         }
     }
 
+    /// One line of stored text cut to `max` with an ellipsis: on a terminal shown
+    /// ([`Output::shown`]) and `max` terminal columns wide at most, cut between
+    /// grapheme clusters ([`crate::cli::visible::clip`]); elsewhere its first `max`
+    /// characters, byte-exact.
+    pub fn shown_cut(&self, line: &str, max: usize) -> String {
+        if self.out_tty {
+            return crate::cli::visible::clip(line, max);
+        }
+        match line.chars().nth(max) {
+            Some(_) => format!("{}…", crate::text::prefix_chars(line, max)),
+            None => line.to_owned(),
+        }
+    }
+
     /// Styles text for stdout.
     pub fn paint(&self, style: Style, text: &str) -> String {
         paint(self.color, style, text)

@@ -334,13 +334,6 @@ fn finish(ctx: &mut Ctx, r: &RewriteReport) -> CliResult {
     }
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
-    match s.chars().nth(max) {
-        Some(_) => format!("{}…", crate::text::prefix_chars(s, max)),
-        None => s.to_owned(),
-    }
-}
-
 fn preview_lines(out: &mut Output, text: &str, max_lines: usize) {
     let lines: Vec<&str> = text.trim().lines().collect();
     let shown = if max_lines == 0 {
@@ -351,11 +344,8 @@ fn preview_lines(out: &mut Output, text: &str, max_lines: usize) {
     for l in &lines[..shown] {
         let l = if max_lines == 0 {
             out.shown(l).into_owned()
-        } else if out.out_tty {
-            // Shown, and cut at 160 terminal columns.
-            crate::cli::visible::clip(l, 160)
         } else {
-            truncate_chars(l, 160)
+            out.shown_cut(l, 160)
         };
         out.line(&format!("  {l}"));
     }
