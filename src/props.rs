@@ -54,6 +54,22 @@ proptest! {
     }
 
     #[test]
+    fn a_source_message_preview_is_a_prefix_and_names_the_rest(s in text(40), copies in 1usize..800) {
+        let long = s.repeat(copies);
+        let p = crate::cli::tui::source_preview(&long);
+        match p.split_once("\n… ") {
+            Some((head, note)) if p != long => {
+                prop_assert!(long.starts_with(head));
+                prop_assert!(head.chars().count() <= 20_000 && head.lines().count() <= 200);
+                let rest = long[head.len()..].strip_prefix('\n').unwrap_or(&long[head.len()..]);
+                let chars = crate::cli::output::thousands(rest.chars().count() as i64);
+                prop_assert!(note.starts_with(&format!("{chars} more characters (")), "{note}");
+            }
+            _ => prop_assert_eq!(p.as_ref(), long.as_str()),
+        }
+    }
+
+    #[test]
     fn xml_escaping_round_trips(s in text(40)) {
         let t = escape_text(&s);
         prop_assert!(!t.contains('<') && !t.contains('>'));

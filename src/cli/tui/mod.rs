@@ -175,7 +175,7 @@ const SOURCE_CHARS: usize = 20_000;
 
 /// `text`'s first [`SOURCE_LINES`] lines, at most [`SOURCE_CHARS`] characters, then
 /// a line saying how much is left out.
-fn source_preview(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn source_preview(text: &str) -> std::borrow::Cow<'_, str> {
     let by_lines = text
         .match_indices('\n')
         .nth(SOURCE_LINES - 1)
