@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::error::{CliError, CliResult, EXIT_FAILURE, EXIT_OK};
 use super::operator::{self, SummarizerArgs};
-use super::output::{thousands, Output, Style};
+use super::output::{plural, thousands, Output, Style};
 use super::progress::Progress;
 use super::{db, Ctx};
 use crate::compaction::{CompactParams, CompactResult, Hooks, Mode};
@@ -213,13 +213,13 @@ fn print(out: &mut Output, r: &Report) {
     ));
     out.line(&format!("  tokens        {}", thousands(t.tokens)));
     out.line(&format!(
-        "  skipped       {} entries (other entry types, abandoned branches, unreadable lines)",
-        thousands(t.skipped_entries as i64)
+        "  skipped       {} (other entry types, abandoned branches, unreadable lines)",
+        plural(t.skipped_entries, "entry", "entries")
     ));
     if t.invalid_messages > 0 {
         out.line(&format!(
-            "  invalid       {} messages without a role (the import would refuse the file)",
-            t.invalid_messages
+            "  invalid       {} without a role (the import would refuse the file)",
+            plural(t.invalid_messages, "message", "messages")
         ));
     }
     let conversation = match r.existing_conversation_id {
@@ -230,8 +230,8 @@ fn print(out: &mut Output, r: &Report) {
     out.line(&format!("  conversation  {conversation}"));
     if let Some(b) = &r.bootstrap {
         out.line(&format!(
-            "  imported      {} messages into conversation {} ({})",
-            thousands(b.imported_messages as i64),
+            "  imported      {} into conversation {} ({})",
+            plural(b.imported_messages, "message", "messages"),
             b.conversation_id.unwrap_or(0),
             b.reason
         ));

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::error::{CliResult, EXIT_OK};
 use super::operator;
-use super::output::{signed_thousands, thousands, Output, Style};
+use super::output::{plural, signed_thousands, thousands, Output, Style};
 use super::Ctx;
 use crate::dagops::dissolve::{self, DissolveParams, DissolvePlan};
 
@@ -107,9 +107,9 @@ fn print(out: &mut Output, p: &DissolvePlan) {
     }
     out.line("");
     out.line(&format!(
-        "Context: {} → {} items, {}t → {}t ({}t)",
+        "Context: {} → {}, {}t → {}t ({}t)",
         p.context_items_before,
-        p.context_items_after,
+        plural(p.context_items_after, "item", "items"),
         thousands(p.context_tokens_before),
         thousands(p.context_tokens_after),
         signed_thousands(p.token_delta)

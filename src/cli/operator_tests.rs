@@ -253,7 +253,7 @@ fn transplant_dry_run_apply_and_refusal() {
         "{out}"
     );
     assert!(
-        out.contains("Target context now: 3 items (1 summaries + 2 messages)"),
+        out.contains("Target context now: 3 items (1 summary + 2 messages)"),
         "{out}"
     );
     assert_eq!(before, bytes(&db));

@@ -317,9 +317,11 @@ pub fn thousands(n: i64) -> String {
     }
 }
 
-/// `1 line`, `2 lines`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+/// `1 line`, `2 lines`, `1,024 lines`: a count with thousands separators and the
+/// noun that agrees with it.
+pub fn plural(n: impl TryInto<i64>, one: &str, many: &str) -> String {
+    let n = n.try_into().unwrap_or(i64::MAX);
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
 /// `-7130` → `-7,130`, `122` → `+122`, `0` → `0`.
@@ -375,6 +377,18 @@ mod tests {
         assert_eq!(signed_thousands(122), "+122");
         assert_eq!(signed_thousands(0), "0");
         assert_eq!(signed_thousands(-1234), "-1,234");
+    }
+
+    #[test]
+    fn counted_nouns_agree_with_their_count() {
+        assert_eq!(plural(1usize, "summary", "summaries"), "1 summary");
+        assert_eq!(plural(0usize, "summary", "summaries"), "0 summaries");
+        assert_eq!(plural(2i64, "item", "items"), "2 items");
+        assert_eq!(plural(12_345u64, "line", "lines"), "12,345 lines");
+        assert_eq!(
+            plural(usize::MAX, "line", "lines"),
+            "9,223,372,036,854,775,807 lines"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::error::{CliResult, EXIT_OK};
 use super::operator;
-use super::output::{thousands, Output, Style};
+use super::output::{plural, thousands, Output, Style};
 use super::Ctx;
 use crate::dagops::transplant::{self, TransplantParams, TransplantPlan};
 
@@ -107,14 +107,18 @@ fn print(out: &mut Output, p: &TransplantPlan) {
     }
     out.line("");
     out.line(&format!(
-        "Target context now: {} items ({} summaries + {} messages)",
-        p.target_summary_items + p.target_message_items,
-        p.target_summary_items,
-        p.target_message_items
+        "Target context now: {} ({} + {})",
+        plural(
+            p.target_summary_items + p.target_message_items,
+            "item",
+            "items"
+        ),
+        plural(p.target_summary_items, "summary", "summaries"),
+        plural(p.target_message_items, "message", "messages")
     ));
     out.line(&format!(
-        "After: {} items prepended, about {} tokens more in the target's context",
-        p.context_summaries.len(),
+        "After: {} prepended, about {} tokens more in the target's context",
+        plural(p.context_summaries.len(), "item", "items"),
         thousands(p.token_overhead)
     ));
     out.line("");

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use super::flow::{self, DissolveFlow, Outcome, RewriteFlow};
 use super::keys::Key;
 use crate::assembler::AssembleResult;
+use crate::cli::output::plural;
 use crate::dagops::dissolve::DissolvePlan;
 use crate::engine::SummaryWithLinks;
 use crate::error::Result;
@@ -655,7 +656,7 @@ impl App {
             },
             Msg::Plan(r) => match (r, self.conversation_id()) {
                 (Ok(p), Some(conv)) => {
-                    self.status = format!("Plan of {} summaries", p.len());
+                    self.status = format!("Plan of {}", plural(p.len(), "summary", "summaries"));
                     self.flow = Some(Flow::Rewrite(Box::new(RewriteFlow::subtree(conv, p))));
                 }
                 (Err(e), _) => self.status = format!("Cannot plan the rewrite: {}", e.message),
@@ -694,7 +695,7 @@ impl App {
             }
         };
         if self.status.starts_with("Loading conversations") {
-            self.status = format!("{} conversations", list.len());
+            self.status = plural(list.len(), "conversation", "conversations");
         }
         if let Some(d) = self.dag.as_mut() {
             let open = d.conversation.conversation_id;
@@ -719,9 +720,9 @@ impl App {
                     .collect();
                 if self.status.starts_with("Loading conversation") {
                     self.status = format!(
-                        "Conversation {conv}: {} context items, {} summaries",
-                        d.context.len(),
-                        d.summaries.len()
+                        "Conversation {conv}: {} in context, {}",
+                        plural(d.context.len(), "item", "items"),
+                        plural(d.summaries.len(), "summary", "summaries")
                     );
                 }
                 let n = self.rows().len();

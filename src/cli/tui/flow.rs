@@ -8,6 +8,7 @@
 
 use std::time::Instant;
 
+use crate::cli::output::plural;
 use crate::compaction::CancelToken;
 use crate::dagops::dissolve::DissolvePlan;
 use crate::rewrite::RewritePreview;
@@ -361,9 +362,9 @@ impl RewriteFlow {
             String::new()
         };
         format!(
-            "Rewrote {} of {} summaries{stopped}, {} discarded. Total: {}t → {}t ({})",
+            "Rewrote {} of {}{stopped}, {} discarded. Total: {}t → {}t ({})",
             self.applied,
-            self.queue.len(),
+            plural(self.queue.len(), "summary", "summaries"),
             self.discarded,
             crate::cli::output::thousands(self.old_total),
             crate::cli::output::thousands(self.new_total),
@@ -693,10 +694,10 @@ impl DissolveFlow {
         }
         (
             Outcome::Closed(format!(
-                "Dissolved {}: {} items back in its place, {} later items shifted by {}; context {}t → {}t",
+                "Dissolved {}: {} back in its place, {} shifted by {}; context {}t → {}t",
                 self.summary_id,
-                plan.restored.len(),
-                plan.items_shifted,
+                plural(plan.restored.len(), "item", "items"),
+                plural(plan.items_shifted, "later item", "later items"),
                 signed(plan.shift),
                 crate::cli::output::thousands(plan.context_tokens_before),
                 crate::cli::output::thousands(plan.context_tokens_after),

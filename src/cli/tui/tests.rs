@@ -596,6 +596,26 @@ fn a_source_message_is_shown_up_to_a_cap_and_the_rest_is_named() {
 }
 
 #[test]
+fn status_lines_count_in_the_right_number() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    app.on_msg(Msg::Conversations(Ok(vec![conversation(7)])));
+    assert_eq!(app.status, "1 conversation");
+    app.on_key(Key::Enter);
+    let ctx = vec![context_summary("sum_l1", 0)];
+    app.on_msg(Msg::Dag(
+        7,
+        Ok((ctx, vec![with_links("sum_l1", 0, &[], &[1])])),
+    ));
+    assert_eq!(app.status, "Conversation 7: 1 item in context, 1 summary");
+    let text: String = render(&app, 120, 20)
+        .iter()
+        .map(|r| r.concat() + "\n")
+        .collect();
+    assert!(text.contains("Context list · 1 item ·"), "{text}");
+    assert!(text.contains("sources: 1 message ·"), "{text}");
+}
+
+#[test]
 fn source_messages_are_drawn_line_by_line() {
     let (mut app, _) = App::new("db".into(), "offline".into());
     app.on_msg(Msg::Conversations(Ok(vec![conversation(7)])));

@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use super::app::{App, Flow, Node, Screen};
 use super::flow::{signed, variant, DissolveFlow, Pane, Phase, Review, RewriteFlow};
-use crate::cli::output::thousands;
+use crate::cli::output::{plural, thousands};
 use crate::rewrite::RewritePreview;
 use crate::timefmt::Zone;
 
@@ -373,8 +373,8 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
     };
     let rows = app.rows();
     let block = Block::default().borders(Borders::ALL).title(format!(
-        " Context list · {} items · {}t ",
-        dag.context.len(),
+        " Context list · {} · {}t ",
+        plural(dag.context.len(), "item", "items"),
         thousands(dag.conversation.context_tokens)
     ));
     let inner = block.inner(cols[0]);
@@ -474,9 +474,9 @@ fn draw_detail(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
                     thousands(m.source_message_token_count)
                 )));
                 let sources = if s.parent_ids.is_empty() {
-                    format!("{} messages", s.message_ids.len())
+                    plural(s.message_ids.len(), "message", "messages")
                 } else {
-                    format!("{} summaries", s.parent_ids.len())
+                    plural(s.parent_ids.len(), "summary", "summaries")
                 };
                 lines.push(Line::from(format!(
                     "sources: {sources} · created {}",
@@ -521,12 +521,12 @@ fn draw_context(f: &mut Frame, r: Rect, app: &App, theme: Theme) {
         Some(a) if !app.loading => {
             let s = &a.stats;
             lines.push(Line::from(format!(
-                "budget {}t · assembled {} messages, ~{}t ({} summaries, {} messages; {} dropped for the budget){}",
+                "budget {}t · assembled {}, ~{}t ({}, {}; {} dropped for the budget){}",
                 thousands(s.token_budget),
-                a.messages.len(),
+                plural(a.messages.len(), "message", "messages"),
                 thousands(a.estimated_tokens),
-                s.summaries_included,
-                s.messages_included,
+                plural(s.summaries_included, "summary", "summaries"),
+                plural(s.messages_included, "message", "messages"),
                 s.dropped_for_budget,
                 if s.over_budget { " · over budget" } else { "" }
             )));
@@ -904,12 +904,12 @@ fn draw_dissolve(f: &mut Frame, r: Rect, d: &DissolveFlow, theme: Theme) {
     let ord = t.ordinal.unwrap_or(0);
     let mut lines = vec![
         Line::from(format!(
-            "{} (d{} {}, {}t) at context ordinal {ord} is replaced by {} items:",
+            "{} (d{} {}, {}t) at context ordinal {ord} is replaced by {}:",
             t.summary_id,
             t.depth,
             t.kind,
             thousands(t.token_count),
-            p.restored.len()
+            plural(p.restored.len(), "item", "items")
         )),
         Line::from(""),
     ];
@@ -930,9 +930,9 @@ fn draw_dissolve(f: &mut Frame, r: Rect, d: &DissolveFlow, theme: Theme) {
     let first_after = ord + 1;
     lines.push(Line::from(if p.items_shifted > 0 {
         format!(
-            "Ordinals {first_after}…{} ({} later items) shift by {} to {}…{}",
+            "Ordinals {first_after}…{} ({}) shift by {} to {}…{}",
             first_after + p.items_shifted - 1,
-            p.items_shifted,
+            plural(p.items_shifted, "later item", "later items"),
             signed(p.shift),
             first_after + p.shift,
             first_after + p.shift + p.items_shifted - 1
@@ -941,10 +941,10 @@ fn draw_dissolve(f: &mut Frame, r: Rect, d: &DissolveFlow, theme: Theme) {
         "No later items: no ordinal shifts.".to_owned()
     }));
     lines.push(Line::from(format!(
-        "Context: {} items, {}t → {} items, {}t ({})",
-        p.context_items_before,
+        "Context: {}, {}t → {}, {}t ({})",
+        plural(p.context_items_before, "item", "items"),
         thousands(p.context_tokens_before),
-        p.context_items_after,
+        plural(p.context_items_after, "item", "items"),
         thousands(p.context_tokens_after),
         signed(p.token_delta)
     )));
