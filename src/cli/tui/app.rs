@@ -18,6 +18,10 @@ use crate::store::messages::ContextItem;
 /// Default budget of the Context screen.
 pub const DEFAULT_BUDGET: i64 = 32_000;
 
+/// Most lines the summary tree unfolds to (a graph that is not a tree, as only a
+/// damaged database holds, could otherwise unfold to more lines than memory).
+pub const MAX_TREE_ROWS: usize = 100_000;
+
 /// Work for the runner; each posts one [`Msg`].
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -117,6 +121,9 @@ pub enum Node {
         id: String,
         /// On the context list itself.
         top: bool,
+        /// Already on the way down to this line (a cycle in a damaged graph): not
+        /// unfolded here.
+        cycle: bool,
     },
     /// A message on the context list.
     Message {
@@ -264,7 +271,7 @@ impl App {
         let mut out = Vec::new();
         for item in &dag.context {
             match (&item.summary_id, item.message_id) {
-                (Some(id), _) => self.push_summary(dag, id, 0, true, &mut out),
+                (Some(id), _) => self.push_summary(dag, id, true, &mut Vec::new(), &mut out),
                 (None, Some(m)) => out.push(Row {
                     level: 0,
                     node: Node::Message {
@@ -279,23 +286,39 @@ impl App {
         out
     }
 
-    fn push_summary(&self, dag: &Dag, id: &str, level: usize, top: bool, out: &mut Vec<Row>) {
+    /// A summary's line, then, when it is unfolded, the lines beneath it. A summary
+    /// that is already on the way down to it (a cycle: only a damaged database has
+    /// one) is shown but not unfolded again, and the tree stops at
+    /// [`MAX_TREE_ROWS`] lines.
+    fn push_summary<'a>(
+        &self,
+        dag: &'a Dag,
+        id: &'a str,
+        top: bool,
+        path: &mut Vec<&'a str>,
+        out: &mut Vec<Row>,
+    ) {
+        let cycle = path.contains(&id);
         out.push(Row {
-            level,
+            level: path.len(),
             node: Node::Summary {
                 id: id.to_owned(),
                 top,
+                cycle,
             },
         });
-        if !self.expanded.contains(id) || level > 64 {
+        if cycle || !self.expanded.contains(id) || out.len() >= MAX_TREE_ROWS {
             return;
         }
         let Some(s) = dag.summaries.get(id) else {
             return;
         };
+        let level = path.len();
+        path.push(id);
         for child in &s.parent_ids {
-            self.push_summary(dag, child, level + 1, false, out);
+            self.push_summary(dag, child, false, path, out);
         }
+        path.pop();
         if !s.message_ids.is_empty() {
             out.push(Row {
                 level: level + 1,
@@ -310,7 +333,7 @@ impl App {
     /// The summary on the selected tree line (a folded message line counts as its leaf).
     pub fn selected_summary(&self) -> Option<(String, bool)> {
         match self.rows().get(self.dag_sel).map(|r| r.node.clone()) {
-            Some(Node::Summary { id, top }) => Some((id, top)),
+            Some(Node::Summary { id, top, .. }) => Some((id, top)),
             Some(Node::Messages { summary_id, .. }) => Some((summary_id, false)),
             _ => None,
         }
@@ -413,26 +436,28 @@ impl App {
         Vec::new()
     }
 
+    /// Opens a conversation's graph (it loads). Reopening the one last open keeps
+    /// its tree, unfolding and selection on screen until the reload replaces them.
     fn open_conversation(&mut self, c: ConversationOverview) {
-        let same = self
-            .dag
-            .as_ref()
-            .is_some_and(|d| d.conversation.conversation_id == c.conversation_id);
-        if !same {
-            self.expanded.clear();
-            self.dag_sel = 0;
-            self.detail_scroll = 0;
-            self.sources = None;
-            self.show_sources = false;
-        }
         self.status = format!("Loading conversation {}…", c.conversation_id);
         self.loading = true;
+        self.screen = Screen::Dag;
+        if let Some(d) = self.dag.as_mut() {
+            if d.conversation.conversation_id == c.conversation_id {
+                d.conversation = c;
+                return;
+            }
+        }
+        self.expanded.clear();
+        self.dag_sel = 0;
+        self.detail_scroll = 0;
+        self.sources = None;
+        self.show_sources = false;
         self.dag = Some(Dag {
             conversation: c,
             context: Vec::new(),
             summaries: HashMap::new(),
         });
-        self.screen = Screen::Dag;
     }
 
     fn conversation_id(&self) -> Option<i64> {
@@ -453,7 +478,10 @@ impl App {
             Key::Home | Key::Char('g') => self.dag_sel = 0,
             Key::End | Key::Char('G') => self.dag_sel = n.saturating_sub(1),
             Key::Right | Key::Char('l') | Key::Enter => {
-                if let Some(Node::Summary { id, .. }) = rows.get(self.dag_sel).map(|r| &r.node) {
+                if let Some(Node::Summary {
+                    id, cycle: false, ..
+                }) = rows.get(self.dag_sel).map(|r| &r.node)
+                {
                     self.expanded.insert(id.clone());
                 }
             }
@@ -489,12 +517,23 @@ impl App {
         Vec::new()
     }
 
+    /// Folds the selected summary, or else goes up to the line it hangs from.
     fn collapse(&mut self, rows: &[Row]) {
         let Some(row) = rows.get(self.dag_sel) else {
             return;
         };
-        if let Node::Summary { id, .. } = &row.node {
+        if let Node::Summary {
+            id, cycle: false, ..
+        } = &row.node
+        {
             if self.expanded.remove(id) {
+                // Folded everywhere it shows: the selection stays on its first line.
+                let now = self.rows();
+                self.dag_sel = now
+                    .iter()
+                    .position(|r| matches!(&r.node, Node::Summary { id: s, .. } if s == id))
+                    .unwrap_or(0)
+                    .min(now.len().saturating_sub(1));
                 return;
             }
         }

@@ -355,4 +355,6 @@ fn ui_loop(
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use crate::error::{ErrorCode, LcmError};
 use crate::prompts::RenderedPrompt;
 use crate::rewrite::{PlannedSummary, RewriteEntry, RewriteFailure, RewritePreview, RewriteReport};
 
-fn planned(id: &str, depth: i64, tokens: i64) -> PlannedSummary {
+pub(super) fn planned(id: &str, depth: i64, tokens: i64) -> PlannedSummary {
     PlannedSummary {
         summary_id: id.into(),
         kind: if depth == 0 { "leaf" } else { "condensed" }.into(),
@@ -21,7 +21,7 @@ fn planned(id: &str, depth: i64, tokens: i64) -> PlannedSummary {
     }
 }
 
-fn preview(id: &str) -> RewritePreview {
+pub(super) fn preview(id: &str) -> RewritePreview {
     RewritePreview {
         summary: planned(id, 1, 1523),
         time_range: Some("2026-02-17 15:37–21:14 UTC".into()),
@@ -41,7 +41,7 @@ fn preview(id: &str) -> RewritePreview {
     }
 }
 
-fn entry(id: &str, depth: i64, old: i64, new: i64) -> RewriteEntry {
+pub(super) fn entry(id: &str, depth: i64, old: i64, new: i64) -> RewriteEntry {
     RewriteEntry {
         summary_id: id.into(),
         kind: "condensed".into(),
@@ -63,7 +63,7 @@ fn entry(id: &str, depth: i64, old: i64, new: i64) -> RewriteEntry {
     }
 }
 
-fn report(entries: Vec<RewriteEntry>, error: Option<RewriteFailure>) -> RewriteReport {
+pub(super) fn report(entries: Vec<RewriteEntry>, error: Option<RewriteFailure>) -> RewriteReport {
     RewriteReport {
         conversation_id: 7,
         dry_run: true,
@@ -360,7 +360,7 @@ fn subtree_esc_stops_after_the_current_one() {
     );
 }
 
-fn conversation(id: i64) -> crate::store::browse::ConversationOverview {
+pub(super) fn conversation(id: i64) -> crate::store::browse::ConversationOverview {
     crate::store::browse::ConversationOverview {
         conversation_id: id,
         session_id: format!("session-{id}"),
@@ -370,7 +370,7 @@ fn conversation(id: i64) -> crate::store::browse::ConversationOverview {
 }
 
 /// The context list's first item: summary `id` at `depth`.
-fn context_summary(id: &str, depth: i64) -> crate::store::messages::ContextItem {
+pub(super) fn context_summary(id: &str, depth: i64) -> crate::store::messages::ContextItem {
     crate::store::messages::ContextItem {
         ordinal: 0,
         item_type: "summary".into(),
@@ -382,7 +382,7 @@ fn context_summary(id: &str, depth: i64) -> crate::store::messages::ContextItem 
     }
 }
 
-fn with_links(
+pub(super) fn with_links(
     id: &str,
     depth: i64,
     parents: &[&str],
@@ -483,7 +483,7 @@ fn alt_char_is_esc_then_the_char() {
 }
 
 /// Every cell of a frame drawn with `app`, row by row.
-fn render(app: &App, width: u16, height: u16) -> Vec<Vec<String>> {
+pub(super) fn render(app: &App, width: u16, height: u16) -> Vec<Vec<String>> {
     use ratatui::backend::TestBackend;
     let mut t = ratatui::Terminal::new(TestBackend::new(width, height)).unwrap();
     let theme = super::view::Theme { color: false };
@@ -726,4 +726,91 @@ fn every_screen_draws_at_any_terminal_size_and_sends_no_control_character() {
     app.on_key(Key::Char('f'));
     assert_eq!(app.screen, Screen::Files);
     check(&app);
+}
+
+#[test]
+fn a_cycle_in_a_damaged_graph_shows_once_and_does_not_unfold() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    app.on_msg(Msg::Conversations(Ok(vec![conversation(7)])));
+    app.on_key(Key::Enter);
+    // sum_a names sum_top, its own parent, as a parent: a cycle.
+    let sums = vec![
+        with_links("sum_top", 1, &["sum_a"], &[]),
+        with_links("sum_a", 0, &["sum_top"], &[1]),
+    ];
+    app.on_msg(Msg::Dag(7, Ok((vec![context_summary("sum_top", 1)], sums))));
+    app.on_key(Key::Right);
+    app.on_key(Key::Down);
+    app.on_key(Key::Right);
+    let cycle = |id: &str| Node::Summary {
+        id: id.into(),
+        top: false,
+        cycle: true,
+    };
+    let nodes: Vec<Node> = app.rows().into_iter().map(|r| r.node).collect();
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    assert_eq!(nodes[2], cycle("sum_top"));
+    app.on_key(Key::Down);
+    app.on_key(Key::Right);
+    assert_eq!(app.rows().len(), 4, "a cycle line does not unfold");
+    let text: String = render(&app, 100, 10)
+        .iter()
+        .map(|r| r.concat() + "\n")
+        .collect();
+    assert!(
+        text.contains("↺ sum_top (a cycle: it is above this line)"),
+        "{text}"
+    );
+    // Left on it goes up to the line it hangs from, folding nothing.
+    app.on_key(Key::Left);
+    assert_eq!((app.dag_sel, app.rows().len()), (1, 4));
+    // Folding sum_top from below keeps the selection on a line.
+    app.dag_sel = 3;
+    app.on_key(Key::Up);
+    app.on_key(Key::Up);
+    app.on_key(Key::Up);
+    app.on_key(Key::Left);
+    assert_eq!((app.dag_sel, app.rows().len()), (0, 1));
+}
+
+#[test]
+fn reopening_a_conversation_keeps_its_tree_until_the_reload() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    app.on_msg(Msg::Conversations(Ok(vec![
+        conversation(7),
+        conversation(12),
+    ])));
+    app.on_key(Key::Enter);
+    let sums = vec![
+        with_links("sum_top", 1, &["sum_a"], &[]),
+        with_links("sum_a", 0, &[], &[1]),
+    ];
+    let dag = || (vec![context_summary("sum_top", 1)], sums.clone());
+    app.on_msg(Msg::Dag(7, Ok(dag())));
+    app.on_key(Key::Right);
+    app.on_key(Key::Down);
+    assert_eq!((app.dag_sel, app.rows().len()), (1, 2));
+    app.on_key(Key::Esc);
+    assert!(matches!(
+        app.on_key(Key::Enter).as_slice(),
+        [Action::LoadDag(7)]
+    ));
+    assert_eq!(
+        (app.dag_sel, app.rows().len()),
+        (1, 2),
+        "kept while it reloads"
+    );
+    app.on_msg(Msg::Dag(7, Ok(dag())));
+    assert_eq!((app.dag_sel, app.rows().len()), (1, 2));
+    app.on_key(Key::Esc);
+    app.on_key(Key::Down);
+    assert!(matches!(
+        app.on_key(Key::Enter).as_slice(),
+        [Action::LoadDag(12)]
+    ));
+    assert_eq!(
+        (app.dag_sel, app.rows().len()),
+        (0, 0),
+        "another conversation starts afresh"
+    );
 }

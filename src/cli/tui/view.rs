@@ -385,7 +385,8 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
     for (i, row) in rows.iter().enumerate().skip(start).take(height) {
         let indent = "  ".repeat(row.level);
         let text = match &row.node {
-            Node::Summary { id, .. } => match dag.summaries.get(id) {
+            Node::Summary { id, cycle, .. } => match dag.summaries.get(id) {
+                Some(_) if *cycle => format!("{indent}↺ {id} (a cycle: it is above this line)"),
                 Some(s) => {
                     let marker = if app.expanded.contains(id) {
                         "▾"
