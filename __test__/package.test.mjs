@@ -18,6 +18,7 @@ const addonFile = `lcm-native.${platformSuffix()}.node`
 let packed
 let project
 let pkg
+let bare
 
 function npm(args, cwd) {
   return execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
@@ -39,12 +40,17 @@ beforeAll(() => {
   pkg = join(project, 'node_modules', 'lcm-native')
   renameSync(join(project, 'node_modules', 'package'), pkg)
   symlinkSync(join(root, addonFile), join(pkg, addonFile))
+  // The same package as `openclaw plugins install` leaves it: no install script ran.
+  bare = join(tempDir('lcm-bare-'), 'node_modules')
+  mkdirSync(bare)
+  execFileSync('tar', ['-xzf', join(out, packed.filename), '-C', bare])
+  bare = join(bare, 'package')
 }, 120_000)
 
 describe('the npm package', () => {
   it('ships every tracked source file a build needs, and nothing of a build or of the tests', () => {
     const files = new Set(packed.files.map((f) => f.path))
-    for (const f of ['index.js', 'index.d.ts', 'package.json', 'openclaw.plugin.json', 'bin/lcm-tui.js', 'scripts/install.js', 'scripts/platform.js', 'openclaw/index.mjs', 'openclaw/index.d.mts', 'build.rs', 'Cargo.toml', 'Cargo.lock']) {
+    for (const f of ['index.js', 'index.d.ts', 'native.js', 'package.json', 'openclaw.plugin.json', 'bin/lcm-tui.js', 'scripts/install.js', 'scripts/platform.js', 'openclaw/index.mjs', 'openclaw/index.d.mts', 'build.rs', 'Cargo.toml', 'Cargo.lock']) {
       expect(files.has(f), f).toBe(true)
     }
     if (existsSync(join(root, '.git'))) {
@@ -89,5 +95,27 @@ describe('the npm package', () => {
 
   it('the lcm-tui bin answers --version', () => {
     expect(run([join(pkg, 'bin', 'lcm-tui.js'), '--version'])).toMatch(/^lcm-tui \d+\.\d+\.\d+/)
+  })
+
+  it('without its addon (no install script ran), the bin and the plugin say how to build it', () => {
+    const how = `node ${join(bare, 'scripts', 'install.js')}`
+    const cli = spawnSync(process.execPath, [join(bare, 'bin', 'lcm-tui.js'), '--version'], { encoding: 'utf8' })
+    expect(cli.status).toBe(1)
+    expect(cli.stderr).toContain(`the native addon for ${platformSuffix()} does not load (not found)`)
+    expect(cli.stderr).toContain(how)
+    // OpenClaw runs a plugin from a copy and passes the installed directory as
+    // api.rootDir: the message names the script there. Describing needs no addon.
+    const installed = '/srv/openclaw/extensions/lcm-native'
+    const script = `
+      const entry = (await import(${JSON.stringify(join(bare, 'openclaw', 'index.mjs'))})).default
+      const api = (mode) => ({ rootDir: ${JSON.stringify(installed)}, registrationMode: mode, pluginConfig: {}, logger: { warn() {}, info() {}, error() {} },
+        registerContextEngine() {}, registerTool() {}, on() {} })
+      entry.register(api('cli-metadata'))
+      try { entry.register(api('full')); console.log('registered') }
+      catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
+    const out = JSON.parse(run(['--input-type=module', '-e', script]))
+    expect(out.code).toBe('LCM_NATIVE_MISSING')
+    expect(out.message).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
+    expect(out.message).toContain('OpenClaw installs plugins without running install scripts')
   })
 })

@@ -2,7 +2,14 @@
 'use strict'
 // lcm-tui: the command line lives in the native addon (Rust); this shim only
 // forwards the arguments and sets the exit code it returns.
-const { runCli, interruptCli } = require('../index.js')
+let addon
+try {
+  addon = require('../native.js').loadNative()
+} catch (err) {
+  process.stderr.write(`${err.message}\n`)
+  process.exit(1)
+}
+const { runCli, interruptCli } = addon
 
 // Ctrl-C: a command that can stop cleanly (rewrite) drops its in-flight request and
 // exits by itself; otherwise, or on a second Ctrl-C, exit now. (The interactive

@@ -3,7 +3,7 @@
 // engine alone. The default export is the plugin entry object OpenClaw loads.
 
 import { resolveConfig } from './config.mjs'
-import { acquire } from './shared.mjs'
+import { acquire, engineClass } from './shared.mjs'
 import { createContextEngine, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 
@@ -37,6 +37,8 @@ export function register(api, options = {}) {
     if (!config.enabled) logger.info?.('[lcm-native] disabled by configuration (enabled: false / LCM_ENABLED)')
     return { ready: Promise.resolve(), shutdown: async () => {} }
   }
+  // Without the addon the plugin cannot work: fail the load with how to build it.
+  engineClass(api.rootDir)
   const llm = options.llm ?? hostLlm(api)
   const breaker = { threshold: config.circuitBreakerThreshold, cooldownMs: config.circuitBreakerCooldownMs }
   // The plugin holds one reference for the gateway's lifetime, so the database

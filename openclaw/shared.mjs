@@ -6,7 +6,17 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 
 const require = createRequire(import.meta.url)
-const { LcmEngine } = require('../index.js')
+const { loadNative } = require('../native.js')
+
+/**
+ * The addon's `LcmEngine`, loaded at first use (describing the plugin needs no
+ * addon); `LCM_NATIVE_MISSING`, naming the install script under `packageDir`, when
+ * it is not built.
+ * @param {string} [packageDir]
+ */
+export function engineClass(packageDir) {
+  return loadNative(packageDir).LcmEngine
+}
 
 /** @type {Map<string, SharedHandle>} */
 const handles = new Map()
@@ -103,7 +113,7 @@ export class SharedHandle {
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null
-    this.ready = LcmEngine.open(options).then(
+    this.ready = engineClass().open(options).then(
       (engine) => {
         this.engine = engine
         this.toolDefinitions = engine.getRecallToolDefinitions()
