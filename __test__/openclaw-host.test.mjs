@@ -3,44 +3,14 @@
 // and only where the published `openclaw` package is installed (CI installs it
 // outside the checkout for the type fixture; LCM_OPENCLAW_DIR points elsewhere).
 import { describe, it, expect } from 'vitest'
-import { createRequire } from 'node:module'
-import { existsSync } from 'node:fs'
-import { homedir } from 'node:os'
-import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { root, tempDir } from './helpers.mjs'
+import { tempDir } from './helpers.mjs'
+import { findOpenclaw, openclawSkipReason } from './openclaw-installed.mjs'
 import { createContextEngine } from '../openclaw/index.mjs'
 import { freshConfig, conversation, writeTranscript } from './openclaw-fixture.mjs'
 
-/** Directories whose node_modules may hold `openclaw`. */
-function candidateDirs() {
-  return [process.env.LCM_OPENCLAW_DIR, join(root, '__test__', 'types'), join(homedir(), '.cache', 'lcm-native-ci', 'types')].filter(Boolean)
-}
-
-function findOpenclaw() {
-  for (const dir of candidateDirs()) {
-    if (!existsSync(join(dir, 'node_modules', 'openclaw', 'package.json'))) continue
-    try {
-      const req = createRequire(join(dir, 'package.json'))
-      return { dir, harness: req.resolve('openclaw/plugin-sdk/agent-harness-runtime') }
-    } catch {
-      /* not resolvable from there */
-    }
-  }
-  return null
-}
-
-function nodeAtLeast(major, minor) {
-  const [a, b] = process.versions.node.split('.').map(Number)
-  return a > major || (a === major && b >= minor)
-}
-
 const openclaw = findOpenclaw()
-const skipReason = !nodeAtLeast(24, 16)
-  ? `Node ${process.versions.node} < 24.16: OpenClaw's lifecycle helpers do not load here (CI runs them on its Node 24 leg)`
-  : !openclaw
-    ? `the openclaw package is not installed (looked in ${candidateDirs().join(', ')})`
-    : null
+const skipReason = openclawSkipReason()
 
 describe.skipIf(skipReason !== null)(`OpenClaw's own turn helpers${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('bootstrap, assemble, finalize (afterTurn + maintenance) and compact run through the host helpers', async () => {

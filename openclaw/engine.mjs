@@ -14,10 +14,14 @@ import { checkTurnAnchors } from './turn.mjs'
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
 
+/** The plugin manifest, home of the plugin's id, name and description. */
+const manifest = require('../openclaw.plugin.json')
 /** The id the engine registers under (`plugins.slots.contextEngine`). */
-export const ENGINE_ID = 'lcm-native'
+export const ENGINE_ID = manifest.id
 /** Human-readable engine name. */
-export const ENGINE_NAME = 'Lossless Context Management (lcm-native)'
+export const ENGINE_NAME = manifest.name
+/** What the plugin does, in one sentence. */
+export const ENGINE_DESCRIPTION = manifest.description
 
 /** Host params the engine reads; the host leaves the others out. */
 export const ACCEPTED_HOST_PARAMS = Object.freeze(['sessionKey', 'runtimeSettings', 'sessionTarget', 'runtimeContext', 'abortSignal'])

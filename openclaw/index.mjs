@@ -4,7 +4,7 @@
 
 import { resolveConfig } from './config.mjs'
 import { acquire, engineClass } from './shared.mjs'
-import { createContextEngine, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
+import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 
 export { createContextEngine, LcmContextEngine, ENGINE_ID, ENGINE_NAME, ACCEPTED_HOST_PARAMS, resolveTokenBudget } from './engine.mjs'
@@ -88,7 +88,7 @@ export function register(api, options = {}) {
 const entry = {
   id: ENGINE_ID,
   name: ENGINE_NAME,
-  description: 'Lossless context management: every message kept in SQLite, summarized into a DAG, assembled each turn, with recall tools.',
+  description: ENGINE_DESCRIPTION,
   register,
 }
 export default entry
