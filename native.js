@@ -16,12 +16,13 @@ function loadNative(packageDir = __dirname) {
   try {
     return require('./index.js')
   } catch (cause) {
-    const install = join(packageDir, 'scripts', 'install.js')
+    const build = `\`node ${join(packageDir, 'scripts', 'install.js')}\` (needs a Rust toolchain, https://rustup.rs; a few minutes), then restart the gateway or rerun the command.`
+    const why = loadError(cause)
     const err = new Error(
-      `lcm-native: the native addon for ${platformSuffix()} does not load (${firstLine(cause)}). ` +
-        'Its install script did not build it: OpenClaw installs plugins without running install scripts, as does npm with --ignore-scripts, ' +
-        `and no prebuilt binary package for this platform is installed. Build it once with \`node ${install}\` ` +
-        '(needs a Rust toolchain, https://rustup.rs; a few minutes), then restart the gateway or rerun the command.',
+      why === null
+        ? `lcm-native: no native addon is built for ${platformSuffix()}. OpenClaw installs plugins without running their install scripts, ` +
+            `as does npm with --ignore-scripts, and no prebuilt binary package for this platform is installed. Build it once with ${build}`
+        : `lcm-native: the native addon for ${platformSuffix()} does not load (${why}). Rebuild it with ${build}`,
     )
     err.code = 'LCM_NATIVE_MISSING'
     err.cause = cause
@@ -29,11 +30,19 @@ function loadNative(packageDir = __dirname) {
   }
 }
 
-/** Why it did not load: napi's "Cannot find native binding" (whose advice, to
- * reinstall, does not help here) as "not found", any other error's first line. */
-function firstLine(e) {
-  const m = e && typeof e.message === 'string' ? e.message : String(e)
-  return /^Cannot find native binding/.test(m) ? 'not found' : m.split('\n')[0]
+/**
+ * Why a binary that exists did not load, or null when none was found. napi's
+ * loader throws "Cannot find native binding" (whose advice, to reinstall, does not
+ * help here) with each candidate it tried in the `cause` chain: "Cannot find
+ * module …" for those absent, the loader's own error (a damaged file, another
+ * platform's, a missing system library) for one that is there.
+ */
+function loadError(e) {
+  for (let c = e, depth = 0; c && depth < 32; c = c.cause, depth++) {
+    const line = String(c.message ?? c).split('\n')[0]
+    if (!/^(Cannot find native binding|Cannot find module)/.test(line)) return line
+  }
+  return null
 }
 
 module.exports = { loadNative }

@@ -50,7 +50,7 @@ describe.skipIf(skipReason !== null)(`OpenClaw installs the packed plugin${skipR
     expect(missing.plugin.status).toBe('error')
     expect(missing.plugin.rootDir).toBe(installed)
     const diagnostics = JSON.stringify(missing.diagnostics)
-    expect(diagnostics).toContain(`the native addon for ${platformSuffix()} does not load (not found)`)
+    expect(diagnostics).toContain(`lcm-native: no native addon is built for ${platformSuffix()}.`)
     expect(diagnostics).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
 
     const addon = `lcm-native.${platformSuffix()}.node`

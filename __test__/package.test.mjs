@@ -101,7 +101,7 @@ describe('the npm package', () => {
     const how = `node ${join(bare, 'scripts', 'install.js')}`
     const cli = spawnSync(process.execPath, [join(bare, 'bin', 'lcm-tui.js'), '--version'], { encoding: 'utf8' })
     expect(cli.status).toBe(1)
-    expect(cli.stderr).toContain(`the native addon for ${platformSuffix()} does not load (not found)`)
+    expect(cli.stderr).toContain(`lcm-native: no native addon is built for ${platformSuffix()}.`)
     expect(cli.stderr).toContain(how)
     // OpenClaw runs a plugin from a copy and passes the installed directory as
     // api.rootDir: the message names the script there. Describing needs no addon.
@@ -116,6 +116,13 @@ describe('the npm package', () => {
     const out = JSON.parse(run(['--input-type=module', '-e', script]))
     expect(out.code).toBe('LCM_NATIVE_MISSING')
     expect(out.message).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
-    expect(out.message).toContain('OpenClaw installs plugins without running install scripts')
+    expect(out.message).toContain('OpenClaw installs plugins without running their install scripts')
+
+    // An addon that is there but does not load (another platform's, a damaged file).
+    writeFileSync(join(bare, addonFile), 'not a shared library')
+    const broken = spawnSync(process.execPath, [join(bare, 'bin', 'lcm-tui.js'), '--version'], { encoding: 'utf8' })
+    expect(broken.status).toBe(1)
+    expect(broken.stderr).toContain(`lcm-native: the native addon for ${platformSuffix()} does not load (`)
+    expect(broken.stderr).toContain(`Rebuild it with \`${how}\``)
   })
 })
