@@ -2,10 +2,13 @@
 // OpenClaw itself (CI installs it outside the checkout for the type fixture;
 // LCM_OPENCLAW_DIR points elsewhere), and whether this Node can run it.
 import { createRequire } from 'node:module'
-import { existsSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { root } from './helpers.mjs'
+import { root, tempDir } from './helpers.mjs'
+
+const { platformSuffix } = createRequire(import.meta.url)('../scripts/platform.js')
 
 /** Directories whose node_modules may hold `openclaw`. */
 export function candidateDirs() {
@@ -36,4 +39,50 @@ export function openclawSkipReason() {
   if (!nodeAtLeast(24, 16)) return `Node ${process.versions.node} < 24.16: OpenClaw does not load here (CI runs it on its Node 24 leg)`
   if (!findOpenclaw()) return `the openclaw package is not installed (looked in ${candidateDirs().join(', ')})`
   return null
+}
+
+/** The environment of a user's shell: OpenClaw behaves differently under a test runner. */
+function userEnv(state) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(VITEST|NODE_ENV$|TEST$)/.test(k)))
+  return { ...env, OPENCLAW_STATE_DIR: state, NO_COLOR: '1' }
+}
+
+/** `openclaw <args>` under this Node with its own state directory; throws on a non-zero exit. */
+export function openclawCli(state, args) {
+  const r = spawnSync(process.execPath, [findOpenclaw().cli, ...args], { cwd: state, encoding: 'utf8', env: userEnv(state), timeout: 240_000 })
+  if (r.status !== 0) throw new Error(`openclaw ${args.join(' ')} exited ${r.status}: ${r.stderr}\n${r.stdout}`)
+  return r
+}
+
+/**
+ * `openclaw <args>` without blocking this process (a server in it can answer
+ * OpenClaw); resolves `{ stdout, stderr }`, rejects on a non-zero exit.
+ */
+export function openclawCliAsync(state, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [findOpenclaw().cli, ...args], { cwd: state, env: userEnv(state) })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`openclaw ${args.join(' ')} exited ${code}: ${stderr}\n${stdout}`))))
+  })
+}
+
+/**
+ * Packs this checkout and has OpenClaw install the archive into `state` (its
+ * extensions directory; no install script runs). Returns `{ installed, output }`.
+ */
+export function installPackedPlugin(state) {
+  const out = tempDir('lcm-oc-pack-')
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: root, encoding: 'utf8' }))
+  const r = openclawCli(state, ['plugins', 'install', join(out, packed.filename), '--force', '--accept-capabilities'])
+  return { installed: join(state, 'extensions', 'lcm-native'), output: r.stdout + r.stderr }
+}
+
+/** Copies the addon this checkout built into an installed copy (what its install script builds). */
+export function addAddon(installed) {
+  const addon = `lcm-native.${platformSuffix()}.node`
+  copyFileSync(join(root, addon), join(installed, addon))
 }

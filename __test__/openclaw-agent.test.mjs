@@ -1,0 +1,94 @@
+// OpenClaw's own agent loop (`openclaw agent --local`) runs turns of one session
+// with lcm-native installed from the packed archive in its context-engine slot and
+// a loopback OpenAI-compatible model server: every message lands in lcm.db as the
+// host sent it, compaction runs through the host's LLM (our summarizer prompt
+// reaches the model server), and later turns send the model our XML summaries.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import http from 'node:http'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { LcmEngine, tempDir } from './helpers.mjs'
+import { addAddon, installPackedPlugin, openclawCliAsync, openclawSkipReason } from './openclaw-installed.mjs'
+
+const skipReason = openclawSkipReason()
+
+/** A chat-completions server that answers every request with one fixed-length reply. */
+function modelServer() {
+  const requests = []
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      const json = body ? JSON.parse(body) : {}
+      requests.push({ url: req.url, body: json })
+      const text = `Reply ${requests.length}: ` + 'the deploy finished and the cache was warmed. '.repeat(12)
+      const done = { id: `c${requests.length}`, created: 1, model: json.model }
+      if (!json.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return res.end(JSON.stringify({ ...done, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 60, total_tokens: 160 } }))
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      const event = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices, ...extra })}\n\n`)
+      event([{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }])
+      event([{ index: 0, delta: {}, finish_reason: 'stop' }])
+      event([], { usage: { prompt_tokens: 100, completion_tokens: 60, total_tokens: 160 } })
+      res.end('data: [DONE]\n\n')
+    })
+  })
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, requests, port: server.address().port })))
+}
+
+let model
+beforeAll(async () => {
+  if (skipReason === null) model = await modelServer()
+})
+afterAll(() => model?.server.close())
+
+describe.skipIf(skipReason !== null)(`OpenClaw's agent loop with lcm-native${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  it('stores every turn, compacts through the host LLM and sends summaries to the model', async () => {
+    const state = tempDir('lcm-oc-agent-')
+    const { installed } = installPackedPlugin(state)
+    addAddon(installed)
+    const configFile = join(state, 'openclaw.json')
+    const config = JSON.parse(readFileSync(configFile, 'utf8'))
+    config.agents = { defaults: { model: { primary: 'loop/loop-model' } } }
+    config.models = {
+      mode: 'merge',
+      providers: {
+        loop: {
+          baseUrl: `http://127.0.0.1:${model.port}/v1`,
+          apiKey: 'sk-loopback',
+          api: 'openai-completions',
+          timeoutSeconds: 60,
+          models: [{ id: 'loop-model', name: 'Loopback', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 16_000, maxTokens: 2048 }],
+        },
+      },
+    }
+    config.plugins.entries['lcm-native'].config = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.2 }
+    writeFileSync(configFile, JSON.stringify(config, null, 2))
+
+    const sessionKey = 'agent:main:lcm-e2e'
+    const sent = []
+    for (let i = 1; i <= 6; i++) {
+      const text = `turn ${i}: 한국어 テスト\u00a0— ${'the rollout of build '.repeat(30)}${i}`
+      sent.push(text)
+      const r = await openclawCliAsync(state, ['agent', '--local', '--session-key', sessionKey, '--message', text, '--json'])
+      expect(JSON.parse(r.stdout).meta.completion.stopReason, r.stderr).toBe('stop')
+    }
+
+    const e = await LcmEngine.open({ dbPath: join(state, 'lcm.db') })
+    try {
+      const conv = await e.getConversation({ sessionKey })
+      const messages = await e.getMessages(conv.conversationId)
+      expect(messages.map((m) => m.role)).toEqual(sent.flatMap(() => ['user', 'assistant']))
+      expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(sent)
+      const stats = await e.getStats(conv.conversationId)
+      expect(stats.summaryCount).toBeGreaterThan(0)
+    } finally {
+      await e.close()
+    }
+    const chats = model.requests.filter((r) => r.url.endsWith('/chat/completions')).map((r) => JSON.stringify(r.body.messages))
+    expect(chats.some((m) => m.includes('You are the summarization engine'))).toBe(true)
+    expect(chats.some((m) => m.includes('<summary id=\\"sum_'))).toBe(true)
+  }, 600_000)
+})
