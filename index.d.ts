@@ -965,6 +965,8 @@ export interface AssembleRepairStats {
   strippedUnpairedToolCalls: number
   movedToolResults: number
   droppedEmptyMessages: number
+  /** Messages the host marked `excludeFromContext: true` (stored, never sent). */
+  droppedExcludedMessages: number
   /** Tool results without a call id presented as assistant text. */
   downgradedToolResults: number
 }

@@ -150,6 +150,15 @@ pub fn is_empty_message(v: &Value) -> bool {
     }
 }
 
+/// Drops the messages the host marked as not for the model's context
+/// ([`crate::message::excluded_from_context`]); a tool call whose result goes is
+/// then unpaired and stripped like any other.
+pub fn drop_excluded(entries: &mut Vec<Entry>, stats: &mut RepairStats) {
+    let before = entries.len();
+    entries.retain(|e| !crate::message::excluded_from_context(&e.message));
+    stats.dropped_excluded_messages += before - entries.len();
+}
+
 /// Drops the messages [`is_empty_message`] rejects.
 pub fn drop_empty(entries: &mut Vec<Entry>, stats: &mut RepairStats) {
     let before = entries.len();

@@ -14,8 +14,10 @@
 //!    exactly as ingested ([`crate::message::rebuild`]), reading all their parts in
 //!    one query ([`crate::store::messages::parts_of`]). What the previous turn prepared is reused when its row is
 //!    unchanged ([`cache`]).
-//! 3. Strip unpaired tool calls, normalize assistant content, drop empty messages
-//!    (`clean`), then repair tool-call / tool-result pairing ([`pairing`]).
+//! 3. Drop the messages the host excluded from context, strip unpaired tool calls
+//!    (an excluded result still counts as existing), normalize assistant content,
+//!    drop empty messages (`clean`), then repair tool-call / tool-result pairing
+//!    ([`pairing`]).
 //! 4. `estimatedTokens` is the estimate of exactly what is returned.
 //!
 //! A handful of cached statements per call, whatever the conversation's size: the
@@ -511,10 +513,13 @@ fn assemble_with(
     let (tail_start, from) = (sel.tail_start, sel.from);
     let mut repair = RepairStats::default();
     let mut selected = entries(conn, sel.items, reuse, &mut repair)?;
+    // Results the host excluded still count as existing: their calls are stripped,
+    // not given a synthetic "missing result".
     let known: HashSet<String> = selected
         .iter()
         .filter_map(|e| pairing::result_id(&e.message).map(str::to_owned))
         .collect();
+    clean::drop_excluded(&mut selected, &mut repair);
     clean::strip_unpaired_calls(
         &mut selected,
         tail_start,

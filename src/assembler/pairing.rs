@@ -49,6 +49,8 @@ pub struct RepairStats {
     pub moved_tool_results: usize,
     /// Messages dropped because nothing sendable was left in them.
     pub dropped_empty_messages: usize,
+    /// Messages dropped because the host marked them `excludeFromContext`.
+    pub dropped_excluded_messages: usize,
     /// Tool results without a call id presented as assistant text.
     pub downgraded_tool_results: usize,
 }

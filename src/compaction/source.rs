@@ -64,8 +64,11 @@ fn leaf_input(
     render: Render<'_>,
 ) -> Result<(SummarizeInput, Vec<MsgRow>)> {
     let rows = sources::messages(conn, ids)?;
+    // A message the host keeps out of the model's context stays out of its summary
+    // too (the leaf still covers it).
     let msgs: Vec<SourceMessage> = rows
         .iter()
+        .filter(|r| !crate::message::envelope_excluded_from_context(r.message.envelope.as_deref()))
         .map(|r| SourceMessage::new(&r.created_at, &r.role, &message_text(&r.message)))
         .collect();
     let time_range = messages_time_range(&msgs, render.zone);
