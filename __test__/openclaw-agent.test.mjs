@@ -2,7 +2,8 @@
 // with lcm-native installed from the packed archive in its context-engine slot and
 // a loopback OpenAI-compatible model server: every message lands in lcm.db as the
 // host sent it, compaction runs through the host's LLM (our summarizer prompt
-// reaches the model server), and later turns send the model our XML summaries.
+// reaches the model server), later turns send the model our XML summaries, and a
+// model's `lcm_grep` call (through OpenClaw's `tool_call`) answers from the store.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import http from 'node:http'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -12,7 +13,14 @@ import { addAddon, installPackedPlugin, openclawCliAsync, openclawSkipReason } f
 
 const skipReason = openclawSkipReason()
 
-/** A chat-completions server that answers every request with one fixed-length reply. */
+/** The text of a chat message's content. */
+const textOf = (m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))
+
+/**
+ * A chat-completions server that answers every request with one fixed-length reply,
+ * except a turn whose user message says RECALL: it first calls `lcm_grep` through
+ * OpenClaw's `tool_call`, then replies once the tool's result is back.
+ */
 function modelServer() {
   const requests = []
   const server = http.createServer((req, res) => {
@@ -23,6 +31,15 @@ function modelServer() {
       requests.push({ url: req.url, body: json })
       const text = `Reply ${requests.length}: ` + 'the deploy finished and the cache was warmed. '.repeat(12)
       const done = { id: `c${requests.length}`, created: 1, model: json.model }
+      const msgs = json.messages ?? []
+      const asked = msgs.findLastIndex((m) => m.role === 'user' && textOf(m).includes('RECALL'))
+      if (json.stream && asked >= 0 && !msgs.slice(asked).some((m) => m.role === 'tool')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        const call = { index: 0, id: 'call_recall', type: 'function', function: { name: 'tool_call', arguments: JSON.stringify({ id: 'lcm_grep', args: { pattern: 'rollout of build 3' } }) } }
+        res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: null }] })}\n\n`)
+        res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] })}\n\n`)
+        return res.end('data: [DONE]\n\n')
+      }
       if (!json.stream) {
         res.writeHead(200, { 'content-type': 'application/json' })
         return res.end(JSON.stringify({ ...done, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 60, total_tokens: 160 } }))
@@ -90,5 +107,16 @@ describe.skipIf(skipReason !== null)(`OpenClaw's agent loop with lcm-native${ski
     const chats = model.requests.filter((r) => r.url.endsWith('/chat/completions')).map((r) => JSON.stringify(r.body.messages))
     expect(chats.some((m) => m.includes('You are the summarization engine'))).toBe(true)
     expect(chats.some((m) => m.includes('<summary id=\\"sum_'))).toBe(true)
+
+    // The model calls lcm_grep through OpenClaw; the tool answers from this session's store.
+    await openclawCliAsync(state, ['agent', '--local', '--session-key', sessionKey, '--message', 'RECALL: when was build 3 rolled out?', '--json'])
+    const toolResults = model.requests
+      .flatMap((r) => r.body.messages ?? [])
+      .filter((m) => m.role === 'tool')
+      .map(textOf)
+    const grep = toolResults.find((t) => t.includes('lcm_grep')) ?? toolResults.join('\n')
+    expect(grep).toContain('LCM Grep Results')
+    expect(grep).toContain('**Total matches:** 1')
+    expect(grep).toContain('rollout of build 3')
   }, 600_000)
 })
