@@ -1,4 +1,5 @@
-// OpenClaw's own agent loop (`openclaw agent --local`) runs turns of one session
+// OpenClaw's own agent loop (`openclaw agent --local`) runs a turn before the
+// addon is built (it completes on the live context), then turns of one session
 // with lcm-native installed from the packed archive in its context-engine slot and
 // a loopback OpenAI-compatible model server: every message lands in lcm.db as the
 // host sent it, compaction runs through the host's LLM (our summarizer prompt
@@ -65,7 +66,6 @@ describe.skipIf(skipReason !== null)(`OpenClaw's agent loop with lcm-native${ski
   it('stores every turn, compacts through the host LLM and sends summaries to the model', async () => {
     const state = tempDir('lcm-oc-agent-')
     const { installed } = installPackedPlugin(state)
-    addAddon(installed)
     const configFile = join(state, 'openclaw.json')
     const config = JSON.parse(readFileSync(configFile, 'utf8'))
     config.agents = { defaults: { model: { primary: 'loop/loop-model' } } }
@@ -83,6 +83,14 @@ describe.skipIf(skipReason !== null)(`OpenClaw's agent loop with lcm-native${ski
     }
     config.plugins.entries['lcm-native'].config = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.2 }
     writeFileSync(configFile, JSON.stringify(config, null, 2))
+
+    // Without the addon (no install script ran) a turn still completes on the live
+    // context, and the log says how to build it where OpenClaw installed it.
+    const fallback = await openclawCliAsync(state, ['agent', '--local', '--session-key', 'agent:main:before-build', '--message', 'hello', '--json'])
+    expect(JSON.parse(fallback.stdout).meta.completion.stopReason).toBe('stop')
+    expect(fallback.stderr).toContain('falling back to live context')
+    expect(fallback.stderr).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
+    addAddon(installed)
 
     const sessionKey = 'agent:main:lcm-e2e'
     const sent = []

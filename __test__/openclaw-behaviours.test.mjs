@@ -150,7 +150,7 @@ describe('plugin registration (fake api)', () => {
     await plugin.ready
     const first = await host.engines.get('lcm-native')({})
     expect(first.info.ownsCompaction).toBe(false)
-    expect(host.logs.error.join('\n')).toMatch(/database unavailable/)
+    expect(host.logs.error.join('\n')).toMatch(/unavailable, falling back to live context/)
     rmSync(blocker)
     mkdirSync(blocker)
     const second = await host.engines.get('lcm-native')({})

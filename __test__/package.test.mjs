@@ -103,20 +103,30 @@ describe('the npm package', () => {
     expect(cli.status).toBe(1)
     expect(cli.stderr).toContain(`lcm-native: no native addon is built for ${platformSuffix()}.`)
     expect(cli.stderr).toContain(how)
-    // OpenClaw runs a plugin from a copy and passes the installed directory as
-    // api.rootDir: the message names the script there. Describing needs no addon.
+    // Without the addon the plugin still registers (OpenClaw refuses every agent run
+    // when a selected plugin fails to), logs how to build it, naming the installed
+    // directory OpenClaw passes as api.rootDir (it runs the plugin from a copy), and
+    // its engine falls back to the live context while the host keeps compacting.
     const installed = '/srv/openclaw/extensions/lcm-native'
     const script = `
       const entry = (await import(${JSON.stringify(join(bare, 'openclaw', 'index.mjs'))})).default
-      const api = (mode) => ({ rootDir: ${JSON.stringify(installed)}, registrationMode: mode, pluginConfig: {}, logger: { warn() {}, info() {}, error() {} },
-        registerContextEngine() {}, registerTool() {}, on() {} })
-      entry.register(api('cli-metadata'))
-      try { entry.register(api('full')); console.log('registered') }
-      catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }`
+      const errors = []
+      let factory
+      const api = { rootDir: ${JSON.stringify(installed)}, registrationMode: 'full', pluginConfig: { databasePath: ${JSON.stringify(join(tempDir('lcm-bare-db-'), 'lcm.db'))} },
+        logger: { warn() {}, info() {}, error: (m) => errors.push(m) }, registerContextEngine: (id, f) => { factory = f }, registerTool() {}, on() {} }
+      const { ready, shutdown } = entry.register(api)
+      await ready
+      const engine = await factory()
+      const live = [{ role: 'user', content: 'hello' }]
+      const assembled = await engine.assemble({ sessionId: 's', messages: live, tokenBudget: 1000 })
+      console.log(JSON.stringify({ errors, owns: engine.info.ownsCompaction, messages: assembled.messages, code: engine.handle.error?.code }))
+      await engine.dispose(); await shutdown()`
     const out = JSON.parse(run(['--input-type=module', '-e', script]))
     expect(out.code).toBe('LCM_NATIVE_MISSING')
-    expect(out.message).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
-    expect(out.message).toContain('OpenClaw installs plugins without running their install scripts')
+    expect(out.owns).toBe(false)
+    expect(out.messages).toEqual([{ role: 'user', content: 'hello' }])
+    expect(out.errors.join('\n')).toContain(`node ${join(installed, 'scripts', 'install.js')}`)
+    expect(out.errors.join('\n')).toContain('OpenClaw installs plugins without running their install scripts')
 
     // An addon that is there but does not load (another platform's, a damaged file).
     writeFileSync(join(bare, addonFile), 'not a shared library')

@@ -69,6 +69,7 @@ export class LcmContextEngine {
       llm,
       summaryModel: this.config.summaryModel,
       breaker: { threshold: this.config.circuitBreakerThreshold, cooldownMs: this.config.circuitBreakerCooldownMs },
+      packageDir: options.packageDir,
     })
     this.handle = handle
     this.release = release

@@ -87,6 +87,8 @@ export interface CreateContextEngineOptions {
   logger?: { info?: (msg: string) => void; warn?: (msg: string) => void; error?: (msg: string) => void }
   /** An already resolved configuration (wins over `config` / `env`). */
   resolvedConfig?: ResolvedLcmPluginConfig
+  /** Where the package is installed, named by `LCM_NATIVE_MISSING` (default: this module's package). */
+  packageDir?: string
 }
 
 /** `info` of the engine. */

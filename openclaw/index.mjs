@@ -3,7 +3,7 @@
 // engine alone. The default export is the plugin entry object OpenClaw loads.
 
 import { resolveConfig } from './config.mjs'
-import { acquire, engineClass } from './shared.mjs'
+import { acquire } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 
@@ -37,13 +37,13 @@ export function register(api, options = {}) {
     if (!config.enabled) logger.info?.('[lcm-native] disabled by configuration (enabled: false / LCM_ENABLED)')
     return { ready: Promise.resolve(), shutdown: async () => {} }
   }
-  // Without the addon the plugin cannot work: fail the load with how to build it.
-  engineClass(api.rootDir)
   const llm = options.llm ?? hostLlm(api)
   const breaker = { threshold: config.circuitBreakerThreshold, cooldownMs: config.circuitBreakerCooldownMs }
   // The plugin holds one reference for the gateway's lifetime, so the database
   // stays open between the per-turn engine instances.
-  let lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
+  // OpenClaw runs the plugin from a copy: errors name the installed directory.
+  const shared = { llm, summaryModel: config.summaryModel, breaker, packageDir: api.rootDir }
+  let lease = acquire(config.engineOptions, shared)
   // After `gateway_stop` the tools are withdrawn; the next engine the host asks
   // for (a restarted gateway) opens the database again, as it does after a failed open.
   const reopen = () => {
@@ -51,16 +51,16 @@ export function register(api, options = {}) {
       lease.release()
       lease = null
     }
-    if (!lease) lease = acquire(config.engineOptions, { llm, summaryModel: config.summaryModel, breaker })
+    if (!lease) lease = acquire(config.engineOptions, shared)
     return lease.handle
   }
   const ready = lease.handle.ready.then((engine) => {
-    if (!engine) logger.error?.(`[lcm-native] database unavailable, falling back to live context: ${lease?.handle.error?.message}`)
+    if (!engine) logger.error?.(`[lcm-native] unavailable, falling back to live context (the host keeps compacting): ${lease?.handle.error?.message}`)
   })
 
   api.registerContextEngine(ENGINE_ID, async () => {
     reopen()
-    const engine = createContextEngine({ resolvedConfig: config, llm, logger })
+    const engine = createContextEngine({ resolvedConfig: config, llm, logger, packageDir: api.rootDir })
     await engine.ready
     return engine
   })

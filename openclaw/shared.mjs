@@ -100,7 +100,11 @@ export function hostSummarizer(llm, { model, state }) {
 
 /** An open (or opening) engine and the state every instance over it shares. */
 export class SharedHandle {
-  constructor(key, options, breakerConfig, summarizerState) {
+  /**
+   * @param {string} [packageDir] where the package is installed, named by the error
+   *   when the addon is not built (OpenClaw runs the plugin from a copy)
+   */
+  constructor(key, options, breakerConfig, summarizerState, packageDir) {
     this.key = key
     this.refs = 0
     this.closed = false
@@ -113,7 +117,16 @@ export class SharedHandle {
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null
-    this.ready = engineClass().open(options).then(
+    // A missing addon fails the open like an unreadable file: the engine falls back
+    // to the live context and the host keeps compacting, instead of the plugin
+    // failing to register (OpenClaw then refuses every agent run).
+    let opening
+    try {
+      opening = engineClass(packageDir).open(options)
+    } catch (err) {
+      opening = Promise.reject(err)
+    }
+    this.ready = opening.then(
       (engine) => {
         this.engine = engine
         this.toolDefinitions = engine.getRecallToolDefinitions()
@@ -163,7 +176,7 @@ export class SharedHandle {
  * use. `summarizer` (a host LLM callback) is installed only by the opener.
  * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
  */
-export function acquire(options, { breaker, llm, summaryModel } = {}) {
+export function acquire(options, { breaker, llm, summaryModel, packageDir } = {}) {
   const key = databaseKey(options.dbPath)
   let handle = handles.get(key)
   if (!handle) {
@@ -175,7 +188,7 @@ export function acquire(options, { breaker, llm, summaryModel } = {}) {
       const { summaryProvider: _p, ...rest } = options
       open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state }) }
     }
-    handle = new SharedHandle(key, open, breakerConfig, state)
+    handle = new SharedHandle(key, open, breakerConfig, state, packageDir)
     handles.set(key, handle)
   }
   handle.refs += 1
