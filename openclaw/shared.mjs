@@ -6,17 +6,9 @@ import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
 
 const require = createRequire(import.meta.url)
+// The addon is loaded at the first open, not at import: describing the plugin
+// needs none.
 const { loadNative } = require('../native.js')
-
-/**
- * The addon's `LcmEngine`, loaded at first use (describing the plugin needs no
- * addon); `LCM_NATIVE_MISSING`, naming the install script under `packageDir`, when
- * it is not built.
- * @param {string} [packageDir]
- */
-export function engineClass(packageDir) {
-  return loadNative(packageDir).LcmEngine
-}
 
 /** @type {Map<string, SharedHandle>} */
 const handles = new Map()
@@ -122,7 +114,7 @@ export class SharedHandle {
     // failing to register (OpenClaw then refuses every agent run).
     let opening
     try {
-      opening = engineClass(packageDir).open(options)
+      opening = loadNative(packageDir).LcmEngine.open(options)
     } catch (err) {
       opening = Promise.reject(err)
     }
