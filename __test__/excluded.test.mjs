@@ -61,6 +61,15 @@ describe('messages excluded from context', () => {
     const inputs = JSON.stringify(requests.map((q) => q.sourceText))
     expect(inputs).toContain('alpha')
     for (const hidden of ['SECRETCMD', 'HIDDENRESULT', 'NESTEDRECORD', 'ONLYHIDDEN']) expect(inputs).not.toContain(hidden)
+    // A leaf of only excluded messages is recorded without the summarizer, and says what it covers.
+    const leaves = (await e.getSummaries(conversationId)).filter((s) => s.kind === 'leaf')
+    const hiddenOnly = leaves.filter((s) => / kept out of the model's context\]$/.test(s.content))
+    expect(hiddenOnly.length).toBeGreaterThan(0)
+    for (const leaf of hiddenOnly) {
+      const n = leaf.messageIds.length
+      expect(leaf.content).toBe(`[${n} source ${n === 1 ? 'item' : 'items'} kept out of the model's context]`)
+      expect(leaf.model).toBe('deterministic')
+    }
     expect(await e.integrityCheck()).toEqual(['ok'])
     await e.close()
   })

@@ -311,15 +311,27 @@ fn previous_from(
 }
 
 /// A source with no text at all is recorded without calling the summarizer, so the
-/// messages stay covered and the sweep moves on.
+/// messages stay covered and the sweep moves on. Its text says what it covers.
 fn empty_source_summary(input: &SummarizeInput) -> SummarizeOutput {
-    let content = format!("[{} source items without text content]", input.child_count);
+    let content = empty_source_label(input.child_count, input.hidden_count);
     SummarizeOutput {
         tokens_out: tokens::estimate(&content),
         content,
         level: Level::Fallback,
         model: "deterministic".into(),
         tokens_in: 0,
+    }
+}
+
+/// `[2 source items without text content]`, `[1 source item kept out of the
+/// model's context]`, or both counts when the source mixes the two.
+fn empty_source_label(blank: usize, hidden: usize) -> String {
+    let items = |n: usize| format!("{n} source {}", if n == 1 { "item" } else { "items" });
+    let kept_out = "kept out of the model's context";
+    match (blank, hidden) {
+        (b, 0) => format!("[{} without text content]", items(b)),
+        (0, h) => format!("[{} {kept_out}]", items(h)),
+        (b, h) => format!("[{} without text content, {h} {kept_out}]", items(b)),
     }
 }
 
@@ -513,4 +525,33 @@ pub async fn run_pass(
 /// Σ tokens of a snapshot (equals the stored context token count).
 pub fn snapshot_tokens(items: &[ContextItem]) -> i64 {
     items.iter().map(|i| i.token_count.max(0)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::empty_source_label;
+
+    #[test]
+    fn an_empty_source_says_how_many_items_it_covers_and_why_they_have_no_text() {
+        assert_eq!(
+            empty_source_label(1, 0),
+            "[1 source item without text content]"
+        );
+        assert_eq!(
+            empty_source_label(3, 0),
+            "[3 source items without text content]"
+        );
+        assert_eq!(
+            empty_source_label(0, 1),
+            "[1 source item kept out of the model's context]"
+        );
+        assert_eq!(
+            empty_source_label(0, 12),
+            "[12 source items kept out of the model's context]"
+        );
+        assert_eq!(
+            empty_source_label(2, 5),
+            "[2 source items without text content, 5 kept out of the model's context]"
+        );
+    }
 }

@@ -85,6 +85,7 @@ fn leaf_input(
     let input = SummarizeInput {
         source_text: leaf_source_text(&shown, render.zone),
         child_count: shown.len(),
+        hidden_count: rows.len() - shown.len(),
         time_range,
         ..SummarizeInput::default()
     };

@@ -88,6 +88,9 @@ pub struct SummarizeInput {
     pub previous_context: Option<String>,
     /// Number of source items.
     pub child_count: usize,
+    /// Source items the summary covers but `source_text` leaves out: messages the
+    /// host keeps out of the model's context (`excludeFromContext`).
+    pub hidden_count: usize,
     /// Time range of the sources, formatted.
     pub time_range: Option<String>,
     /// Per-call operator instructions (override the configured ones).
@@ -134,6 +137,7 @@ impl SummarizeTextParams {
         Ok(SummarizeInput {
             depth: self.depth,
             child_count: self.child_count.unwrap_or(blocks),
+            hidden_count: 0,
             source_text: self.source_text,
             previous_context: self.previous_context,
             time_range: self.time_range,
