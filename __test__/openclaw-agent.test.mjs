@@ -6,59 +6,31 @@
 // reaches the model server), later turns send the model our XML summaries, and a
 // model's `lcm_grep` call (through OpenClaw's `tool_call`) answers from the store.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
-import http from 'node:http'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LcmEngine, tempDir } from './helpers.mjs'
 import { addAddon, installPackedPlugin, openclawCliAsync, openclawSkipReason } from './openclaw-installed.mjs'
+import { chatCompletionsServer, loopProvider, textOf } from './openclaw-model.mjs'
 
 const skipReason = openclawSkipReason()
 
-/** The text of a chat message's content. */
-const textOf = (m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))
-
 /**
- * A chat-completions server that answers every request with one fixed-length reply,
- * except a turn whose user message says RECALL: it first calls `lcm_grep` through
- * OpenClaw's `tool_call`, then replies once the tool's result is back.
+ * Every request gets one fixed-length reply, except a turn whose user message says
+ * RECALL: it first calls `lcm_grep` through OpenClaw's `tool_call`, then replies
+ * once the tool's result is back.
  */
-function modelServer() {
-  const requests = []
-  const server = http.createServer((req, res) => {
-    let body = ''
-    req.on('data', (c) => (body += c))
-    req.on('end', () => {
-      const json = body ? JSON.parse(body) : {}
-      requests.push({ url: req.url, body: json })
-      const text = `Reply ${requests.length}: ` + 'the deploy finished and the cache was warmed. '.repeat(12)
-      const done = { id: `c${requests.length}`, created: 1, model: json.model }
-      const msgs = json.messages ?? []
-      const asked = msgs.findLastIndex((m) => m.role === 'user' && textOf(m).includes('RECALL'))
-      if (json.stream && asked >= 0 && !msgs.slice(asked).some((m) => m.role === 'tool')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' })
-        const call = { index: 0, id: 'call_recall', type: 'function', function: { name: 'tool_call', arguments: JSON.stringify({ id: 'lcm_grep', args: { pattern: 'rollout of build 3' } }) } }
-        res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: null }] })}\n\n`)
-        res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] })}\n\n`)
-        return res.end('data: [DONE]\n\n')
-      }
-      if (!json.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' })
-        return res.end(JSON.stringify({ ...done, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 60, total_tokens: 160 } }))
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream' })
-      const event = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ ...done, object: 'chat.completion.chunk', choices, ...extra })}\n\n`)
-      event([{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }])
-      event([{ index: 0, delta: {}, finish_reason: 'stop' }])
-      event([], { usage: { prompt_tokens: 100, completion_tokens: 60, total_tokens: 160 } })
-      res.end('data: [DONE]\n\n')
-    })
-  })
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, requests, port: server.address().port })))
+function respond(body, n) {
+  const msgs = body.messages ?? []
+  const asked = msgs.findLastIndex((m) => m.role === 'user' && textOf(m).includes('RECALL'))
+  if (body.stream && asked >= 0 && !msgs.slice(asked).some((m) => m.role === 'tool')) {
+    return { toolCall: { id: 'call_recall', name: 'tool_call', arguments: { id: 'lcm_grep', args: { pattern: 'rollout of build 3' } } } }
+  }
+  return { text: `Reply ${n}: ` + 'the deploy finished and the cache was warmed. '.repeat(12) }
 }
 
 let model
 beforeAll(async () => {
-  if (skipReason === null) model = await modelServer()
+  if (skipReason === null) model = await chatCompletionsServer(respond)
 })
 afterAll(() => model?.server.close())
 
@@ -69,18 +41,7 @@ describe.skipIf(skipReason !== null)(`OpenClaw's agent loop with lcm-native${ski
     const configFile = join(state, 'openclaw.json')
     const config = JSON.parse(readFileSync(configFile, 'utf8'))
     config.agents = { defaults: { model: { primary: 'loop/loop-model' } } }
-    config.models = {
-      mode: 'merge',
-      providers: {
-        loop: {
-          baseUrl: `http://127.0.0.1:${model.port}/v1`,
-          apiKey: 'sk-loopback',
-          api: 'openai-completions',
-          timeoutSeconds: 60,
-          models: [{ id: 'loop-model', name: 'Loopback', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 16_000, maxTokens: 2048 }],
-        },
-      },
-    }
+    config.models = loopProvider(model.port)
     config.plugins.entries['lcm-native'].config = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.2 }
     writeFileSync(configFile, JSON.stringify(config, null, 2))
 

@@ -4,6 +4,7 @@
 import { createRequire } from 'node:module'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync } from 'node:fs'
+import net from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { root, tempDir } from './helpers.mjs'
@@ -85,4 +86,62 @@ export function installPackedPlugin(state) {
 export function addAddon(installed) {
   const addon = `lcm-native.${platformSuffix()}.node`
   copyFileSync(join(root, addon), join(installed, addon))
+}
+
+/** A free loopback TCP port (bound and released: a port for a child to listen on). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * `openclaw gateway run` on `port` with `state`'s config, resolved once it logs
+ * that it is ready. Returns `{ log, stop }`: `log()` is its output so far; `stop()`
+ * sends SIGTERM and resolves `{ code, signal, forced }`, killing it after
+ * `graceMs` (then `forced` is true).
+ */
+export async function startGateway(state, port, { readyMs = 120_000 } = {}) {
+  const child = spawn(process.execPath, [findOpenclaw().cli, 'gateway', 'run', '--port', String(port)], { cwd: state, env: userEnv(state) })
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (out += d))
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the gateway was not ready within ${readyMs} ms:\n${out}`)), readyMs)
+    const check = () => {
+      if (!/\[gateway\] ready/.test(out)) return
+      clearTimeout(timer)
+      resolve()
+    }
+    child.stdout.on('data', check)
+    child.stderr.on('data', check)
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer)
+      reject(new Error(`the gateway exited (${code ?? signal}) before it was ready:\n${out}`))
+    })
+  })
+  try {
+    await ready
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  }
+  const stop = async (graceMs = 60_000) => {
+    child.kill('SIGTERM')
+    let forced = false
+    const timer = setTimeout(() => {
+      forced = true
+      child.kill('SIGKILL')
+    }, graceMs)
+    const r = await exited
+    clearTimeout(timer)
+    return { ...r, forced }
+  }
+  return { log: () => out, stop }
 }
