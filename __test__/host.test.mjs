@@ -290,6 +290,30 @@ describe('bootstrap', () => {
     await e.close()
   })
 
+  it('a transcriptTail call settles an up-to-date conversation from the newest row and asks for the whole otherwise', async () => {
+    const { messages } = workload(40, 23)
+    const entries = messages.map((message, i) => ({ type: 'message', entryId: `t${i}`, parentId: i ? `t${i - 1}` : null, message }))
+    const e = await open()
+    const tail = (rows) => e.bootstrap({ sessionId: 't', sessionKey: 'agent:main:t', transcriptEntries: rows, transcriptTail: true })
+    // A new session: nothing is created, the whole transcript is asked for.
+    expect(await tail(entries.slice(-1))).toMatchObject({ bootstrapped: false, importedMessages: 0, needsWholeTranscript: true, reason: 'the transcript tail is not stored: pass the whole transcript', conversationId: null })
+    expect(await e.getConversation({ sessionKey: 'agent:main:t' })).toBeNull()
+    const first = await e.bootstrap({ sessionId: 't', sessionKey: 'agent:main:t', transcriptEntries: entries.slice(0, 30) })
+    expect(first).toMatchObject({ importedMessages: 30, needsWholeTranscript: false })
+    // Stored newest row: up to date from it alone (counts are of the rows given).
+    expect(await tail(entries.slice(29, 30))).toMatchObject({ bootstrapped: false, reason: 'conversation already up to date', needsWholeTranscript: false, conversationId: first.conversationId, transcriptMessages: 1 })
+    // A newer row: asked for the whole, which imports exactly what is missing.
+    expect(await tail(entries.slice(-3))).toMatchObject({ needsWholeTranscript: true, importedMessages: 0 })
+    const whole = await e.bootstrap({ sessionId: 't', sessionKey: 'agent:main:t', transcriptEntries: entries })
+    expect(whole).toMatchObject({ importedMessages: 10, reason: 'reconciled missing session messages' })
+    expect(await e.getMessages(first.conversationId)).toEqual(messages)
+    // A newest row that is no message, or has no id, proves nothing.
+    expect(await tail([...entries, { type: 'model_change', id: 'mc', parentId: 't39' }])).toMatchObject({ needsWholeTranscript: true })
+    expect(await tail([{ message: messages[39] }])).toMatchObject({ needsWholeTranscript: true })
+    await rejectsWithCode(e.bootstrap({ sessionId: 't', sessionFile: '/tmp/x.jsonl', transcriptTail: true }), 'LCM_INVALID_INPUT')
+    await e.close()
+  })
+
   it('reports an empty transcript and bad parameters clearly', async () => {
     const dir = tempDir()
     const file = join(dir, 'empty.jsonl')

@@ -618,7 +618,7 @@ describe('commitTurn (durable turns)', () => {
   it('a different payload under a committed key is refused (fail closed)', async () => {
     const e = await openEngine()
     await e.commitTurn(commitParams('t-1', 0, userTurn(1)))
-    await expect(e.commitTurn(commitParams('t-1', 0, userTurn(1, 'edited question')))).rejects.toMatchObject({ code: 'LCM_TURN_CONFLICT' })
+    await expect(e.commitTurn(commitParams('t-1', 0, userTurn(1, 'edited question')))).rejects.toMatchObject({ code: 'LCM_TURN_CONFLICT', message: expect.stringMatching(/^lcm-native: LCM_TURN_CONFLICT: /) })
     expect(await storedCount(e)).toBe(2)
     await e.dispose()
   })

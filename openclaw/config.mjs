@@ -46,6 +46,7 @@ export const CONFIG_KEYS = [
   // Ours (no reference equivalent).
   { key: 'defaultTokenBudget', env: 'LCM_DEFAULT_TOKEN_BUDGET', type: 'integer' },
   { key: 'timezone', env: 'LCM_TIMEZONE', type: 'string', option: 'timezone' },
+  { key: 'busyTimeoutMs', env: 'LCM_BUSY_TIMEOUT_MS', type: 'integer', option: 'busyTimeoutMs' },
 ]
 
 const DEFAULTS = {

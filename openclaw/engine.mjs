@@ -233,27 +233,36 @@ export class LcmContextEngine {
    * here, the rest of the turn (key, positions, payload hash, receipt) by the core.
    * A replay answers `duplicate`; the same key with another payload rejects
    * (`LCM_TURN_CONFLICT`). Heartbeats store nothing; ignored and stateless
-   * sessions commit without writing.
+   * sessions commit without writing. A rejection (e.g. `LCM_DB_BUSY` after
+   * `busyTimeoutMs`) leaves the turn in the host's outbox, which commits it before
+   * the session's next turn; its message starts `lcm-native: <code>:`.
    */
   async commitTurn(params) {
-    checkTurnAnchors(params)
-    if (this.policy.skipsWrites(params.sessionKey)) return { status: 'committed' }
-    const engine = await this.handle.use()
-    const r = await engine.commitTurn({
-      sessionId: params.sessionId,
-      sessionKey: params.sessionKey,
-      advancementKey: params.advancementKey,
-      admission: params.admission,
-      terminal: params.terminal,
-      messages: params.messages,
-      isHeartbeat: params.isHeartbeat === true,
-    })
-    return { status: r.status }
+    try {
+      checkTurnAnchors(params)
+      if (this.policy.skipsWrites(params.sessionKey)) return { status: 'committed' }
+      const engine = await this.handle.use()
+      const r = await engine.commitTurn({
+        sessionId: params.sessionId,
+        sessionKey: params.sessionKey,
+        advancementKey: params.advancementKey,
+        admission: params.admission,
+        terminal: params.terminal,
+        messages: params.messages,
+        isHeartbeat: params.isHeartbeat === true,
+      })
+      return { status: r.status }
+    } catch (err) {
+      // The host keeps the turn queued and logs only the message: name us and the code.
+      throw Object.assign(new Error(`lcm-native: ${describeError(err)}`, { cause: err }), err?.code ? { code: err.code } : {})
+    }
   }
 
   /**
    * Imports the session's existing transcript on first use: the host's SQLite
-   * transcript when it offers one, else the JSONL `sessionFile`. Never throws.
+   * transcript when it offers one, else the JSONL `sessionFile`. The host calls
+   * it before every turn; a conversation that already holds the transcript's
+   * newest row answers from that row alone. Never throws.
    */
   async bootstrap(params) {
     if (this.policy.isIgnored(params.sessionKey)) return { bootstrapped: false, reason: 'session excluded from LCM' }
@@ -263,7 +272,12 @@ export class LcmContextEngine {
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
       const entries = await readHostTranscript(params)
       let r
-      if (entries) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
+      if (entries?.length) {
+        // Called before every turn: the newest row settles the usual case, so the
+        // whole transcript crosses to the engine only when it is asked for.
+        r = await engine.bootstrap({ ...base, transcriptEntries: entries.slice(-1), transcriptTail: true })
+        if (r.needsWholeTranscript) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
+      } else if (entries) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
       else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
         r = await engine.bootstrap({ ...base, sessionFile: params.sessionFile })
       } else return { bootstrapped: false, reason: 'no transcript to import' }

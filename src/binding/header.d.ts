@@ -218,6 +218,15 @@ export interface BootstrapParams extends HostPassThrough {
   sessionFile?: string
   /** The host's transcript rows, oldest first. */
   transcriptEntries?: TranscriptEntry[]
+  /**
+   * `transcriptEntries` holds only the transcript's newest rows (its last one is
+   * enough). Answers 'conversation already up to date' when that row is a message
+   * the conversation stores, else 'the transcript tail is not stored: pass the whole
+   * transcript' and imports nothing; the counts are of the rows given. A host that
+   * bootstraps before every turn sends the newest row first and the whole
+   * transcript only when asked, instead of all of it every turn.
+   */
+  transcriptTail?: boolean
 }
 
 /** Result of `bootstrap`. */
@@ -227,13 +236,17 @@ export interface BootstrapResult {
   importedMessages: number
   /** 'imported session messages' | 'reconciled missing session messages' |
    *  'conversation already up to date' | 'no messages in session file' |
-   *  'no common message with the stored conversation' */
+   *  'no common message with the stored conversation' |
+   *  'the transcript tail is not stored: pass the whole transcript' (`transcriptTail`) */
   reason: string
   conversationId: number | null
   /** Messages on the transcript's leaf path. */
   transcriptMessages: number
   /** Entries that are not messages, or not on the leaf path. */
   skippedEntries: number
+  /** True for a `transcriptTail` call whose rows do not prove the conversation up
+   *  to date: nothing was imported; call again with the whole transcript. */
+  needsWholeTranscript: boolean
 }
 
 /** Lookup of a conversation by session id and/or key. */

@@ -190,7 +190,7 @@ impl LcmEngine {
     /// Imports what the store lacks of a session transcript (`sessionFile`: a JSONL
     /// file read streaming; or `transcriptEntries`: the host's rows): all of it for a
     /// new conversation, the missing tail otherwise, never a duplicate. Resolves with
-    /// `{ bootstrapped, importedMessages, reason, conversationId, transcriptMessages, skippedEntries }`.
+    /// `{ bootstrapped, importedMessages, reason, conversationId, transcriptMessages, skippedEntries, needsWholeTranscript }`.
     #[napi(
         ts_args_type = "params: BootstrapParams",
         ts_return_type = "Promise<BootstrapResult>"

@@ -144,6 +144,7 @@ fn apply(
         session_key: report.session_key.clone(),
         session_file: Some(a.file.to_string_lossy().into_owned()),
         transcript_entries: None,
+        transcript_tail: false,
     };
     let imported = ctx.block_on(engine.bootstrap(params, Some(Arc::new(move |_, _| tick.inc()))));
     bar.finish();

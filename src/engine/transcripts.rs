@@ -13,6 +13,7 @@ use crate::ingest::{map_batch, IngestBatchParams};
 use crate::message::ingest;
 use crate::store::conversations::{self, SessionRef};
 use crate::store::messages::{self, Appender};
+use crate::store::tx::{read_tx, write_tx};
 use crate::transcript::{
     self, content_key, BootstrapParams, BootstrapResult, PathEntry, Plan, Scan, Source,
 };
@@ -70,6 +71,37 @@ struct Import<'a> {
     progress: Option<Progress>,
 }
 
+/// What a transcript asks of the store, decided before anything is written.
+enum Step {
+    /// Nothing to import: the answer.
+    Done(BootstrapResult),
+    /// Import the path from `start` on (less what is stored by entry id) into the
+    /// conversation, a new one when `None`.
+    Import {
+        conversation_id: Option<i64>,
+        start: usize,
+        reason: &'static str,
+    },
+}
+
+/// The answer of a call that read `scan`.
+fn answer(
+    scan: &Scan,
+    imported: usize,
+    reason: &'static str,
+    conversation_id: Option<i64>,
+) -> BootstrapResult {
+    BootstrapResult {
+        bootstrapped: imported > 0,
+        imported_messages: imported,
+        reason,
+        conversation_id,
+        transcript_messages: scan.path.len(),
+        skipped_entries: scan.skipped,
+        needs_whole_transcript: reason == transcript::REASON_NEEDS_WHOLE,
+    }
+}
+
 impl Import<'_> {
     fn run(
         &mut self,
@@ -80,15 +112,88 @@ impl Import<'_> {
             return Err(LcmError::invalid("sessionId must be a non-empty string"));
         }
         let source = Source::from_params(&mut p)?;
-        let scan = source.scan()?;
         let session = SessionRef {
             session_id: p.session_id.clone(),
             session_key: p.session_key.clone(),
         };
-        crate::store::tx::write_tx(conn, |tx| self.reconcile(tx, &source, &scan, &session))
+        if p.transcript_tail {
+            if matches!(source, Source::File(_)) {
+                return Err(LcmError::invalid(
+                    "transcriptTail goes with transcriptEntries (the newest rows), not sessionFile",
+                ));
+            }
+            return read_tx(conn, |tx| self.tail(tx, &source, &session));
+        }
+        let scan = source.scan()?;
+        // A host bootstraps before every turn, and most calls find the conversation
+        // up to date: decided in a read transaction, such a call never takes the
+        // write lock, nor waits for another process holding it.
+        if let Step::Done(r) = read_tx(conn, |tx| self.step(tx, &source, &scan, &session))? {
+            return Ok(r);
+        }
+        write_tx(conn, |tx| self.reconcile(tx, &source, &scan, &session))
     }
 
-    /// Plans and imports inside the one write transaction.
+    /// A `transcriptTail` call: up to date when the newest row is stored, else
+    /// nothing imported and the whole transcript asked for.
+    fn tail(
+        &self,
+        tx: &rusqlite::Connection,
+        source: &Source,
+        session: &SessionRef,
+    ) -> Result<BootstrapResult> {
+        let scan = source.scan()?;
+        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
+        let stored = match (existing, transcript::newest_entry_id(source)?) {
+            (Some(c), Some(id)) => messages::stores_entry(tx, c, &id)?,
+            _ => false,
+        };
+        let reason = if stored {
+            transcript::REASON_UP_TO_DATE
+        } else {
+            transcript::REASON_NEEDS_WHOLE
+        };
+        Ok(answer(&scan, 0, reason, existing))
+    }
+
+    /// What the transcript needs imported, as the store stands in `tx`.
+    fn step(
+        &self,
+        tx: &rusqlite::Connection,
+        source: &Source,
+        scan: &Scan,
+        session: &SessionRef,
+    ) -> Result<Step> {
+        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
+        if scan.path.is_empty() {
+            return Ok(Step::Done(answer(
+                scan,
+                0,
+                transcript::REASON_EMPTY,
+                existing,
+            )));
+        }
+        let Some(id) = existing else {
+            return Ok(Step::Import {
+                conversation_id: None,
+                start: 0,
+                reason: transcript::REASON_IMPORTED,
+            });
+        };
+        Ok(match self.plan(tx, id, source, scan)? {
+            Plan::From(i) if i >= scan.path.len() => {
+                Step::Done(answer(scan, 0, transcript::REASON_UP_TO_DATE, Some(id)))
+            }
+            Plan::From(i) => Step::Import {
+                conversation_id: Some(id),
+                start: i,
+                reason: transcript::REASON_RECONCILED,
+            },
+            Plan::NoAnchor => Step::Done(answer(scan, 0, transcript::REASON_NO_ANCHOR, Some(id))),
+        })
+    }
+
+    /// Decides again and imports, inside the one write transaction.
     fn reconcile(
         &self,
         tx: &rusqlite::Connection,
@@ -96,31 +201,15 @@ impl Import<'_> {
         scan: &Scan,
         session: &SessionRef,
     ) -> Result<BootstrapResult> {
-        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
-        let result =
-            |imported: usize, reason: &'static str, conversation_id: Option<i64>| BootstrapResult {
-                bootstrapped: imported > 0,
-                imported_messages: imported,
-                reason,
+        let (conversation_id, start, reason) = match self.step(tx, source, scan, session)? {
+            Step::Done(r) => return Ok(r),
+            Step::Import {
                 conversation_id,
-                transcript_messages: scan.path.len(),
-                skipped_entries: scan.skipped,
-            };
-        if scan.path.is_empty() {
-            return Ok(result(0, transcript::REASON_EMPTY, existing));
-        }
-        let (conversation_id, start, reason) = match existing {
-            None => (
-                conversations::find_or_create(tx, session)?,
-                0,
-                transcript::REASON_IMPORTED,
-            ),
-            Some(id) => match self.plan(tx, id, source, scan)? {
-                Plan::From(i) if i >= scan.path.len() => {
-                    return Ok(result(0, transcript::REASON_UP_TO_DATE, Some(id)))
-                }
-                Plan::From(i) => (id, i, transcript::REASON_RECONCILED),
-                Plan::NoAnchor => return Ok(result(0, transcript::REASON_NO_ANCHOR, Some(id))),
+                start,
+                reason,
+            } => match conversation_id {
+                Some(id) => (id, start, reason),
+                None => (conversations::find_or_create(tx, session)?, start, reason),
             },
         };
         let stored = messages::entry_ids(tx, conversation_id)?;
@@ -134,10 +223,11 @@ impl Import<'_> {
         } else {
             reason
         };
-        Ok(result(imported, reason, Some(conversation_id)))
+        Ok(answer(scan, imported, reason, Some(conversation_id)))
     }
 
-    /// Where the conversation's copy of the transcript ends.
+    /// Where the conversation's copy of the transcript ends. Messages are read
+    /// and keyed only where the rule compares them: none when the leaf is stored.
     fn plan(
         &self,
         tx: &rusqlite::Connection,
@@ -149,15 +239,19 @@ impl Import<'_> {
             return Ok(Plan::From(0));
         };
         let stored_ids = messages::entry_ids(tx, conversation_id)?;
-        let all: Vec<&PathEntry> = scan.path.iter().collect();
-        let mut keys = Vec::with_capacity(all.len());
-        source.read_messages(&all, &mut |entry, message| {
-            let key = ingest::map_message(&message, None)
-                .map(|m| content_key(m.role, &m.content))
-                .unwrap_or([0; 32]);
-            keys.push((entry.entry_id.clone(), key));
-            Ok(())
-        })?;
+        let path_ids: Vec<Option<&str>> = scan.path.iter().map(|e| e.entry_id.as_deref()).collect();
+        let mut keys_from = |from: usize| -> Result<Vec<[u8; 32]>> {
+            let wanted: Vec<&PathEntry> = scan.path[from..].iter().collect();
+            let mut keys = Vec::with_capacity(wanted.len());
+            source.read_messages(&wanted, &mut |_, message| {
+                let key = ingest::map_message(&message, None)
+                    .map(|m| content_key(m.role, &m.content))
+                    .unwrap_or([0; 32]);
+                keys.push(key);
+                Ok(())
+            })?;
+            Ok(keys)
+        };
         let after = |id: &str| {
             messages::rows_after_entry(tx, conversation_id, id)
                 .unwrap_or_default()
@@ -166,12 +260,13 @@ impl Import<'_> {
                 .collect()
         };
         let newest = content_key(&newest.0, &newest.1);
-        Ok(transcript::plan_missing(
-            &keys,
+        transcript::plan_missing(
+            &path_ids,
             &stored_ids,
+            &mut keys_from,
             &after,
             Some(&newest),
-        ))
+        )
     }
 
     /// Appends the wanted entries' messages, one at a time (large files externalized

@@ -210,6 +210,15 @@ pub fn entry_ids(conn: &Connection, conversation_id: i64) -> Result<HashSet<Stri
     Ok(rows.collect::<rusqlite::Result<HashSet<_>>>()?)
 }
 
+/// Whether the conversation stores the message of a transcript entry id.
+pub fn stores_entry(conn: &Connection, conversation_id: i64, entry_id: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM messages WHERE conversation_id = ?1 AND transcript_entry_id = ?2",
+        )?
+        .exists(rusqlite::params![conversation_id, entry_id])?)
+}
+
 /// `(db role, plain text)` of the rows stored after the row of an entry id, in seq
 /// order.
 pub fn rows_after_entry(

@@ -40,6 +40,16 @@ pub fn write_tx<T>(
     Ok(out)
 }
 
+/// Runs `job` in one DEFERRED transaction on `conn`: a consistent snapshot of the
+/// file without the write lock, so a job that finds nothing to write never waits
+/// for another process holding it. For reads only: nothing is written.
+pub fn read_tx<T>(conn: &mut Connection, job: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let out = job(&tx)?;
+    tx.commit()?;
+    Ok(out)
+}
+
 /// Runs one statement without a result through the connection's statement cache:
 /// the transaction and savepoint statements of every group, which `execute_batch`
 /// would parse and plan again on each run.

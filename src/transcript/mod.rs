@@ -32,6 +32,13 @@ pub struct BootstrapParams {
     /// The host's transcript rows, oldest first.
     #[serde(default)]
     pub transcript_entries: Option<Vec<Value>>,
+    /// `transcriptTail`: `transcript_entries` holds only the transcript's newest
+    /// rows. The call answers [`REASON_UP_TO_DATE`] when they prove the
+    /// conversation up to date ([`newest_entry_id`]), else [`REASON_NEEDS_WHOLE`]
+    /// and imports nothing: a host sends its newest row first and the whole
+    /// transcript only when asked, instead of all of it before every turn.
+    #[serde(default)]
+    pub transcript_tail: bool,
 }
 
 /// Result of `bootstrap`.
@@ -50,6 +57,9 @@ pub struct BootstrapResult {
     pub transcript_messages: usize,
     /// Entries that are not messages or not on the leaf path (and unreadable lines).
     pub skipped_entries: usize,
+    /// A `transcriptTail` call whose rows did not prove the conversation up to
+    /// date ([`REASON_NEEDS_WHOLE`]): call again with the whole transcript.
+    pub needs_whole_transcript: bool,
 }
 
 /// A new conversation received the whole transcript.
@@ -63,6 +73,9 @@ pub const REASON_EMPTY: &str = "no messages in session file";
 /// The stored conversation shares no message with the transcript (nothing imported,
 /// so nothing can be duplicated).
 pub const REASON_NO_ANCHOR: &str = "no common message with the stored conversation";
+/// A `transcriptTail` call whose rows do not prove the conversation up to date:
+/// nothing imported; call again with the whole transcript.
+pub const REASON_NEEDS_WHOLE: &str = "the transcript tail is not stored: pass the whole transcript";
 
 /// A message entry on the leaf path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -391,33 +404,57 @@ pub enum Plan {
 /// The reconcile rule: after the newest path entry whose id is stored, skip the
 /// entries that match, in order, the stored rows written after it without ids
 /// (`(role, text)`); without any stored id on the path, import after the newest
-/// path entry whose `(role, text)` equals the newest stored row.
+/// path entry whose `(role, text)` equals the newest stored row. `keys_from(i)`
+/// gives the keys of the path's entries from index `i` on; it is asked only for
+/// the entries the rule compares (none when the leaf itself is stored, the
+/// common case of a session bootstrapped before every turn).
 pub fn plan_missing<K: PartialEq>(
-    path_keys: &[(Option<String>, K)],
+    path_ids: &[Option<&str>],
     stored_ids: &std::collections::HashSet<String>,
+    keys_from: &mut dyn FnMut(usize) -> Result<Vec<K>>,
     rows_after_anchor: &dyn Fn(&str) -> Vec<K>,
     newest_row: Option<&K>,
-) -> Plan {
-    let anchor = path_keys
+) -> Result<Plan> {
+    let anchor = path_ids
         .iter()
-        .rposition(|(id, _)| id.as_ref().is_some_and(|id| stored_ids.contains(id)));
+        .rposition(|id| id.is_some_and(|id| stored_ids.contains(id)));
     if let Some(i) = anchor {
-        let id = path_keys[i].0.as_deref().unwrap_or_default();
-        let after = rows_after_anchor(id);
-        let matched = path_keys[i + 1..]
+        if i + 1 == path_ids.len() {
+            return Ok(Plan::From(path_ids.len()));
+        }
+        let after = rows_after_anchor(path_ids[i].unwrap_or_default());
+        let matched = keys_from(i + 1)?
             .iter()
             .zip(after.iter())
-            .take_while(|((_, key), row)| key == *row)
+            .take_while(|(key, row)| key == row)
             .count();
-        return Plan::From(i + 1 + matched);
+        return Ok(Plan::From(i + 1 + matched));
     }
-    match newest_row {
-        None => Plan::From(0),
-        Some(row) => match path_keys.iter().rposition(|(_, key)| key == row) {
-            Some(j) => Plan::From(j + 1),
-            None => Plan::NoAnchor,
-        },
-    }
+    let Some(row) = newest_row else {
+        return Ok(Plan::From(0));
+    };
+    Ok(match keys_from(0)?.iter().rposition(|key| key == row) {
+        Some(j) => Plan::From(j + 1),
+        None => Plan::NoAnchor,
+    })
+}
+
+/// Whether the transcript's newest entry proves a conversation up to date without
+/// the rest of it: the last row or line is a message entry whose id the
+/// conversation stores (the leaf path ends there, so the reconcile rule anchors
+/// on it and finds nothing missing). `None` when it has no id or is no message.
+pub fn newest_entry_id(source: &Source) -> Result<Option<String>> {
+    let Source::Rows(rows) = source else {
+        return Ok(None);
+    };
+    let Some(row) = rows.last() else {
+        return Ok(None);
+    };
+    Ok(Head::deserialize(row)
+        .ok()
+        .and_then(|h| h.node(0))
+        .filter(|n| n.is_message)
+        .and_then(|n| n.id))
 }
 
 #[cfg(test)]
@@ -472,28 +509,85 @@ mod tests {
 
     #[test]
     fn the_plan_anchors_on_ids_then_content() {
-        let key =
-            |id: Option<&str>, t: &str| (id.map(str::to_owned), ("user".to_owned(), t.to_owned()));
-        let path = vec![
-            key(Some("1"), "a"),
-            key(Some("2"), "b"),
-            key(Some("3"), "c"),
-            key(Some("4"), "d"),
-        ];
+        let ids_of = |v: &[Option<&'static str>]| v.to_vec();
+        let keys: Vec<(String, String)> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|t| ("user".to_owned(), (*t).to_owned()))
+            .collect();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let mut keys_from = |i: usize| {
+            asked.borrow_mut().push(i);
+            Ok(keys[i..].to_vec())
+        };
+        let path = ids_of(&[Some("1"), Some("2"), Some("3"), Some("4")]);
         let ids: std::collections::HashSet<String> = ["1".to_owned(), "2".to_owned()].into();
         let after = |_: &str| vec![("user".to_owned(), "c".to_owned())];
-        assert_eq!(plan_missing(&path, &ids, &after, None), Plan::From(3));
+        assert_eq!(
+            plan_missing(&path, &ids, &mut keys_from, &after, None).unwrap(),
+            Plan::From(3)
+        );
+        assert_eq!(
+            *asked.borrow(),
+            [2],
+            "only the entries after the anchor are read"
+        );
         let none = std::collections::HashSet::new();
         let row = ("user".to_owned(), "b".to_owned());
         assert_eq!(
-            plan_missing(&path, &none, &|_| vec![], Some(&row)),
+            plan_missing(&path, &none, &mut keys_from, &|_| vec![], Some(&row)).unwrap(),
             Plan::From(2)
         );
         let other = ("user".to_owned(), "zzz".to_owned());
         assert_eq!(
-            plan_missing(&path, &none, &|_| vec![], Some(&other)),
+            plan_missing(&path, &none, &mut keys_from, &|_| vec![], Some(&other)).unwrap(),
             Plan::NoAnchor
         );
-        assert_eq!(plan_missing(&path, &none, &|_| vec![], None), Plan::From(0));
+        assert_eq!(
+            plan_missing(&path, &none, &mut keys_from, &|_| vec![], None).unwrap(),
+            Plan::From(0)
+        );
+        // The leaf stored: up to date, and no message is read at all.
+        asked.borrow_mut().clear();
+        let all: std::collections::HashSet<String> = ["4".to_owned()].into();
+        assert_eq!(
+            plan_missing(
+                &path,
+                &all,
+                &mut keys_from,
+                &|_| panic!("no rows read"),
+                None
+            )
+            .unwrap(),
+            Plan::From(4)
+        );
+        assert!(asked.borrow().is_empty());
+    }
+
+    #[test]
+    fn the_newest_entry_counts_only_when_it_is_a_message_with_an_id() {
+        let newest = |v: Vec<Value>| newest_entry_id(&rows(v)).unwrap();
+        let m =
+            |id: &str| json!({"type":"message","id":id,"message":{"role":"user","content":"x"}});
+        assert_eq!(newest(vec![m("a"), m("b")]), Some("b".into()));
+        assert_eq!(
+            newest(vec![
+                m("a"),
+                json!({"entryId":"c","parentId":"a","message":{"role":"assistant","content":"y"}})
+            ]),
+            Some("c".into())
+        );
+        assert_eq!(
+            newest(vec![m("a"), json!({"type":"model_change","id":"mc"})]),
+            None
+        );
+        assert_eq!(
+            newest(vec![json!({"message":{"role":"user","content":"x"}})]),
+            None
+        );
+        assert_eq!(newest(vec![]), None);
+        assert_eq!(
+            newest_entry_id(&Source::File("/nonexistent".into())).unwrap(),
+            None
+        );
     }
 }

@@ -1,0 +1,105 @@
+// OpenClaw's gateway with lcm-native while another process holds lcm.db's write
+// lock past the plugin's `busyTimeoutMs` (an operator's tool, a second gateway on
+// the same file): the turn still answers, its durable commit fails with
+// LCM_DB_BUSY and stays in OpenClaw's outbox, and once the lock is let go the
+// session's next turn commits it first. Every message ends up stored once, in
+// order, and nothing is quarantined.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { spawn } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { LcmEngine, tempDir } from './helpers.mjs'
+import { addAddon, freePort, installPackedPlugin, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
+import { chatCompletionsServer, loopProvider } from './openclaw-model.mjs'
+
+const skipReason = openclawSkipReason()
+const TOKEN = 'contention-test-token'
+const SESSION = 'agent:main:contended'
+
+/**
+ * A process holding `db`'s write lock (`BEGIN IMMEDIATE`) until `release()`;
+ * resolves once it holds it.
+ */
+function holdWriteLock(db) {
+  const script = `
+    const { DatabaseSync } = require('node:sqlite')
+    const db = new DatabaseSync(process.argv[1])
+    db.exec('BEGIN IMMEDIATE')
+    process.stdout.write('locked\\n')
+    process.stdin.on('data', () => { db.exec('COMMIT'); db.close(); process.exit(0) })
+    setTimeout(() => process.exit(3), 300000)`
+  const child = spawn(process.execPath, ['-e', script, db], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    exited.then((code) => reject(new Error(`the lock holder exited (${code}) before it held the lock`)))
+    child.stdout.on('data', (d) => {
+      if (!String(d).includes('locked')) return
+      resolve({
+        release: () => {
+          child.stdin.write('go\n')
+          return exited
+        },
+      })
+    })
+  })
+}
+
+let model
+beforeAll(async () => {
+  if (skipReason === null) model = await chatCompletionsServer((body, n) => ({ text: `Reply ${n}: noted.` }))
+})
+afterAll(() => model?.server.close())
+
+describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by another process${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  it('answers the turn, keeps its commit in the outbox and commits it before the next turn', async () => {
+    const state = tempDir('lcm-oc-contention-')
+    const { installed } = installPackedPlugin(state)
+    addAddon(installed)
+    const port = await freePort()
+    const configFile = join(state, 'openclaw.json')
+    const config = JSON.parse(readFileSync(configFile, 'utf8'))
+    config.gateway = { mode: 'local', port, bind: 'loopback', auth: { mode: 'token', token: TOKEN } }
+    config.agents = { defaults: { model: { primary: 'loop/loop-model' }, heartbeat: { every: '0m' } } }
+    config.models = loopProvider(model.port, 32_000)
+    config.plugins.entries['lcm-native'].config = { busyTimeoutMs: 1500 }
+    writeFileSync(configFile, JSON.stringify(config, null, 2))
+    const db = join(state, 'lcm.db')
+    const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked', 'third turn, after the lock is let go']
+    const turn = async (text) => {
+      const r = await openclawCliAsync(state, ['agent', '--session-key', SESSION, '--message', text, '--json'])
+      expect(JSON.parse(r.stdout).status, `${text}: ${r.stderr}`).toBe('ok')
+    }
+
+    const gateway = await startGateway(state, port)
+    let lock
+    try {
+      await turn(texts[0])
+      lock = await holdWriteLock(db)
+      await turn(texts[1])
+      // The turn answered, but its commit is still waiting in OpenClaw's outbox; the
+      // bootstrap before it needed no write and did not wait for the lock.
+      expect(gateway.log()).toMatch(/durable turn advancement remains queued: .*lcm-native: LCM_DB_BUSY/)
+      expect(gateway.log()).not.toMatch(/bootstrap failed/)
+      await lock.release()
+      lock = null
+      await turn(texts[2])
+    } finally {
+      await lock?.release()
+      const stopped = await gateway.stop()
+      expect(stopped, gateway.log()).toEqual({ code: 0, signal: null, forced: false })
+    }
+    expect(gateway.log()).not.toMatch(/quarantin/i)
+
+    const e = await LcmEngine.open({ dbPath: db })
+    try {
+      const conv = await e.getConversation({ sessionKey: SESSION })
+      const messages = await e.getMessages(conv.conversationId)
+      expect(messages.map((m) => m.role)).toEqual(texts.flatMap(() => ['user', 'assistant']))
+      expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(texts)
+      expect(await e.integrityCheck()).toEqual(['ok'])
+    } finally {
+      await e.close()
+    }
+  }, 600_000)
+})
