@@ -1,6 +1,6 @@
 // OpenClaw's gateway with lcm-native while another process holds lcm.db's write
 // lock past the plugin's `busyTimeoutMs` (an operator's tool, a second gateway on
-// the same file): the turn still answers, its durable commit fails with
+// the same file): the turn, a tool call included, still answers, its durable commit fails with
 // LCM_DB_BUSY and stays in OpenClaw's outbox, and once the lock is let go the
 // session's next turn commits it first. Every message ends up stored once, in
 // order, and nothing is quarantined.
@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LcmEngine, tempDir } from './helpers.mjs'
 import { addAddon, freePort, installPackedPlugin, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
-import { chatCompletionsServer, loopProvider } from './openclaw-model.mjs'
+import { chatCompletionsServer, loopProvider, textOf } from './openclaw-model.mjs'
 
 const skipReason = openclawSkipReason()
 const TOKEN = 'contention-test-token'
@@ -45,9 +45,19 @@ function holdWriteLock(db) {
   })
 }
 
+/** A turn saying RUN runs one `exec` call first (four messages: its middle two carry no anchor id). */
+function respond(body, n) {
+  const msgs = body.messages ?? []
+  const ask = msgs.findLastIndex((m) => m.role === 'user' && /RUN/.test(textOf(m)))
+  if (body.tools && ask >= 0 && !msgs.slice(ask).some((m) => m.role === 'tool')) {
+    return { toolCall: { id: `call_${n}`, name: 'exec', arguments: { command: 'echo "ran while locked: 한국어\u00a0🎉"' } } }
+  }
+  return { text: `Reply ${n}: noted.` }
+}
+
 let model
 beforeAll(async () => {
-  if (skipReason === null) model = await chatCompletionsServer((body, n) => ({ text: `Reply ${n}: noted.` }))
+  if (skipReason === null) model = await chatCompletionsServer(respond)
 })
 afterAll(() => model?.server.close())
 
@@ -61,11 +71,12 @@ describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by a
     const config = JSON.parse(readFileSync(configFile, 'utf8'))
     config.gateway = { mode: 'local', port, bind: 'loopback', auth: { mode: 'token', token: TOKEN } }
     config.agents = { defaults: { model: { primary: 'loop/loop-model' }, heartbeat: { every: '0m' } } }
+    config.tools = { exec: { security: 'full', ask: 'off' } }
     config.models = loopProvider(model.port, 32_000)
     config.plugins.entries['lcm-native'].config = { busyTimeoutMs: 1500 }
     writeFileSync(configFile, JSON.stringify(config, null, 2))
     const db = join(state, 'lcm.db')
-    const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked', 'third turn, after the lock is let go']
+    const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked: RUN it', 'third turn, after the lock is let go']
     const turn = async (text) => {
       const r = await openclawCliAsync(state, ['agent', '--session-key', SESSION, '--message', text, '--json'])
       expect(JSON.parse(r.stdout).status, `${text}: ${r.stderr}`).toBe('ok')
@@ -95,7 +106,8 @@ describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by a
     try {
       const conv = await e.getConversation({ sessionKey: SESSION })
       const messages = await e.getMessages(conv.conversationId)
-      expect(messages.map((m) => m.role)).toEqual(texts.flatMap(() => ['user', 'assistant']))
+      expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'toolResult', 'assistant', 'user', 'assistant'])
+      expect(textOf(messages[4])).toContain('ran while locked: 한국어\u00a0🎉')
       expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(texts)
       expect(await e.integrityCheck()).toEqual(['ok'])
     } finally {
