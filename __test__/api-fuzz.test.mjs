@@ -78,7 +78,7 @@ function calls(f, ids) {
     ingest: () => [{ sessionId: 's', message: message(), entryId: next() < 0.3 ? pick(STRINGS) : undefined }],
     ingestBatch: () => [{ sessionId: pick(['s', 'other', 'new']), messages: [message(), message()] }],
     commitTurn: () => [{ sessionId: 's', advancementKey: pick(STRINGS), messages: [message()] }],
-    bootstrap: () => [{ sessionId: 'boot', transcriptEntries: [{ type: 'message', id: pick(STRINGS), message: message() }] }],
+    bootstrap: () => [{ sessionId: 'boot', transcriptEntries: [{ type: 'message', id: pick(STRINGS), message: message() }], transcriptTail: next() < 0.4 }],
     afterTurn: () => [{ sessionId: 's', tokenBudget: 500, messages: [message(), message()], prePromptMessageCount: pick([0, 1, 2, 3]) }],
     assemble: () => [{ sessionId: 's', tokenBudget: pick([50, 1000, 100000]), messages: [message()] }],
     evaluate: () => [{ sessionId: 's', tokenBudget: 500 }],
