@@ -1,9 +1,9 @@
 // OpenClaw's gateway with lcm-native while another process holds lcm.db's write
 // lock past the plugin's `busyTimeoutMs` (an operator's tool, a second gateway on
-// the same file): the turn, a tool call included, still answers, its durable commit fails with
-// LCM_DB_BUSY and stays in OpenClaw's outbox, and once the lock is let go the
-// session's next turn commits it first. Every message ends up stored once, in
-// order, and nothing is quarantined.
+// the same file): the turn, a tool call included, still answers; its durable
+// commit fails with LCM_DB_BUSY and stays in OpenClaw's outbox, through a restart
+// of the gateway; once the lock is let go, the session's next turn commits it
+// first. Every message ends up stored once, in order, and nothing is quarantined.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -62,7 +62,7 @@ beforeAll(async () => {
 afterAll(() => model?.server.close())
 
 describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by another process${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  it('answers the turn, keeps its commit in the outbox and commits it before the next turn', async () => {
+  it('answers the turn, keeps its commit in the outbox through a restart and commits it before the next turn', async () => {
     const state = tempDir('lcm-oc-contention-')
     const { installed } = installPackedPlugin(state)
     addAddon(installed)
@@ -76,13 +76,18 @@ describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by a
     config.plugins.entries['lcm-native'].config = { busyTimeoutMs: 1500 }
     writeFileSync(configFile, JSON.stringify(config, null, 2))
     const db = join(state, 'lcm.db')
-    const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked: RUN it', 'third turn, after the lock is let go']
+    const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked: RUN it', 'third turn, after a restart with the lock let go']
     const turn = async (text) => {
       const r = await openclawCliAsync(state, ['agent', '--session-key', SESSION, '--message', text, '--json'])
       expect(JSON.parse(r.stdout).status, `${text}: ${r.stderr}`).toBe('ok')
     }
 
-    const gateway = await startGateway(state, port)
+    const stop = async (gateway) => {
+      const stopped = await gateway.stop()
+      expect(stopped, gateway.log()).toEqual({ code: 0, signal: null, forced: false })
+      expect(gateway.log()).not.toMatch(/quarantin/i)
+    }
+    let gateway = await startGateway(state, port)
     let lock
     try {
       await turn(texts[0])
@@ -92,15 +97,18 @@ describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by a
       // bootstrap before it needed no write and did not wait for the lock.
       expect(gateway.log()).toMatch(/durable turn advancement remains queued: .*lcm-native: LCM_DB_BUSY/)
       expect(gateway.log()).not.toMatch(/bootstrap failed/)
+      // The gateway restarts with the commit still queued (the lock is still held
+      // while it stops); the lock is let go; the next turn commits it first.
+      await stop(gateway)
+      gateway = null
       await lock.release()
       lock = null
+      gateway = await startGateway(state, port)
       await turn(texts[2])
     } finally {
       await lock?.release()
-      const stopped = await gateway.stop()
-      expect(stopped, gateway.log()).toEqual({ code: 0, signal: null, forced: false })
+      if (gateway) await stop(gateway)
     }
-    expect(gateway.log()).not.toMatch(/quarantin/i)
 
     const e = await LcmEngine.open({ dbPath: db })
     try {
