@@ -3,7 +3,7 @@
 import { describe, it, expect } from 'vitest'
 import { join } from 'node:path'
 import { spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { appendFileSync, writeFileSync } from 'node:fs'
 import { LcmEngine, root, tempDir, workload, rejectsWithCode } from './helpers.mjs'
 import { writeDb, query } from './sqlfile.mjs'
 import { writeSession } from './fixtures/session-jsonl.mjs'
@@ -310,7 +310,29 @@ describe('bootstrap', () => {
     // A newest row that is no message, or has no id, proves nothing.
     expect(await tail([...entries, { type: 'model_change', id: 'mc', parentId: 't39' }])).toMatchObject({ needsWholeTranscript: true })
     expect(await tail([{ message: messages[39] }])).toMatchObject({ needsWholeTranscript: true })
-    await rejectsWithCode(e.bootstrap({ sessionId: 't', sessionFile: '/tmp/x.jsonl', transcriptTail: true }), 'LCM_INVALID_INPUT')
+    await e.close()
+  })
+
+  it('a transcriptTail call on a session file reads only its last line', async () => {
+    const dir = tempDir()
+    const { messages } = workload(40, 25)
+    const file = join(dir, 'session.jsonl')
+    const lines = writeSession(file, messages)
+    const e = await open()
+    const tail = () => e.bootstrap({ sessionId: 'f', sessionFile: file, transcriptTail: true })
+    expect(await tail()).toMatchObject({ needsWholeTranscript: true, importedMessages: 0, conversationId: null })
+    const first = await e.bootstrap({ sessionId: 'f', sessionFile: file })
+    expect(first.importedMessages).toBe(40)
+    expect(await tail()).toMatchObject({ reason: 'conversation already up to date', needsWholeTranscript: false, transcriptMessages: 1 })
+    // A line the store lacks, then a torn line after it: the whole file is asked for.
+    const last = lines.filter((l) => l.type === 'message').at(-1)
+    appendFileSync(file, JSON.stringify({ type: 'message', id: 'late', parentId: last.id, message: user('one more') }) + '\n')
+    expect(await tail()).toMatchObject({ needsWholeTranscript: true })
+    expect(await e.bootstrap({ sessionId: 'f', sessionFile: file })).toMatchObject({ importedMessages: 1 })
+    expect(await tail()).toMatchObject({ needsWholeTranscript: false })
+    appendFileSync(file, '{"type":"message","id":"torn","parentId":"late","mess')
+    expect(await tail()).toMatchObject({ needsWholeTranscript: true })
+    await rejectsWithCode(e.bootstrap({ sessionId: 'f', sessionFile: join(dir, 'missing.jsonl'), transcriptTail: true }), 'LCM_IO')
     await e.close()
   })
 

@@ -6,11 +6,10 @@
 // first. Every message ends up stored once, in order, and nothing is quarantined.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { LcmEngine, tempDir } from './helpers.mjs'
-import { addAddon, freePort, installPackedPlugin, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
-import { chatCompletionsServer, loopProvider, textOf } from './openclaw-model.mjs'
+import { LcmEngine } from './helpers.mjs'
+import { gatewayState, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
+import { chatCompletionsServer, textOf } from './openclaw-model.mjs'
 
 const skipReason = openclawSkipReason()
 const TOKEN = 'contention-test-token'
@@ -63,18 +62,7 @@ afterAll(() => model?.server.close())
 
 describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm.db locked by another process${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('answers the turn, keeps its commit in the outbox through a restart and commits it before the next turn', async () => {
-    const state = tempDir('lcm-oc-contention-')
-    const { installed } = installPackedPlugin(state)
-    addAddon(installed)
-    const port = await freePort()
-    const configFile = join(state, 'openclaw.json')
-    const config = JSON.parse(readFileSync(configFile, 'utf8'))
-    config.gateway = { mode: 'local', port, bind: 'loopback', auth: { mode: 'token', token: TOKEN } }
-    config.agents = { defaults: { model: { primary: 'loop/loop-model' }, heartbeat: { every: '0m' } } }
-    config.tools = { exec: { security: 'full', ask: 'off' } }
-    config.models = loopProvider(model.port, 32_000)
-    config.plugins.entries['lcm-native'].config = { busyTimeoutMs: 1500 }
-    writeFileSync(configFile, JSON.stringify(config, null, 2))
+    const { state, port } = await gatewayState('lcm-oc-contention-', { modelPort: model.port, token: TOKEN, pluginConfig: { busyTimeoutMs: 1500 } })
     const db = join(state, 'lcm.db')
     const texts = ['first turn: 한국어 テスト\u00a0🎉', 'second turn, while the file is locked: RUN it', 'third turn, after a restart with the lock let go']
     const turn = async (text) => {

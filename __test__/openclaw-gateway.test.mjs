@@ -5,16 +5,11 @@
 // lands byte-exact in its own conversation, each compacts through the host's LLM,
 // the model server (which refuses unpaired tool calls the way OpenAI does) sees our
 // summaries, and a SIGTERM stops the gateway cleanly with a consistent database.
-//
-// The gateway's recurring heartbeat is off: OpenClaw's heartbeat automation can wait
-// out a busy agent past a SIGTERM and hold the shutdown for minutes (seen here with
-// and without lcm-native installed), which is not what this test is about.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
-import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { LcmEngine, tempDir } from './helpers.mjs'
-import { addAddon, freePort, installPackedPlugin, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
-import { chatCompletionsServer, loopProvider, textOf } from './openclaw-model.mjs'
+import { LcmEngine } from './helpers.mjs'
+import { gatewayState, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
+import { chatCompletionsServer, textOf } from './openclaw-model.mjs'
 
 const skipReason = openclawSkipReason()
 const TURNS = 4
@@ -67,19 +62,8 @@ afterAll(() => model?.server.close())
 
 describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm-native${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('serves concurrent sessions from one process, tool turns included, and stops cleanly', async () => {
-    const state = tempDir('lcm-oc-gateway-')
-    const { installed } = installPackedPlugin(state)
-    addAddon(installed)
-    const port = await freePort()
-    const configFile = join(state, 'openclaw.json')
-    const config = JSON.parse(readFileSync(configFile, 'utf8'))
-    config.gateway = { mode: 'local', port, bind: 'loopback', auth: { mode: 'token', token: TOKEN } }
-    config.agents = { defaults: { model: { primary: 'loop/loop-model' }, heartbeat: { every: '0m' } } }
-    config.tools = { exec: { security: 'full', ask: 'off' } }
-    config.models = loopProvider(model.port, 32_000)
-    config.plugins.entries['lcm-native'].config = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.1 }
-    writeFileSync(configFile, JSON.stringify(config, null, 2))
-
+    const pluginConfig = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.1 }
+    const { state, port } = await gatewayState('lcm-oc-gateway-', { modelPort: model.port, token: TOKEN, pluginConfig })
     const gateway = await startGateway(state, port)
     const sent = { 'agent:main:talk-1': [], 'agent:main:talk-2': [], 'agent:main:tools': [] }
     try {

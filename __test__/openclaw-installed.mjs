@@ -3,11 +3,12 @@
 // LCM_OPENCLAW_DIR points elsewhere), and whether this Node can run it.
 import { createRequire } from 'node:module'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync } from 'node:fs'
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { root, tempDir } from './helpers.mjs'
+import { loopProvider } from './openclaw-model.mjs'
 
 const { platformSuffix } = createRequire(import.meta.url)('../scripts/platform.js')
 
@@ -144,4 +145,28 @@ export async function startGateway(state, port, { readyMs = 120_000 } = {}) {
     return { ...r, forced }
   }
   return { log: () => out, stop }
+}
+
+/**
+ * A state directory with the packed plugin installed (its addon copied in) and a
+ * config for a gateway on a free loopback port with token auth: the loopback model
+ * server on `modelPort` as the default model, the `exec` tool without approval,
+ * lcm-native's config `pluginConfig`, and the recurring heartbeat off (OpenClaw's
+ * heartbeat automation can wait out a busy agent past a SIGTERM and hold the
+ * shutdown for minutes, with or without lcm-native). Resolves `{ state, port }`.
+ */
+export async function gatewayState(prefix, { modelPort, token, pluginConfig }) {
+  const state = tempDir(prefix)
+  const { installed } = installPackedPlugin(state)
+  addAddon(installed)
+  const port = await freePort()
+  const configFile = join(state, 'openclaw.json')
+  const config = JSON.parse(readFileSync(configFile, 'utf8'))
+  config.gateway = { mode: 'local', port, bind: 'loopback', auth: { mode: 'token', token } }
+  config.agents = { defaults: { model: { primary: 'loop/loop-model' }, heartbeat: { every: '0m' } } }
+  config.tools = { exec: { security: 'full', ask: 'off' } }
+  config.models = loopProvider(modelPort, 32_000)
+  config.plugins.entries['lcm-native'].config = pluginConfig
+  writeFileSync(configFile, JSON.stringify(config, null, 2))
+  return { state, port }
 }

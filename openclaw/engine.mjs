@@ -262,7 +262,7 @@ export class LcmContextEngine {
    * Imports the session's existing transcript on first use: the host's SQLite
    * transcript when it offers one, else the JSONL `sessionFile`. The host calls
    * it before every turn; a conversation that already holds the transcript's
-   * newest row answers from that row alone. Never throws.
+   * newest entry answers from that entry alone. Never throws.
    */
   async bootstrap(params) {
     if (this.policy.isIgnored(params.sessionKey)) return { bootstrapped: false, reason: 'session excluded from LCM' }
@@ -272,15 +272,16 @@ export class LcmContextEngine {
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
       const entries = await readHostTranscript(params)
       let r
-      if (entries?.length) {
-        // Called before every turn: the newest row settles the usual case, so the
-        // whole transcript crosses to the engine only when it is asked for.
-        r = await engine.bootstrap({ ...base, transcriptEntries: entries.slice(-1), transcriptTail: true })
-        if (r.needsWholeTranscript) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
-      } else if (entries) r = await engine.bootstrap({ ...base, transcriptEntries: entries })
+      // Called before every turn: the newest entry settles the usual case, so the
+      // whole transcript crosses to the engine (or is read) only when it is asked for.
+      let source
+      if (entries?.length) source = { tail: { transcriptEntries: entries.slice(-1) }, whole: { transcriptEntries: entries } }
+      else if (entries) source = { whole: { transcriptEntries: entries } }
       else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
-        r = await engine.bootstrap({ ...base, sessionFile: params.sessionFile })
+        source = { tail: { sessionFile: params.sessionFile }, whole: { sessionFile: params.sessionFile } }
       } else return { bootstrapped: false, reason: 'no transcript to import' }
+      if (source.tail) r = await engine.bootstrap({ ...base, ...source.tail, transcriptTail: true })
+      if (!r || r.needsWholeTranscript) r = await engine.bootstrap({ ...base, ...source.whole })
       return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
       this.warn(`bootstrap failed for session ${params.sessionId}: ${describeError(err)}`)

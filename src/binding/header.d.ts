@@ -219,12 +219,14 @@ export interface BootstrapParams extends HostPassThrough {
   /** The host's transcript rows, oldest first. */
   transcriptEntries?: TranscriptEntry[]
   /**
-   * `transcriptEntries` holds only the transcript's newest rows (its last one is
-   * enough). Answers 'conversation already up to date' when that row is a message
-   * the conversation stores, else 'the transcript tail is not stored: pass the whole
-   * transcript' and imports nothing; the counts are of the rows given. A host that
-   * bootstraps before every turn sends the newest row first and the whole
-   * transcript only when asked, instead of all of it every turn.
+   * Judge from the transcript's newest entry alone: the last of `transcriptEntries`
+   * (which may hold only the newest rows; the last one is enough), or the last line
+   * of `sessionFile`, read from its end (the file is not scanned). Answers
+   * 'conversation already up to date' when that entry is a message the
+   * conversation stores, else 'the transcript tail is not stored: pass the whole
+   * transcript' with `needsWholeTranscript: true`, importing nothing; the counts are
+   * of the entries judged. A host that bootstraps before every turn asks this first
+   * and passes the whole transcript only when asked.
    */
   transcriptTail?: boolean
 }

@@ -117,12 +117,8 @@ impl Import<'_> {
             session_key: p.session_key.clone(),
         };
         if p.transcript_tail {
-            if matches!(source, Source::File(_)) {
-                return Err(LcmError::invalid(
-                    "transcriptTail goes with transcriptEntries (the newest rows), not sessionFile",
-                ));
-            }
-            return read_tx(conn, |tx| self.tail(tx, &source, &session));
+            let tail = transcript::tail_of(source)?;
+            return read_tx(conn, |tx| self.tail(tx, &tail, &session));
         }
         let scan = source.scan()?;
         // A host bootstraps before every turn, and most calls find the conversation

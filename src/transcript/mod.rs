@@ -32,11 +32,13 @@ pub struct BootstrapParams {
     /// The host's transcript rows, oldest first.
     #[serde(default)]
     pub transcript_entries: Option<Vec<Value>>,
-    /// `transcriptTail`: `transcript_entries` holds only the transcript's newest
-    /// rows. The call answers [`REASON_UP_TO_DATE`] when they prove the
-    /// conversation up to date ([`newest_entry_id`]), else [`REASON_NEEDS_WHOLE`]
-    /// and imports nothing: a host sends its newest row first and the whole
-    /// transcript only when asked, instead of all of it before every turn.
+    /// `transcriptTail`: judge from the transcript's newest entry alone
+    /// ([`tail_of`]: the rows given, which may be only the newest ones, or the
+    /// session file's last line, read from its end). The call answers
+    /// [`REASON_UP_TO_DATE`] when it proves the conversation up to date
+    /// ([`newest_entry_id`]), else [`REASON_NEEDS_WHOLE`] and imports nothing: a
+    /// host bootstrapping before every turn asks this first and passes the whole
+    /// transcript only when asked, instead of all of it every turn.
     #[serde(default)]
     pub transcript_tail: bool,
 }
@@ -328,6 +330,53 @@ fn for_each_line(path: &PathBuf, f: &mut dyn FnMut(u64, &str) -> Result<bool>) -
     }
 }
 
+/// The last non-blank line of a file (trimmed, invalid UTF-8 replaced as
+/// [`for_each_line`] does), read backwards from its end; `None` for a blank file.
+fn last_line(path: &PathBuf) -> Result<Option<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |what: &str, e: std::io::Error| {
+        LcmError::new(
+            ErrorCode::Io,
+            format!("cannot {what} session file {}: {e}", path.display()),
+        )
+    };
+    let mut file = File::open(path).map_err(|e| io("open", e))?;
+    let mut pos = file.metadata().map_err(|e| io("read", e))?.len();
+    // Bytes from `pos` to the end of the file; each read at least doubles them,
+    // so a long last line costs one pass.
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        if let Some(end) = tail.iter().rposition(|b| !b.is_ascii_whitespace()) {
+            let start = tail[..end].iter().rposition(|&b| b == b'\n');
+            if start.is_some() || pos == 0 {
+                let line = &tail[start.map_or(0, |i| i + 1)..=end];
+                return Ok(Some(String::from_utf8_lossy(line).trim().to_owned()));
+            }
+        } else if pos == 0 {
+            return Ok(None);
+        }
+        let step = pos.min((tail.len() as u64).max(1 << 16));
+        pos -= step;
+        let mut chunk = vec![0u8; step as usize];
+        file.seek(SeekFrom::Start(pos)).map_err(|e| io("read", e))?;
+        file.read_exact(&mut chunk).map_err(|e| io("read", e))?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+    }
+}
+
+/// The newest rows of a transcript, for a `transcriptTail` call: the rows given,
+/// or a session file's last line (read from its end: the file is not scanned).
+pub fn tail_of(source: Source) -> Result<Source> {
+    match source {
+        Source::Rows(rows) => Ok(Source::Rows(rows)),
+        Source::File(path) => {
+            let row = last_line(&path)?.and_then(|l| serde_json::from_str::<Value>(&l).ok());
+            Ok(Source::Rows(row.into_iter().collect()))
+        }
+    }
+}
+
 /// What a transcript holds, for a dry run: messages on the leaf path by runtime
 /// role, their tokens (as ingest counts them), and what is skipped.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -561,6 +610,43 @@ mod tests {
             Plan::From(4)
         );
         assert!(asked.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_files_tail_is_its_last_non_blank_line_however_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let tail = |p: &PathBuf| match tail_of(Source::File(p.clone())).unwrap() {
+            Source::Rows(r) => r,
+            Source::File(_) => unreachable!(),
+        };
+        let m = |id: &str, text: &str| {
+            json!({"type":"message","id":id,"message":{"role":"user","content":text}}).to_string()
+        };
+        let long = "한국어\u{a0}🎉 ".repeat(40_000);
+        let p = file(
+            "a.jsonl",
+            &format!("{}\n{}\r\n\n  \n", m("a", "x"), m("b", &long)),
+        );
+        let rows = tail(&p);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0]["id"], "b");
+        assert_eq!(rows[0]["message"]["content"], long.as_str());
+        assert_eq!(tail(&file("one.jsonl", &m("only", "x")))[0]["id"], "only");
+        assert!(tail(&file("blank.jsonl", "\n \n")).is_empty());
+        assert!(tail(&file("empty.jsonl", "")).is_empty());
+        // A torn last line (a crash mid-write) proves nothing.
+        assert!(tail(&file(
+            "torn.jsonl",
+            &format!("{}\n{{\"type\":\"mess", m("a", "x"))
+        ))
+        .is_empty());
+        let missing = tail_of(Source::File(dir.path().join("missing.jsonl")));
+        assert_eq!(missing.err().map(|e| e.code), Some(ErrorCode::Io));
     }
 
     #[test]
