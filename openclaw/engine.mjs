@@ -10,6 +10,7 @@ import { SessionPolicy } from './sessions.mjs'
 import { acquire } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
+import { hostTranscript, transcriptTarget } from './transcript.mjs'
 
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
@@ -270,18 +271,20 @@ export class LcmContextEngine {
     try {
       const engine = await this.handle.use()
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
-      const entries = await readHostTranscript(params)
-      let r
       // Called before every turn: the newest entry settles the usual case, so the
-      // whole transcript crosses to the engine (or is read) only when it is asked for.
-      let source
-      if (entries?.length) source = { tail: { transcriptEntries: entries.slice(-1) }, whole: { transcriptEntries: entries } }
-      else if (entries) source = { whole: { transcriptEntries: entries } }
-      else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
-        source = { tail: { sessionFile: params.sessionFile }, whole: { sessionFile: params.sessionFile } }
+      // whole transcript is read (and crosses to the engine) only when asked for.
+      const target = transcriptTarget(params)
+      const host = target ? await hostTranscript(target) : null
+      let r
+      if (host) {
+        const newest = await host.newest()
+        if (newest?.length) r = await engine.bootstrap({ ...base, transcriptEntries: newest, transcriptTail: true })
+        if (!r || r.needsWholeTranscript) r = await engine.bootstrap({ ...base, transcriptEntries: await host.whole() })
+      } else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
+        const file = { ...base, sessionFile: params.sessionFile }
+        r = await engine.bootstrap({ ...file, transcriptTail: true })
+        if (r.needsWholeTranscript) r = await engine.bootstrap(file)
       } else return { bootstrapped: false, reason: 'no transcript to import' }
-      if (source.tail) r = await engine.bootstrap({ ...base, ...source.tail, transcriptTail: true })
-      if (!r || r.needsWholeTranscript) r = await engine.bootstrap({ ...base, ...source.whole })
       return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
       this.warn(`bootstrap failed for session ${params.sessionId}: ${describeError(err)}`)
@@ -397,26 +400,6 @@ export class LcmContextEngine {
     this.disposed = true
     await this.release()
   }
-}
-
-/**
- * The host's visible SQLite transcript as the core's transcript entries, when the
- * host keeps transcripts in SQLite and exposes its reader; else null.
- */
-async function readHostTranscript(params) {
-  if (params.runtimeContext?.transcriptStorage?.kind !== 'sqlite') return null
-  const target = params.sessionTarget ?? params.runtimeContext?.sessionTarget
-  if (!target) return null
-  let reader
-  try {
-    const mod = await import('openclaw/plugin-sdk/session-transcript-runtime')
-    reader = mod.readVisibleSessionTranscriptMessageEntries
-  } catch {
-    return null
-  }
-  if (typeof reader !== 'function') return null
-  const entries = await reader({ ...target, sessionId: target.sessionId ?? params.sessionId, sessionKey: target.sessionKey ?? params.sessionKey })
-  return entries.map((e) => ({ type: 'message', entryId: e.entryId, parentId: e.parentId ?? null, message: e.message }))
 }
 
 /**
