@@ -38,7 +38,7 @@ function row(e) {
 }
 
 /**
- * The host's transcript for `target`: `{ newest() , whole() }`, or null when the
+ * The host's transcript for `target`: `{ newest, whole }`, or null when the
  * host exposes no reader. `newest()` resolves the newest visible message as a
  * one-row transcript tail (`[]` for an empty transcript), or null when the delta
  * reader cannot tell (the caller then reads the whole); `whole()` resolves every
