@@ -13,6 +13,7 @@ pub mod assembler;
 pub mod cli;
 pub mod compaction;
 pub mod config;
+pub mod counts;
 pub mod dagops;
 pub mod doctor;
 pub mod engine;

@@ -326,12 +326,16 @@ fn empty_source_summary(input: &SummarizeInput) -> SummarizeOutput {
 /// `[2 source items without text content]`, `[1 source item kept out of the
 /// model's context]`, or both counts when the source mixes the two.
 fn empty_source_label(blank: usize, hidden: usize) -> String {
-    let items = |n: usize| format!("{n} source {}", if n == 1 { "item" } else { "items" });
+    let items = |n: usize| crate::counts::plural(n, "source item", "source items");
     let kept_out = "kept out of the model's context";
     match (blank, hidden) {
         (b, 0) => format!("[{} without text content]", items(b)),
         (0, h) => format!("[{} {kept_out}]", items(h)),
-        (b, h) => format!("[{} without text content, {h} {kept_out}]", items(b)),
+        (b, h) => format!(
+            "[{} without text content, {} {kept_out}]",
+            items(b),
+            crate::counts::thousands(h as i64)
+        ),
     }
 }
 
@@ -552,6 +556,10 @@ mod tests {
         assert_eq!(
             empty_source_label(2, 5),
             "[2 source items without text content, 5 kept out of the model's context]"
+        );
+        assert_eq!(
+            empty_source_label(0, 1_200),
+            "[1,200 source items kept out of the model's context]"
         );
     }
 }
