@@ -278,12 +278,10 @@ export class LcmContextEngine {
       let r
       if (host) {
         const newest = await host.newest()
-        if (newest?.length) r = await engine.bootstrap({ ...base, transcriptEntries: newest, transcriptTail: true })
-        if (!r || r.needsWholeTranscript) r = await engine.bootstrap({ ...base, transcriptEntries: await host.whole() })
+        r = await tailFirst(engine, base, newest?.length ? { transcriptEntries: newest } : null, async () => ({ transcriptEntries: await host.whole() }))
       } else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
-        const file = { ...base, sessionFile: params.sessionFile }
-        r = await engine.bootstrap({ ...file, transcriptTail: true })
-        if (r.needsWholeTranscript) r = await engine.bootstrap(file)
+        const file = { sessionFile: params.sessionFile }
+        r = await tailFirst(engine, base, file, () => file)
       } else return { bootstrapped: false, reason: 'no transcript to import' }
       return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
@@ -400,6 +398,15 @@ export class LcmContextEngine {
     this.disposed = true
     await this.release()
   }
+}
+
+/**
+ * Bootstraps from the transcript's `tail` first (`transcriptTail`) and from the
+ * whole (`whole()`) only when the core asks for it, or when there is no tail.
+ */
+async function tailFirst(engine, base, tail, whole) {
+  const r = tail ? await engine.bootstrap({ ...base, ...tail, transcriptTail: true }) : null
+  return r && !r.needsWholeTranscript ? r : engine.bootstrap({ ...base, ...(await whole()) })
 }
 
 /**

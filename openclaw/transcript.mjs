@@ -42,12 +42,14 @@ function row(e) {
  * host exposes no reader. `newest()` resolves the newest visible message as a
  * one-row transcript tail (`[]` for an empty transcript), or null when the delta
  * reader cannot tell (the caller then reads the whole); `whole()` resolves every
- * visible message, oldest first.
+ * visible message, oldest first, read once (a host without the delta reader has
+ * its whole read for `newest()` too).
  */
 export async function hostTranscript(target) {
   const reader = await hostReader()
   if (typeof reader?.readVisibleSessionTranscriptMessageEntries !== 'function') return null
-  const whole = async () => (await reader.readVisibleSessionTranscriptMessageEntries(target)).map(row)
+  let all
+  const whole = async () => (all ??= (await reader.readVisibleSessionTranscriptMessageEntries(target)).map(row))
   if (typeof reader.readSessionTranscriptVisibleMessageDelta !== 'function') {
     return { newest: async () => (await whole()).slice(-1), whole }
   }
