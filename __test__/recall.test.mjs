@@ -90,6 +90,31 @@ describe('grep', () => {
     }
   })
 
+  it('stores trigram slices in the background and answers a restart\'s first regex through them', async () => {
+    // The first engine's catalog stored the slices of ids 1..2048 after its build;
+    // a fresh engine's first regex with a two-character last word reads them (and
+    // the tail above them) instead of FTS5's prefix merge, with the same answer.
+    const ids2 = needles.map((n) => n.text.match(/NEEDLE-\d+-\d+/)[0]).filter((id) => /-\d\d$/.test(id))
+    expect(ids2.length).toBeGreaterThan(2)
+    const p = { pattern: escapeRe(ids2[0]), mode: 'regex', allConversations: true, scope: 'messages', limit: 20 }
+    const warm = await e.grep(p)
+    expect(warm.messages.length).toBeGreaterThan(0)
+    let cold
+    for (let k = 0; k < 200; k++) {
+      const fresh = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files') })
+      try {
+        cold = await fresh.grep(p)
+      } finally {
+        await fresh.close()
+      }
+      if (cold.messageStats.strategy === 'trigram-slices') break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(cold.messageStats.strategy).toBe('trigram-slices')
+    expect(cold.messageStats.indexedMessages ?? null).toBeNull()
+    expect(cold.messages).toEqual(warm.messages)
+  })
+
   it('answers common words, regexes without whole words and CJK the same right after a restart', async () => {
     // Newest first with an order proof (or the catalog when the proof fails:
     // conversation b's history is older than a's but was ingested after it).

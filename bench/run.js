@@ -261,6 +261,14 @@ async function main() {
     await engine.close()
     results.sections.grepReopen10k = await grepAfterReopen(dir, '10k', w10.needles.map((n) => n.id), conv.conversationId)
     engineDb10k = join(dir, 'lcm.db')
+    // The same file once reopened engines have stored its trigram slices (the
+    // complete blocks of 2,048 ids, in the background after each catalog build):
+    // what a file in use holds, so the byte target is held to it.
+    const count = w10.messages.length
+    const slices = (bytesPerTable(engineDb10k, count) || {}).lcm_trigram_slices || 0
+    results.sections.bytesWithSlices10k = (dirBytes(engineDb10k) + dirBytes(`${engineDb10k}-wal`)) / count
+    rows.push({ name: 'db bytes/message 10k with trigram slices', unit: 'B/msg', min: Math.round(results.sections.bytesWithSlices10k) })
+    rows.push({ name: '  bytes/msg in lcm_trigram_slices', unit: 'B/msg', min: slices })
   }
 
   // ---- raw SQLite on the same rows (the physical reference)
@@ -486,7 +494,7 @@ function printTargets(r, loops, idle) {
   const s = r.sections
   const ingest = stat(s.ingest10k.map((x) => x.msgsPerSec)).median
   const raw = s.rawSqlite || {}
-  const bytes = stat(s.ingest10k.map((x) => x.dbBytesPerMsg)).median
+  const bytes = Math.max(stat(s.ingest10k.map((x) => x.dbBytesPerMsg)).median, s.bytesWithSlices10k || 0)
   const t = [
     // [what, ours, raw, target, higher is better]
     ['ingest per turn 10k (msgs/s) ≥ 2× raw per turn', ingest, raw.perTurnMedian, raw.perTurnMedian && 2 * raw.perTurnMedian, true],

@@ -756,8 +756,10 @@ export interface SummaryHit {
 
 /** How one scope of a grep ran. */
 export interface GrepScopeStats {
-  /** 'fts' | 'fts-trigram' | 'like' | 'trigram-filter' | 'scan' | 'fts-words' (a regex
-   * answered before the catalog is built, through the whole words of its literals) */
+  /** 'fts' | 'fts-trigram' | 'like' | 'trigram-filter' | 'scan', and for a search
+   * answered before the catalog is built: 'fts-words' (a regex, through the whole
+   * words of its literals), 'trigram-slices' (a regex, through the trigram slices
+   * stored in the file), 'scan-newest' (messages read newest first) */
   strategy: string
   /** Rows that passed scope, time and literal filters. */
   candidates: number

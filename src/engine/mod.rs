@@ -85,6 +85,8 @@ impl Engine {
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
+        let recall = Arc::new(crate::retrieval::RecallState::default());
+        recall.store_slices_in(&store);
         Ok(Engine {
             store,
             opts: Arc::new(opts),
@@ -92,7 +94,7 @@ impl Engine {
             zone,
             compaction: Arc::default(),
             callback,
-            recall: Arc::default(),
+            recall,
             assembly_cache: Arc::default(),
         })
     }

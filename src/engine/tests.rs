@@ -7,6 +7,7 @@ mod dagops;
 mod doctor;
 mod rewrite;
 mod round_trip;
+mod slices;
 mod transcripts;
 
 use serde_json::Value;

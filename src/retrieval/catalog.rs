@@ -79,6 +79,35 @@ fn bucket(h: u64) -> usize {
     (h >> 32) as usize % BUCKETS
 }
 
+/// A message's text as its trigrams are taken: ASCII as it is (lower-cased byte
+/// by byte in [`hashes_of`]), other text through [`normalize`].
+fn normalized(content: &str) -> std::borrow::Cow<'_, str> {
+    if content.is_ascii() {
+        std::borrow::Cow::Borrowed(content)
+    } else {
+        normalize(content)
+    }
+}
+
+/// Calls `f` with the hash of every byte trigram of `bytes` (ASCII lower-cased),
+/// in text order, repeats included: what every filter of a message holds.
+fn hashes_of(bytes: &[u8], mut f: impl FnMut(u64)) {
+    let mut v = 0u64;
+    for (i, &b) in bytes.iter().enumerate() {
+        v = ((v << 8) | u64::from(b.to_ascii_lowercase())) & 0xFF_FFFF;
+        if i >= 2 {
+            f(mix(v));
+        }
+    }
+}
+
+/// Calls `f` with the hash of every trigram of a message's text, as the
+/// catalog's filters take them ([`Compiled`] hashes a query's fragments the same
+/// way): the one rule a filter of message text is built by.
+pub fn for_each_trigram_hash(content: &str, f: impl FnMut(u64)) {
+    hashes_of(normalized(content).as_bytes(), f);
+}
+
 /// The highest share of set bits a message's filter is folded down to.
 const MAX_FILL: f64 = 0.6;
 
@@ -201,12 +230,7 @@ impl Catalog {
     /// [`MAX_FILL`] of its bits would be set, so its size follows the number of
     /// distinct trigrams rather than the length of the text.
     fn push_signature(&mut self, ord: usize, content: &str) {
-        // ASCII text is lower-cased on the fly; other text goes through normalize().
-        let norm = if content.is_ascii() {
-            std::borrow::Cow::Borrowed(content)
-        } else {
-            normalize(content)
-        };
+        let norm = normalized(content);
         let bytes = norm.as_bytes();
         let trigrams = bytes.len().saturating_sub(2);
         let words = (trigrams * 2)
@@ -220,17 +244,11 @@ impl Catalog {
         let cstart = (ord / 64) * BUCKETS;
         let coarse = &mut self.coarse[cstart..cstart + BUCKETS];
         let sig = &mut self.scratch[..];
-        let mut v = 0u64;
-        for (i, &b) in bytes.iter().enumerate() {
-            v = ((v << 8) | u64::from(b.to_ascii_lowercase())) & 0xFF_FFFF;
-            if i < 2 {
-                continue;
-            }
-            let h = mix(v);
+        hashes_of(bytes, |h| {
             let bit = (h & mask) as usize;
             sig[bit >> 6] |= 1 << (bit & 63);
             coarse[bucket(h)] |= doc_bit;
-        }
+        });
         let mut words = words;
         while words > MIN_WORDS {
             let half = words / 2;

@@ -12,6 +12,7 @@ pub mod grep;
 pub mod literals;
 pub mod recall;
 pub mod render;
+pub mod slices;
 pub mod state;
 pub mod sumcat;
 pub mod text;

@@ -26,6 +26,25 @@ pub struct RecallState {
     summaries_ready: AtomicBool,
     /// Greps in flight while the catalog is not built ([`RecallState::cold_search`]).
     cold: ColdSearches,
+    /// Where the trigram slices of completed blocks are stored (see
+    /// [`super::slices`]); none for an engine that keeps none.
+    slices_to: SliceStore,
+    /// A background pass storing slices is running.
+    slices_running: Arc<AtomicBool>,
+}
+
+/// The store trigram slices are kept in, once set ([`RecallState::store_slices_in`]).
+#[derive(Default)]
+struct SliceStore(std::sync::OnceLock<Store>);
+
+impl std::fmt::Debug for SliceStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "SliceStore(set)"
+        } else {
+            "SliceStore(unset)"
+        })
+    }
 }
 
 /// The memory a closed engine's recall state held (its catalogs: ≈ 100 MiB per
@@ -181,6 +200,52 @@ impl ColdSearches {
     }
 }
 
+/// A background pass storing trigram slices: the store, the flag that lets one
+/// pass run at a time, and the engine's closing flag.
+struct SlicePass {
+    store: Store,
+    running: Arc<AtomicBool>,
+    in_flight: Arc<InFlight>,
+}
+
+/// Stores the slices of every completed block not stored yet (see
+/// [`super::slices`]), a few blocks per read and per write, on the calling
+/// (blocking) thread; stops when the engine closes. Does nothing while another
+/// pass runs. A failure is left to the next pass: until then the first searches
+/// after an open read more of the tail, or answer another way.
+fn run_slice_pass(pass: SlicePass, runtime: &tokio::runtime::Handle) {
+    if pass.running.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    while !pass.in_flight.is_closing() {
+        let in_flight = pass.in_flight.clone();
+        let read = runtime.block_on(pass.store.read_apart(move |conn| {
+            super::slices::missing_blocks(conn, SLICE_BLOCKS_PER_PASS, || {
+                std::thread::yield_now();
+                if in_flight.is_closing() {
+                    return Err(LcmError::closed());
+                }
+                Ok(())
+            })
+        }));
+        let blocks = match read {
+            Ok(b) if !b.is_empty() => b,
+            _ => break,
+        };
+        let write = pass.store.write_tx(move |tx| {
+            crate::store::slices::store_slices(tx, super::slices::LAYOUT, &blocks)
+        });
+        if runtime.block_on(write).is_err() {
+            break;
+        }
+    }
+    pass.running.store(false, Ordering::Release);
+}
+
+/// Blocks a background pass computes per read job (≈ 3 ms of hashing each on the
+/// shared workload; 1,024 rows of 256 bytes each to write).
+const SLICE_BLOCKS_PER_PASS: usize = 4;
+
 /// The error for a poisoned recall lock.
 pub(crate) fn poisoned() -> LcmError {
     LcmError::internal("recall state lock poisoned")
@@ -216,6 +281,38 @@ impl RecallState {
             // A failure is not fatal: the first search builds the catalog again.
             drop(built);
         });
+    }
+
+    /// Keeps the trigram slices of completed blocks in `store` from now on (see
+    /// [`super::slices`]); the engine calls it once, at open.
+    pub fn store_slices_in(&self, store: &Store) {
+        let _ = self.slices_to.0.set(store.clone());
+    }
+
+    /// Starts [`run_slice_pass`] on a blocking-pool thread when a block has
+    /// completed between two catalog updates (`before` and `after`: the largest
+    /// message id the catalog held then, 0 before its first build, and holds
+    /// now): the first build of an engine looks for every block not stored yet.
+    fn store_new_slices(&self, before: i64, after: i64) {
+        let b = super::slices::BLOCK_IDS;
+        if after / b == before / b {
+            return;
+        }
+        let (Ok(runtime), Some(pass)) = (tokio::runtime::Handle::try_current(), self.slice_pass())
+        else {
+            return;
+        };
+        let handle = runtime.clone();
+        runtime.spawn_blocking(move || run_slice_pass(pass, &handle));
+    }
+
+    /// What a pass storing slices needs, unless this state stores none.
+    fn slice_pass(&self) -> Option<SlicePass> {
+        Some(SlicePass {
+            store: self.slices_to.0.get()?.clone(),
+            running: self.slices_running.clone(),
+            in_flight: self.cold.0.clone(),
+        })
     }
 
     /// While the message catalog is not built yet: a search in flight, which the
@@ -360,6 +457,7 @@ impl RecallState {
             *installed = fresh;
         }
         self.ready.store(true, Ordering::Release);
+        self.store_new_slices(if loaded { last } else { 0 }, max);
         Ok(())
     }
 }

@@ -712,6 +712,17 @@ pub fn set_raw_content(conn: &Connection, id: i64, bytes: &[u8]) -> Result<usize
     )?)
 }
 
+/// Test support: the next message id will be above `id` (as after messages up
+/// to `id` were stored and deleted: ids are never reused).
+#[cfg(test)]
+pub fn skip_message_ids_to(conn: &Connection, id: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE sqlite_sequence SET seq = MAX(seq, ?1) WHERE name = 'messages'",
+        [id],
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,7 @@ pub mod recall;
 pub mod schema;
 #[cfg(test)]
 mod seam;
+pub mod slices;
 pub mod sources;
 pub mod summaries;
 pub mod turns;

@@ -128,6 +128,42 @@ pub fn for_each_message_after(
     Ok(n)
 }
 
+/// Calls `f` with every message whose id is above `after` and at most `upto`,
+/// in id order.
+pub fn for_each_message_between(
+    conn: &Connection,
+    after: i64,
+    upto: i64,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{MESSAGE_ROW} WHERE message_id > ?1 AND message_id <= ?2 ORDER BY message_id"
+    ))?;
+    let mut rows = stmt.query([after, upto])?;
+    while let Some(r) = rows.next()? {
+        f(&message_row(r)?);
+    }
+    Ok(())
+}
+
+/// Calls `f` with every message whose id is above `above`, highest id first, at
+/// most `n` of them.
+pub fn messages_above(
+    conn: &Connection,
+    above: i64,
+    n: usize,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{MESSAGE_ROW} WHERE message_id > ?1 ORDER BY message_id DESC LIMIT ?2"
+    ))?;
+    let mut rows = stmt.query(rusqlite::params![above, n as i64])?;
+    while let Some(r) = rows.next()? {
+        f(&message_row(r)?);
+    }
+    Ok(())
+}
+
 /// Calls `f` with every message whose id is below `below`, highest id first, at
 /// most `n` of them.
 pub fn messages_below(

@@ -141,6 +141,12 @@ CREATE TABLE IF NOT EXISTS lcm_migration_state (
   PRIMARY KEY (step_name, algorithm_version)
 );
 
+CREATE TABLE IF NOT EXISTS lcm_trigram_slices (
+  slice INTEGER PRIMARY KEY,
+  layout INTEGER NOT NULL,
+  bits BLOB NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS lcm_turn_receipts (
   advancement_key TEXT PRIMARY KEY,
   conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE,

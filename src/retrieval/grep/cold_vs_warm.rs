@@ -638,3 +638,168 @@ fn content_that_is_not_utf8_searches_as_no_text() {
     let (cold, _, _) = cold_and_warm(&conn, &cat, features, &regex_query("hel+o", 400));
     assert_eq!(cold.len(), 270);
 }
+
+/// Stores the slices of every complete block, as the engine's background pass
+/// does: how many blocks were stored.
+fn store_all_slices(conn: &mut Connection) -> usize {
+    use crate::retrieval::slices::{missing_blocks, BUCKETS, LAYOUT};
+    let rows = missing_blocks(conn, usize::MAX, || Ok(())).unwrap();
+    let tx = conn.transaction().unwrap();
+    crate::store::slices::store_slices(&tx, LAYOUT, &rows).unwrap();
+    tx.commit().unwrap();
+    rows.len() / BUCKETS
+}
+
+/// With trigram slices stored, a regex's first answer comes from them (the
+/// stored blocks' candidates, the tail above them read whole) and equals the
+/// catalog's in every scope and at every limit, with history whose times go
+/// backwards, messages that are not UTF-8 (no text), and case-insensitive,
+/// alternative and non-ASCII literals.
+#[test]
+fn regexes_through_the_trigram_slices_answer_like_the_catalog() {
+    let (mut conn, features) = database();
+    let (a, ids) = ingest_n(&mut conn, "a", 1_771_313_820_000, 2_600);
+    ingest_n(&mut conn, "b", 1_771_313_000_000, 2_600);
+    // Another writer's bytes, in a stored block and in the tail.
+    for id in [ids[26], ids[39], 5_174] {
+        set_raw_content(&conn, id, b"code for staging is NEEDLE-1-26\xff").unwrap();
+    }
+    insert(
+        &mut conn,
+        "c",
+        (0..30).map(|i| json!({"role": "user", "content": format!("Ωmega 数据库{i} ünïcode-{i}"), "timestamp": 1_771_313_820_000i64 + i})),
+    );
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    assert_eq!(
+        store_all_slices(&mut conn),
+        2,
+        "ids 1..=4096 are two complete blocks"
+    );
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    let patterns = [
+        r"NEEDLE-3-\d+\.",
+        r"(?i)needle-1-1\d+",
+        r"NEEDLE-2-13",
+        r"NEEDLE-1-26",
+        r"is NEEDLE-4-2",
+        r"m1\d Alpha1 1",
+        r"m25\d\d (alpha2|gamma)",
+        r"(?i)ΩMEGA 数据库1",
+        r"ünïcode-2\b",
+        r"DELTA 9\d\d",
+    ];
+    let mut answered = 0;
+    for f in scopes(&[a]) {
+        for pattern in patterns {
+            for limit in [1, 7, 50] {
+                let q = build_query(pattern, Mode::Regex, Sort::Recency, limit, f.clone()).unwrap();
+                let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+                assert_eq!(cold, warm, "{pattern} limit {limit} {f:?}");
+                if stats.strategy == "trigram-slices" {
+                    answered += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        answered >= 5 * 3 * scopes(&[a]).len(),
+        "{answered} answers through the slices"
+    );
+    // Through the slices: a two-character last word (cheap words go first), and
+    // literals without whole ASCII words.
+    for pattern in [
+        "NEEDLE-1-26",
+        "NEEDLE-2-13",
+        "(?i)ΩMEGA 数据库1",
+        r"ünïcode-2\b",
+        r"DELTA 9\d\d",
+    ] {
+        let (_, _, stats) = cold_and_warm(&conn, &cat, features, &regex_query(pattern, 5));
+        assert_eq!(stats.strategy, "trigram-slices", "{pattern}");
+    }
+    let (_, _, stats) = cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-2-130", 5));
+    assert_eq!(
+        stats.strategy, "fts-words",
+        "a three-character prefix is cheap"
+    );
+    // The slices narrow: a needle id is read with a handful of others, not thousands.
+    let (_, _, stats) = cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-2-13", 20));
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert!(stats.candidates < 20, "{stats:?}");
+    // A regex its literals do not narrow (a fragment shorter than a trigram) is
+    // left to the other paths, and so is one with too many candidates.
+    for pattern in [
+        r"\d+",
+        "m1",
+        "(?i)(alpha|beta|gamma|delta|epsilon|zeta|mega)",
+    ] {
+        let q = regex_query(pattern, 5);
+        let found = search_messages_cold(&conn, &q, features).unwrap();
+        assert_ne!(
+            found.map(|f| f.1.strategy),
+            Some("trigram-slices".to_owned()),
+            "{pattern}"
+        );
+    }
+}
+
+/// Slices are read only when they can be trusted: a file with none stored, or
+/// with another layout's rows, or with a tail past the bound, answers as
+/// before; an empty block (ids never used) holds no candidate.
+#[test]
+fn the_trigram_slices_are_read_only_when_they_cover_the_file() {
+    let (mut conn, features) = database();
+    ingest_n(&mut conn, "a", 1_771_313_820_000, 2_100);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    let q = regex_query("NEEDLE-2-13", 20);
+    let strategy = |conn: &Connection| {
+        search_messages_cold(conn, &q, features)
+            .unwrap()
+            .map(|f| f.1.strategy)
+    };
+    assert_eq!(
+        strategy(&conn).as_deref(),
+        Some("fts-words"),
+        "no slices stored"
+    );
+    // Another layout's block is not read.
+    let tx = conn.transaction().unwrap();
+    let other: Vec<(i64, Vec<u8>)> = (0..1024).map(|k| (k, vec![0xff; 256])).collect();
+    crate::store::slices::store_slices(&tx, crate::retrieval::slices::LAYOUT + 1, &other).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(
+        strategy(&conn).as_deref(),
+        Some("fts-words"),
+        "another layout"
+    );
+    assert_eq!(store_all_slices(&mut conn), 1);
+    assert_eq!(
+        crate::store::slices::stored_count(&conn).unwrap(),
+        1024,
+        "the other layout's rows are gone"
+    );
+    assert_eq!(strategy(&conn).as_deref(), Some("trigram-slices"));
+    // Ids jump past a whole block (an id is never reused, so the gap stays).
+    crate::store::messages::skip_message_ids_to(&conn, 3 * 2048 + 10).unwrap();
+    let (_, later) = ingest_n(&mut conn, "a", 1_771_313_920_000, 30);
+    assert!(later[0] > 3 * 2048, "{later:?}");
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    assert_eq!(
+        store_all_slices(&mut conn),
+        2,
+        "blocks 1 (part of it used) and 2 (none)"
+    );
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    for pattern in ["NEEDLE-2-13", r"NEEDLE-\d-2\d\b", r"Ωmega 2\d"] {
+        let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &regex_query(pattern, 50));
+        assert_eq!(stats.strategy, "trigram-slices", "{pattern}");
+        assert_eq!(cold, warm, "{pattern}");
+    }
+    // A tail longer than the bound: left to the other paths.
+    crate::store::slices::forget_slices_above(&conn, 1023).unwrap();
+    ingest_n(&mut conn, "a", 1_771_314_920_000, 8_200);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    assert_ne!(strategy(&conn).as_deref(), Some("trigram-slices"));
+}

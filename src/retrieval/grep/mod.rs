@@ -156,7 +156,8 @@ pub struct SummaryHit {
 #[derive(Debug, Clone, Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ScopeStats {
-    /// `fts`, `fts-trigram`, `like`, `trigram-filter`, `scan`.
+    /// `fts`, `fts-trigram`, `like`, `trigram-filter`, `scan`; before the catalog
+    /// is built also `fts-words`, `trigram-slices` and `scan-newest` (see [`cold`]).
     pub strategy: String,
     /// Rows that passed scope, time and literal filters.
     pub candidates: usize,
@@ -199,6 +200,10 @@ pub struct Query {
     /// that differs from `words`: slower to evaluate, the cold path's last resort
     /// before waiting for the catalog (see [`cold::last_resort_expression`]).
     pub short_words: Option<String>,
+    /// `words` has no prefix token shorter than three characters (see
+    /// [`cold::words_are_cheap`]): the cold path tries it before the trigram
+    /// slices, else after them.
+    pub cheap_words: bool,
 }
 
 /// Conversation scope and time range.
@@ -353,6 +358,7 @@ pub fn build_query(
         trigram: None,
         words: None,
         short_words: None,
+        cheap_words: false,
     };
     match mode {
         Mode::Regex => {
@@ -364,6 +370,7 @@ pub fn build_query(
                 .as_ref()
                 .and_then(cold::last_resort_expression)
                 .filter(|e| q.words.as_ref() != Some(e));
+            q.cheap_words = req.as_ref().is_some_and(cold::words_are_cheap);
             q.req = req.map(|r| Compiled::new(&r));
         }
         Mode::FullText => {

@@ -1,0 +1,203 @@
+//! Trigram slices: a persisted, bit-sliced signature of message text, for the
+//! first regex `grep` after open, before the in-memory catalog is built.
+//!
+//! Every message's trigram hashes (the catalog's, [`for_each_trigram_hash`]) are
+//! put into [`BUCKETS`] buckets. Message ids are cut into blocks of
+//! [`BLOCK_IDS`], and each block has one slice per bucket (a row of
+//! `lcm_trigram_slices`, key `block × BUCKETS + bucket`, see
+//! [`crate::store::slices`]): bit `i` of the slice of bucket `b` says that
+//! message `block_start + i` has a trigram in bucket `b`. A query reads only the
+//! slices of its own trigrams' buckets (a needle id: ≈ 9 of 1,024 per block, each
+//! a row that fits in its page), ANDs them (ORs for alternatives) and gets the ids
+//! that may match: never fewer than do match, since a message has a bit in the
+//! bucket of every trigram it holds.
+//!
+//! A block is stored once it is complete, that is once its last id or a larger
+//! one is committed: ids only grow (AUTOINCREMENT, and the engine's explicit ids
+//! follow the same rule; the deferred full-text watermark relies on it too), and
+//! messages are never rewritten, so a stored block never changes. Deleted
+//! messages leave bits behind, which only cost a lookup. Ids above the last
+//! stored block (the tail) are read and checked one by one. Blocks are computed
+//! in the background from the messages themselves (after the catalog's first
+//! build and whenever a block has completed since), a few per transaction, in
+//! order, so the stored blocks are always those from 0 up to some block.
+//!
+//! Size: `BUCKETS / 8` bytes per message id (128; ≈ 136 with SQLite's row and
+//! page overhead).
+
+use super::catalog::{for_each_trigram_hash, Compiled};
+use crate::error::Result;
+use crate::store::recall;
+use crate::store::slices as rows;
+
+/// The layout number stored with every block: a change of [`BLOCK_IDS`],
+/// [`BUCKETS`], the bucket rule or the trigram hash must change it (rows of
+/// another layout are never read).
+pub const LAYOUT: i64 = 1;
+/// Message ids per block.
+pub const BLOCK_IDS: i64 = 2048;
+/// Buckets a trigram hash falls into.
+pub const BUCKETS: usize = 1024;
+/// `u64` words of one bucket's slice.
+const WORDS: usize = BLOCK_IDS as usize / 64;
+/// Bytes of one bucket's slice.
+const SLICE_BYTES: usize = WORDS * 8;
+
+/// The bucket of a trigram hash (bits 32.. of it: the catalog's Bloom filters use
+/// the low bits, its coarse filter bits 32..40).
+fn bucket(h: u64) -> usize {
+    (h >> 32) as usize & (BUCKETS - 1)
+}
+
+/// The first message id of `block`.
+fn block_start(block: i64) -> i64 {
+    block * BLOCK_IDS + 1
+}
+
+/// Blocks complete in a file whose largest message id is `max_id`.
+fn complete_blocks(max_id: i64) -> i64 {
+    max_id.max(0) / BLOCK_IDS
+}
+
+/// Message ids at or below this are covered by stored blocks.
+pub fn covered_upto(conn: &rusqlite::Connection) -> Result<i64> {
+    Ok(stored_blocks(conn)? * BLOCK_IDS)
+}
+
+/// How many blocks are stored (every block below that number is).
+fn stored_blocks(conn: &rusqlite::Connection) -> Result<i64> {
+    let buckets = BUCKETS as i64;
+    Ok(rows::last_slice(conn, LAYOUT)?.map_or(0, |last| (last + 1) / buckets))
+}
+
+/// The rows of up to `max` complete blocks not stored yet, from the first
+/// missing one on, computed from the messages of `conn`'s snapshot (empty when
+/// every complete block is stored). `between` runs after each block (where a
+/// background pass yields, or stops with an error).
+pub fn missing_blocks(
+    conn: &rusqlite::Connection,
+    max: usize,
+    mut between: impl FnMut() -> Result<()>,
+) -> Result<Vec<(i64, Vec<u8>)>> {
+    let from = stored_blocks(conn)?;
+    let upto = complete_blocks(crate::store::messages::max_message_id(conn)?);
+    let mut out = Vec::new();
+    for block in (from..upto).take(max) {
+        out.extend(block_rows(conn, block)?);
+        between()?;
+    }
+    Ok(out)
+}
+
+/// A block's rows: the slice of every bucket (words little-endian), keyed
+/// `block × BUCKETS + bucket`; empty slices when the block holds no message.
+fn block_rows(conn: &rusqlite::Connection, block: i64) -> Result<Vec<(i64, Vec<u8>)>> {
+    let start = block_start(block);
+    let mut bits = vec![0u64; BUCKETS * WORDS];
+    let mut any = false;
+    recall::for_each_message_between(conn, start - 1, start + BLOCK_IDS - 1, |r| {
+        any = true;
+        let i = (r.id - start) as usize;
+        let (word, bit) = (i / 64, 1u64 << (i % 64));
+        for_each_trigram_hash(r.content(), |h| bits[bucket(h) * WORDS + word] |= bit);
+    })?;
+    let key = |b: usize| block * BUCKETS as i64 + b as i64;
+    Ok(bits
+        .chunks_exact(WORDS)
+        .enumerate()
+        .map(|(b, slice)| {
+            let bytes = if any {
+                slice.iter().flat_map(|w| w.to_le_bytes()).collect()
+            } else {
+                Vec::new()
+            };
+            (key(b), bytes)
+        })
+        .collect())
+}
+
+/// Whether `req` narrows anything: a fragment shorter than a trigram holds every
+/// message.
+pub fn constrains(req: &Compiled) -> bool {
+    match req {
+        Compiled::Lit(h) => !h.is_empty(),
+        Compiled::All(v) => v.iter().any(constrains),
+        Compiled::Any(v) => !v.is_empty() && v.iter().all(constrains),
+    }
+}
+
+/// The ids up to `covered` (a multiple of [`BLOCK_IDS`], see [`covered_upto`])
+/// whose slices hold `req`, in increasing order; `None` as soon as there are
+/// more than `cap`. Call it only when `req` [`constrains`] the search.
+pub fn candidates(
+    conn: &rusqlite::Connection,
+    req: &Compiled,
+    covered: i64,
+    cap: usize,
+) -> Result<Option<Vec<i64>>> {
+    let mut needed: Vec<usize> = Vec::new();
+    buckets_of(req, &mut needed);
+    needed.sort_unstable();
+    needed.dedup();
+    let mut reader = rows::SliceReader::new(conn);
+    let mut slices = vec![[0u64; WORDS]; needed.len()];
+    let mut buf = [0u8; SLICE_BYTES];
+    let mut out = Vec::new();
+    'blocks: for block in 0..covered / BLOCK_IDS {
+        for (slot, &b) in needed.iter().enumerate() {
+            match reader.read(block * BUCKETS as i64 + b as i64, &mut buf)? {
+                Some(SLICE_BYTES) => {}
+                // An empty slice: the block holds no message.
+                Some(0) => continue 'blocks,
+                // Missing, or of another size: not a block of ours.
+                _ => return Ok(None),
+            }
+            for (w, chunk) in slices[slot].iter_mut().zip(buf.chunks_exact(8)) {
+                *w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            }
+        }
+        let at = |b: usize| &slices[needed.binary_search(&b).unwrap_or(0)];
+        let start = block_start(block);
+        for (w, word) in mask(req, &at).iter().enumerate() {
+            let mut word = *word;
+            while word != 0 {
+                let i = word.trailing_zeros() as usize;
+                word &= word - 1;
+                if out.len() == cap {
+                    return Ok(None);
+                }
+                out.push(start + (w * 64 + i) as i64);
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Every bucket `req`'s fragments fall into.
+fn buckets_of(req: &Compiled, out: &mut Vec<usize>) {
+    match req {
+        Compiled::Lit(h) => out.extend(h.iter().map(|&h| bucket(h))),
+        Compiled::All(v) | Compiled::Any(v) => v.iter().for_each(|r| buckets_of(r, out)),
+    }
+}
+
+/// The ids of a block (as bits) that may satisfy `req`, from its slices.
+fn mask<'a>(req: &Compiled, at: &impl Fn(usize) -> &'a [u64; WORDS]) -> [u64; WORDS] {
+    match req {
+        Compiled::Lit(h) => h.iter().fold([u64::MAX; WORDS], |mut m, &h| {
+            m.iter_mut().zip(at(bucket(h))).for_each(|(m, s)| *m &= s);
+            m
+        }),
+        Compiled::All(v) => v.iter().fold([u64::MAX; WORDS], |mut m, r| {
+            m.iter_mut().zip(mask(r, at)).for_each(|(m, s)| *m &= s);
+            m
+        }),
+        Compiled::Any(v) => v.iter().fold([0; WORDS], |mut m, r| {
+            m.iter_mut().zip(mask(r, at)).for_each(|(m, s)| *m |= s);
+            m
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+use proptest::prelude::*;
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::*;
+use crate::retrieval::literals;
+use crate::store::conversations::SessionRef;
+
+/// A migrated in-memory database holding `texts` as user messages (ids 1..).
+fn database_of(texts: &[String]) -> Connection {
+    let mut conn = Connection::open_in_memory().unwrap();
+    crate::store::migrate::migrate(&mut conn).unwrap();
+    let batch = texts
+        .iter()
+        .map(|t| {
+            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
+                .unwrap()
+        })
+        .collect();
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+    conn
+}
+
+/// Stores every complete block; how many there were.
+fn store_all(conn: &mut Connection) -> usize {
+    let slices = missing_blocks(conn, usize::MAX, || Ok(())).unwrap();
+    let tx = conn.transaction().unwrap();
+    rows::store_slices(&tx, LAYOUT, &slices).unwrap();
+    tx.commit().unwrap();
+    slices.len() / BUCKETS
+}
+
+fn compiled(pattern: &str) -> Compiled {
+    Compiled::new(&literals::of_pattern(pattern).expect("literals"))
+}
+
+/// Whether a pattern's literals narrow the slices (no literal at all: no).
+fn narrows(pattern: &str) -> bool {
+    literals::of_pattern(pattern).is_some_and(|r| constrains(&Compiled::new(&r)))
+}
+
+#[test]
+fn blocks_are_stored_once_complete_and_never_again() {
+    let texts: Vec<String> = (0..2 * BLOCK_IDS + 5)
+        .map(|i| format!("message {i}"))
+        .collect();
+    let mut conn = database_of(&texts[..BLOCK_IDS as usize - 1]);
+    assert_eq!(
+        store_all(&mut conn),
+        0,
+        "block 0 is complete only once its last id is used"
+    );
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    let more = texts[BLOCK_IDS as usize - 1..]
+        .iter()
+        .map(|t| {
+            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
+                .unwrap()
+        })
+        .collect();
+    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    assert_eq!(store_all(&mut conn), 2);
+    assert_eq!(covered_upto(&conn).unwrap(), 2 * BLOCK_IDS);
+    assert_eq!(store_all(&mut conn), 0, "nothing left to store");
+    assert_eq!(rows::stored_count(&conn).unwrap(), 2 * BUCKETS as i64);
+    let size = rows::stored_size(&conn, BUCKETS as i64 + 5)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        size as usize,
+        BLOCK_IDS as usize / 8,
+        "one bucket's slice of block 1"
+    );
+    // A needle's candidates: itself and few others.
+    let found = candidates(&conn, &compiled("message 3000"), 2 * BLOCK_IDS, 100)
+        .unwrap()
+        .unwrap();
+    assert!(found.contains(&3001), "{found:?}");
+    assert!(found.len() < 12, "{found:?}");
+    // More candidates than the cap: none.
+    assert_eq!(
+        candidates(&conn, &compiled("message"), 2 * BLOCK_IDS, 100).unwrap(),
+        None
+    );
+}
+
+#[test]
+fn what_narrows_and_what_does_not() {
+    assert!(narrows("abc"));
+    assert!(!narrows("ab"));
+    assert!(!narrows(r"\d+"));
+    assert!(narrows("abc.*d"), "one fragment of an AND is enough");
+    assert!(!narrows("abc|d"), "every alternative must narrow");
+    assert!(narrows("abc|def"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// No false negatives: every message holding a literal (any Unicode, any
+    /// case) is among the candidates of that literal, in a stored block.
+    #[test]
+    fn a_message_is_a_candidate_of_every_literal_it_holds(
+        texts in proptest::collection::vec(crate::text::strategies::text(40), 1..30),
+        pick in any::<proptest::sample::Index>(),
+        from in 0usize..40,
+        len in 3usize..12,
+    ) {
+        // The picked text sits in block 0, which more messages then complete
+        // (each text made unique: identical messages of a batch are stored once).
+        let texts: Vec<String> = texts.iter().enumerate().map(|(i, t)| format!("t{i}\u{1f}{t}")).collect();
+        let mut all: Vec<String> = texts.clone();
+        all.extend((all.len() as i64..=BLOCK_IDS).map(|i| format!("filler {i}")));
+        let mut conn = database_of(&all);
+        prop_assert_eq!(store_all(&mut conn), 1);
+        let k = pick.index(texts.len());
+        let chars: Vec<char> = texts[k].chars().collect();
+        let piece: String = chars.iter().skip(from.min(chars.len())).take(len).collect();
+        let pattern = format!("(?i){}", regex::escape(&piece));
+        let Some(req) = literals::of_pattern(&pattern) else { return Ok(()) };
+        let req = Compiled::new(&req);
+        if !constrains(&req) {
+            return Ok(());
+        }
+        let found = candidates(&conn, &req, BLOCK_IDS, usize::MAX).unwrap().unwrap();
+        prop_assert!(found.contains(&(k as i64 + 1)), "{:?} not a candidate of {:?}", texts[k], pattern);
+    }
+}
