@@ -128,22 +128,32 @@ pub fn for_each_message_after(
     Ok(n)
 }
 
+/// Runs `MESSAGE_ROW` followed by `tail` (its WHERE, ORDER BY and LIMIT) with
+/// `params`, and calls `f` with every row.
+fn each_message_row(
+    conn: &Connection,
+    tail: &str,
+    params: impl rusqlite::Params,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(&format!("{MESSAGE_ROW} {tail}"))?;
+    let mut rows = stmt.query(params)?;
+    while let Some(r) = rows.next()? {
+        f(&message_row(r)?);
+    }
+    Ok(())
+}
+
 /// Calls `f` with every message whose id is above `after` and at most `upto`,
 /// in id order.
 pub fn for_each_message_between(
     conn: &Connection,
     after: i64,
     upto: i64,
-    mut f: impl FnMut(&MessageRow),
+    f: impl FnMut(&MessageRow),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{MESSAGE_ROW} WHERE message_id > ?1 AND message_id <= ?2 ORDER BY message_id"
-    ))?;
-    let mut rows = stmt.query([after, upto])?;
-    while let Some(r) = rows.next()? {
-        f(&message_row(r)?);
-    }
-    Ok(())
+    let tail = "WHERE message_id > ?1 AND message_id <= ?2 ORDER BY message_id";
+    each_message_row(conn, tail, [after, upto], f)
 }
 
 /// Calls `f` with every message whose id is above `above`, highest id first, at
@@ -152,16 +162,10 @@ pub fn messages_above(
     conn: &Connection,
     above: i64,
     n: usize,
-    mut f: impl FnMut(&MessageRow),
+    f: impl FnMut(&MessageRow),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{MESSAGE_ROW} WHERE message_id > ?1 ORDER BY message_id DESC LIMIT ?2"
-    ))?;
-    let mut rows = stmt.query(rusqlite::params![above, n as i64])?;
-    while let Some(r) = rows.next()? {
-        f(&message_row(r)?);
-    }
-    Ok(())
+    let tail = "WHERE message_id > ?1 ORDER BY message_id DESC LIMIT ?2";
+    each_message_row(conn, tail, rusqlite::params![above, n as i64], f)
 }
 
 /// Calls `f` with every message whose id is below `below`, highest id first, at
@@ -170,16 +174,10 @@ pub fn messages_below(
     conn: &Connection,
     below: i64,
     n: usize,
-    mut f: impl FnMut(&MessageRow),
+    f: impl FnMut(&MessageRow),
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "{MESSAGE_ROW} WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2"
-    ))?;
-    let mut rows = stmt.query(rusqlite::params![below, n as i64])?;
-    while let Some(r) = rows.next()? {
-        f(&message_row(r)?);
-    }
-    Ok(())
+    let tail = "WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2";
+    each_message_row(conn, tail, rusqlite::params![below, n as i64], f)
 }
 
 /// Calls `f` with the `created_at` text of messages with an id below `below`
