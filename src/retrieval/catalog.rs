@@ -199,6 +199,11 @@ impl Catalog {
 
     /// Appends a message; ids must increase.
     pub fn push(&mut self, r: &NewRow) {
+        self.push_into(r, &mut ());
+    }
+
+    /// [`Catalog::push`], also handing the message's trigram hashes to `sink`.
+    fn push_into(&mut self, r: &NewRow, sink: &mut impl TrigramSink) {
         if r.id <= self.last_id() {
             return;
         }
@@ -220,7 +225,8 @@ impl Catalog {
         } else if let Some(m) = self.block_max.last_mut() {
             *m = (*m).max(r.time_ms);
         }
-        self.push_signature(ord, r.content);
+        sink.message(r.id);
+        self.push_signature(ord, r.content, sink);
     }
 
     /// Adds the filters of the message at `ord`: its trigrams go into a scratch
@@ -229,7 +235,7 @@ impl Catalog {
     /// of a filter of `2m` bits is bit `i mod m` of one of `m`) while at most
     /// [`MAX_FILL`] of its bits would be set, so its size follows the number of
     /// distinct trigrams rather than the length of the text.
-    fn push_signature(&mut self, ord: usize, content: &str) {
+    fn push_signature(&mut self, ord: usize, content: &str, sink: &mut impl TrigramSink) {
         let norm = normalized(content);
         let bytes = norm.as_bytes();
         let trigrams = bytes.len().saturating_sub(2);
@@ -245,6 +251,7 @@ impl Catalog {
         let coarse = &mut self.coarse[cstart..cstart + BUCKETS];
         let sig = &mut self.scratch[..];
         hashes_of(bytes, |h| {
+            sink.hash(h);
             let bit = (h & mask) as usize;
             sig[bit >> 6] |= 1 << (bit & 63);
             coarse[bucket(h)] |= doc_bit;
@@ -380,7 +387,19 @@ impl Catalog {
     pub fn catch_up_with(
         &mut self,
         conn: &Connection,
+        between: impl FnMut() -> Result<()>,
+    ) -> Result<usize> {
+        self.catch_up_into(conn, between, &mut ())
+    }
+
+    /// [`Catalog::catch_up_with`], handing every message's id and trigram hashes
+    /// to `sink` as they are computed (the first build stores the trigram slices
+    /// of complete blocks this way, without hashing the text twice).
+    pub fn catch_up_into(
+        &mut self,
+        conn: &Connection,
         mut between: impl FnMut() -> Result<()>,
+        sink: &mut impl TrigramSink,
     ) -> Result<usize> {
         let mut read = 0usize;
         let added = recall::for_each_message_after(conn, self.last_id(), |r| {
@@ -388,13 +407,14 @@ impl Catalog {
             if read.is_multiple_of(YIELD_EVERY) {
                 between()?;
             }
-            self.push(&NewRow {
+            let row = NewRow {
                 id: r.id,
                 conversation_id: r.conversation_id,
                 role: r.role,
                 time_ms: parse_time_ms(r.created_at),
                 content: r.content(),
-            });
+            };
+            self.push_into(&row, sink);
             Ok(())
         })?;
         if !self.loaded {
@@ -403,6 +423,21 @@ impl Catalog {
         self.loaded = true;
         Ok(added)
     }
+}
+
+/// What a catalog build hands on of every message it adds: its id, then the
+/// hash of each trigram of its text (repeats included), as its filters take them.
+pub trait TrigramSink {
+    /// The next message (ids increase).
+    fn message(&mut self, id: i64);
+    /// A trigram hash of that message.
+    fn hash(&mut self, h: u64);
+}
+
+/// No sink.
+impl TrigramSink for () {
+    fn message(&mut self, _: i64) {}
+    fn hash(&mut self, _: u64) {}
 }
 
 /// Messages read between two calls of a build's `between` (≈ 0.4 ms of building

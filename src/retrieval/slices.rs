@@ -25,10 +25,13 @@
 //! Size: `BUCKETS / 8` bytes per message id (128; ≈ 136 with SQLite's row and
 //! page overhead).
 
-use super::catalog::{for_each_trigram_hash, Compiled};
+use super::catalog::{for_each_trigram_hash, Compiled, TrigramSink};
 use crate::error::Result;
 use crate::store::recall;
 use crate::store::slices as rows;
+
+/// Rows of `lcm_trigram_slices`: `(block × BUCKETS + bucket, bytes)`.
+pub type SliceRows = Vec<(i64, Vec<u8>)>;
 
 /// The layout number stored with every block: a change of [`BLOCK_IDS`],
 /// [`BUCKETS`], the bucket rule or the trigram hash must change it (rows of
@@ -47,6 +50,11 @@ const SLICE_BYTES: usize = WORDS * 8;
 /// the low bits, its coarse filter bits 32..40).
 fn bucket(h: u64) -> usize {
     (h >> 32) as usize & (BUCKETS - 1)
+}
+
+/// The block of a message id.
+fn block_of(id: i64) -> i64 {
+    (id - 1).div_euclid(BLOCK_IDS)
 }
 
 /// The first message id of `block`.
@@ -78,7 +86,7 @@ pub fn missing_blocks(
     conn: &rusqlite::Connection,
     max: usize,
     mut between: impl FnMut() -> Result<()>,
-) -> Result<Vec<(i64, Vec<u8>)>> {
+) -> Result<SliceRows> {
     let from = stored_blocks(conn)?;
     let upto = complete_blocks(crate::store::messages::max_message_id(conn)?);
     let mut out = Vec::new();
@@ -91,7 +99,7 @@ pub fn missing_blocks(
 
 /// A block's rows: the slice of every bucket (words little-endian), keyed
 /// `block × BUCKETS + bucket`; empty slices when the block holds no message.
-fn block_rows(conn: &rusqlite::Connection, block: i64) -> Result<Vec<(i64, Vec<u8>)>> {
+fn block_rows(conn: &rusqlite::Connection, block: i64) -> Result<SliceRows> {
     let start = block_start(block);
     let mut bits = vec![0u64; BUCKETS * WORDS];
     let mut any = false;
@@ -101,19 +109,113 @@ fn block_rows(conn: &rusqlite::Connection, block: i64) -> Result<Vec<(i64, Vec<u
         let (word, bit) = (i / 64, 1u64 << (i % 64));
         for_each_trigram_hash(r.content(), |h| bits[bucket(h) * WORDS + word] |= bit);
     })?;
+    Ok(encode(block, any.then_some(&bits[..])))
+}
+
+/// A block's rows from its bits (every bucket's slice, bucket after bucket),
+/// words little-endian; empty slices for a block without messages (`None`).
+fn encode(block: i64, bits: Option<&[u64]>) -> SliceRows {
     let key = |b: usize| block * BUCKETS as i64 + b as i64;
-    Ok(bits
-        .chunks_exact(WORDS)
-        .enumerate()
-        .map(|(b, slice)| {
-            let bytes = if any {
-                slice.iter().flat_map(|w| w.to_le_bytes()).collect()
-            } else {
-                Vec::new()
-            };
+    (0..BUCKETS)
+        .map(|b| {
+            let bytes = bits.map_or_else(Vec::new, |bits| {
+                bits[b * WORDS..(b + 1) * WORDS]
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect()
+            });
             (key(b), bytes)
         })
-        .collect())
+        .collect()
+}
+
+/// Builds the rows of the complete blocks a catalog build reads, from the hashes
+/// the build computes anyway ([`TrigramSink`]), and hands them to `store` a few
+/// blocks at a time: the blocks from `from` on (the first one not stored), up to
+/// the last complete one. Holds one block's bits (256 KiB) while it runs.
+pub struct BlockBuilder<F: FnMut(SliceRows)> {
+    from: i64,
+    block: Option<i64>,
+    bits: Vec<u64>,
+    at: Option<(usize, u64)>,
+    done: SliceRows,
+    store: F,
+}
+
+impl<F: FnMut(SliceRows)> BlockBuilder<F> {
+    /// A builder of the blocks `conn` lacks, handing their rows to `store`.
+    pub fn new(conn: &rusqlite::Connection, store: F) -> Result<BlockBuilder<F>> {
+        Ok(BlockBuilder {
+            from: stored_blocks(conn)?,
+            block: None,
+            bits: Vec::new(),
+            at: None,
+            done: Vec::new(),
+            store,
+        })
+    }
+
+    /// Ends the build: hands on what is complete given that `last_id` is the
+    /// largest id committed (the block holding it is complete only when it is
+    /// the block's last id); the rest is dropped.
+    pub fn finish(mut self, last_id: i64) {
+        if let Some(b) = self.block {
+            if complete_blocks(last_id) > b {
+                self.complete(b);
+            }
+        }
+        self.flush();
+    }
+
+    /// Block `b` (held in `bits`, with a message at least) is complete.
+    fn complete(&mut self, b: i64) {
+        if b >= self.from {
+            let rows = encode(b, Some(&self.bits[..]));
+            self.done.extend(rows);
+        }
+        if self.done.len() >= SLICE_ROWS_PER_WRITE {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.done.is_empty() {
+            (self.store)(std::mem::take(&mut self.done));
+        }
+    }
+}
+
+/// Rows handed to the store at a time (4 blocks).
+const SLICE_ROWS_PER_WRITE: usize = 4 * BUCKETS;
+
+impl<F: FnMut(SliceRows)> TrigramSink for BlockBuilder<F> {
+    fn message(&mut self, id: i64) {
+        let b = block_of(id);
+        if self.block != Some(b) {
+            if let Some(prev) = self.block {
+                self.complete(prev);
+            }
+            // Blocks no message falls in, before this one (stored blocks have no
+            // gap: every block from 0 up to the last stored one is stored).
+            let first_empty = self.block.map_or(0, |p| p + 1).max(self.from);
+            for empty in first_empty..b {
+                self.done.extend(encode(empty, None));
+            }
+            self.block = Some(b);
+            if b >= self.from {
+                self.bits.clear();
+                self.bits.resize(BUCKETS * WORDS, 0);
+            }
+        }
+        let i = (id - block_start(b)) as usize;
+        self.at = (b >= self.from).then_some((i / 64, 1u64 << (i % 64)));
+    }
+
+    fn hash(&mut self, h: u64) {
+        if let Some((word, bit)) = self.at {
+            self.bits[bucket(h) * WORDS + word] |= bit;
+        }
+    }
 }
 
 /// Whether `req` narrows anything: a fragment shorter than a trigram holds every

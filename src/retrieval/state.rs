@@ -290,9 +290,9 @@ impl RecallState {
     }
 
     /// Starts [`run_slice_pass`] on a blocking-pool thread when a block has
-    /// completed between two catalog updates (`before` and `after`: the largest
-    /// message id the catalog held then, 0 before its first build, and holds
-    /// now): the first build of an engine looks for every block not stored yet.
+    /// completed between two catalog catch-ups (`before` and `after`: the largest
+    /// message id the catalog held then and holds now; the first build stores
+    /// what it finds complete itself, see [`RecallState::slice_builder`]).
     fn store_new_slices(&self, before: i64, after: i64) {
         let b = super::slices::BLOCK_IDS;
         if after / b == before / b {
@@ -304,6 +304,22 @@ impl RecallState {
         };
         let handle = runtime.clone();
         runtime.spawn_blocking(move || run_slice_pass(pass, &handle));
+    }
+
+    /// A builder of the slices `conn`'s file lacks, handing each few blocks to
+    /// the writer as they are complete (not waited for), unless this state stores
+    /// none.
+    fn slice_builder(
+        &self,
+        conn: &rusqlite::Connection,
+    ) -> Option<super::slices::BlockBuilder<impl FnMut(super::slices::SliceRows)>> {
+        let store = self.slices_to.0.get()?.clone();
+        let write = move |rows: super::slices::SliceRows| {
+            drop(store.write_tx(move |tx| {
+                crate::store::slices::store_slices(tx, super::slices::LAYOUT, &rows)
+            }));
+        };
+        super::slices::BlockBuilder::new(conn, write).ok()
     }
 
     /// What a pass storing slices needs, unless this state stores none.
@@ -445,11 +461,21 @@ impl RecallState {
             // the next tick's rebalancing, ≈ 4 ms later on two cores.
             let mut fresh = Catalog::default();
             let mut budget = MAX_GIVE_WAY;
-            fresh.catch_up_with(conn, || {
+            let between = || {
                 self.cold.give_way(&mut budget);
                 std::thread::yield_now();
                 self.check_open()
-            })?;
+            };
+            // The build also stores the trigram slices of the complete blocks the
+            // file lacks, from the hashes it computes anyway (a slice that cannot
+            // be stored is left to a later pass; it never fails the build).
+            match self.slice_builder(conn) {
+                Some(mut slices) => {
+                    fresh.catch_up_into(conn, between, &mut slices)?;
+                    slices.finish(fresh.last_id());
+                }
+                None => drop(fresh.catch_up_with(conn, between)?),
+            }
             let mut installed = self.catalog.write().map_err(|_| poisoned())?;
             // Checked under the lock `release` takes the catalog under: a build
             // that ends as the engine closes drops its catalog here.
@@ -457,7 +483,9 @@ impl RecallState {
             *installed = fresh;
         }
         self.ready.store(true, Ordering::Release);
-        self.store_new_slices(if loaded { last } else { 0 }, max);
+        if loaded {
+            self.store_new_slices(last, max);
+        }
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! The trigram slices end to end: an engine stores the slices of completed
-//! blocks in the background after its catalog's first build and after later
+//! blocks during its catalog's first build and, in the background, after later
 //! catch-ups, and the first regex `grep` of the next engine on the file answers
 //! through them, as the catalog does.
 
@@ -57,9 +57,14 @@ async fn the_first_regex_after_a_restart_answers_through_stored_slices() {
     let path = dir.path().join("lcm.db");
     let engine = Engine::open(opts(&path)).await.unwrap();
     ingest(&engine, 0, 4_500).await;
+    // The catalog's build hands the complete blocks to the writer as it goes:
+    // stored by the close right after it.
     engine.warm_recall_index().await.unwrap();
-    until_stored(&path, 2).await;
-    // A later catch-up that completes a block stores it too.
+    engine.close().await.unwrap();
+    assert_eq!(stored_blocks(&path), 2);
+    // A later catch-up that completes a block stores it too, in the background.
+    let engine = Engine::open(opts(&path)).await.unwrap();
+    engine.warm_recall_index().await.unwrap();
     ingest(&engine, 4_500, 2_000).await;
     engine.grep(grep("NEEDLE-3-10")).await.unwrap();
     until_stored(&path, 3).await;

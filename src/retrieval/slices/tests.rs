@@ -133,3 +133,70 @@ proptest! {
         prop_assert!(found.contains(&(k as i64 + 1)), "{:?} not a candidate of {:?}", texts[k], pattern);
     }
 }
+
+/// What a catalog build hands on ([`BlockBuilder`]) is byte for byte what the
+/// background pass computes from the stored messages ([`missing_blocks`]), also
+/// with blocks no message falls in (before the first message and between two),
+/// the last block complete or not, and blocks already stored left out.
+#[test]
+fn a_catalog_build_stores_what_the_background_pass_would() {
+    let texts: Vec<String> = (0..BLOCK_IDS as usize + 40)
+        .map(|i| format!("t{i} Ωmega 数据库 NEEDLE-{}-{i}\u{a0}🎉", i % 7))
+        .collect();
+    let mut conn = database_of(&texts[..10]);
+    // Ids jump past blocks 1 and 2, then fill block 3 up to its last id.
+    crate::store::messages::skip_message_ids_to(&conn, 3 * BLOCK_IDS + 7).unwrap();
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    let more = texts[10..]
+        .iter()
+        .take((BLOCK_IDS - 7) as usize)
+        .map(|t| {
+            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
+                .unwrap()
+        })
+        .collect();
+    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    let max = crate::store::messages::max_message_id(&conn).unwrap();
+    assert_eq!(max, 4 * BLOCK_IDS, "block 3 ends at its last id: complete");
+    let built = |from_stored: bool| {
+        let mut got = Vec::new();
+        let mut cat = crate::retrieval::catalog::Catalog::default();
+        let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
+        if from_stored {
+            b.from = 2;
+        }
+        cat.catch_up_into(&conn, || Ok(()), &mut b).unwrap();
+        b.finish(cat.last_id());
+        got
+    };
+    let from_pass = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
+    assert_eq!(from_pass.len(), 4 * BUCKETS);
+    assert_eq!(built(false), from_pass);
+    assert_eq!(
+        built(true),
+        from_pass[2 * BUCKETS..].to_vec(),
+        "blocks 0 and 1 already stored"
+    );
+    // Block 1 and 2 are empty; block 0 and 3 are not.
+    let empty = |b: usize| {
+        from_pass[b * BUCKETS..(b + 1) * BUCKETS]
+            .iter()
+            .all(|r| r.1.is_empty())
+    };
+    assert_eq!(
+        (empty(0), empty(1), empty(2), empty(3)),
+        (false, true, true, false)
+    );
+    // An incomplete last block is not handed on.
+    let mut conn = database_of(&texts[..BLOCK_IDS as usize + 3]);
+    let mut got = Vec::new();
+    let mut cat = crate::retrieval::catalog::Catalog::default();
+    let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
+    cat.catch_up_into(&conn, || Ok(()), &mut b).unwrap();
+    b.finish(cat.last_id());
+    assert_eq!(got.len(), BUCKETS, "block 0 only");
+    assert_eq!(store_all(&mut conn), 1);
+}
