@@ -270,12 +270,30 @@ fn regex_slices(
         return Ok(None);
     };
     let covered = slices::covered_upto(conn)?;
-    if covered == 0 {
+    let tail = crate::store::messages::max_message_id(conn)? - covered;
+    if covered == 0 || tail > MAX_TAIL as i64 {
         return Ok(None);
     }
-    let mut checked = Checked::default();
+    // The stored blocks first: a pattern with too many candidates gives up
+    // before the tail is read.
+    let Some(ids) = slices::candidates(conn, req, covered, MAX_SLICE_CANDIDATES)? else {
+        return Ok(None);
+    };
+    let mut meta = recall::message_meta(conn, &ids)?;
     let mut found = Vec::new();
-    recall::messages_above(conn, covered, MAX_TAIL + 1, |r| {
+    for id in ids {
+        let Some(m) = meta.remove(&id) else { continue };
+        let time = parse_time_ms(&m.created_at);
+        if q.filter.accepts_at(m.conversation_id, time) {
+            found.push(Candidate {
+                meta: m,
+                time,
+                rank: None,
+            });
+        }
+    }
+    let mut checked = Checked::default();
+    recall::messages_above(conn, covered, MAX_TAIL, |r| {
         checked.read += 1;
         let time = parse_time_ms(r.created_at);
         if !q.filter.accepts_at(r.conversation_id, time) {
@@ -297,24 +315,6 @@ fn regex_slices(
             });
         }
     })?;
-    if checked.read > MAX_TAIL {
-        return Ok(None);
-    }
-    let Some(ids) = slices::candidates(conn, req, covered, MAX_SLICE_CANDIDATES)? else {
-        return Ok(None);
-    };
-    let mut meta = recall::message_meta(conn, &ids)?;
-    for id in ids {
-        let Some(m) = meta.remove(&id) else { continue };
-        let time = parse_time_ms(&m.created_at);
-        if q.filter.accepts_at(m.conversation_id, time) {
-            found.push(Candidate {
-                meta: m,
-                time,
-                rank: None,
-            });
-        }
-    }
     Ok(Some(newest_matches(
         conn,
         q,
