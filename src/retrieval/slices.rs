@@ -52,6 +52,12 @@ fn bucket(h: u64) -> usize {
     (h >> 32) as usize & (BUCKETS - 1)
 }
 
+/// Blocks without a message stored in a row before slices stop: ids that jump
+/// further (another writer's explicit id far ahead) leave the rest of the file
+/// without slices rather than fill the gap (1,024 rows a block); its regexes then
+/// answer as before.
+const MAX_EMPTY_BLOCKS: i64 = 64;
+
 /// The block of a message id.
 fn block_of(id: i64) -> i64 {
     (id - 1).div_euclid(BLOCK_IDS)
@@ -91,6 +97,10 @@ pub fn missing_blocks(
     let upto = complete_blocks(crate::store::messages::max_message_id(conn)?);
     let mut out = Vec::new();
     for block in (from..upto).take(max) {
+        let next = crate::store::messages::next_message_id_from(conn, block_start(block))?;
+        if next.is_some_and(|id| block_of(id) - block > MAX_EMPTY_BLOCKS) {
+            break;
+        }
         out.extend(block_rows(conn, block)?);
         between()?;
     }
@@ -198,8 +208,12 @@ impl<F: FnMut(SliceRows)> TrigramSink for BlockBuilder<F> {
             // Blocks no message falls in, before this one (stored blocks have no
             // gap: every block from 0 up to the last stored one is stored).
             let first_empty = self.block.map_or(0, |p| p + 1).max(self.from);
-            for empty in first_empty..b {
-                self.done.extend(encode(empty, None));
+            if b - first_empty > MAX_EMPTY_BLOCKS {
+                self.from = i64::MAX;
+            } else {
+                for empty in first_empty..b {
+                    self.done.extend(encode(empty, None));
+                }
             }
             self.block = Some(b);
             if b >= self.from {

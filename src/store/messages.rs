@@ -465,6 +465,13 @@ pub fn max_message_id(conn: &Connection) -> Result<i64> {
         .query_row([], |r| r.get(0))?)
 }
 
+/// The smallest message id at or above `id`, if any.
+pub fn next_message_id_from(conn: &Connection, id: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT MIN(message_id) FROM messages WHERE message_id >= ?1")?
+        .query_row([id], |r| r.get(0))?)
+}
+
 /// Message rows by id, in the order given (unknown ids are skipped).
 pub fn records_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<MessageRecord>> {
     let mut by_id = HashMap::new();

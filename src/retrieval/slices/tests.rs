@@ -200,3 +200,37 @@ fn a_catalog_build_stores_what_the_background_pass_would() {
     assert_eq!(got.len(), BUCKETS, "block 0 only");
     assert_eq!(store_all(&mut conn), 1);
 }
+
+/// Ids that jump far ahead (another writer's explicit id) are not filled with
+/// empty blocks: slices stop before the gap, by the build and by the pass.
+#[test]
+fn a_far_jump_of_ids_stops_the_slices_instead_of_filling_the_gap() {
+    let texts: Vec<String> = (0..BLOCK_IDS + 5).map(|i| format!("m{i}")).collect();
+    let mut conn = database_of(&texts[..(BLOCK_IDS + 2) as usize]);
+    crate::store::messages::skip_message_ids_to(&conn, 1_000_000_000_000).unwrap();
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    let far = texts[(BLOCK_IDS + 2) as usize..]
+        .iter()
+        .map(|t| {
+            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
+                .unwrap()
+        })
+        .collect();
+    crate::store::messages::insert_batch(&mut conn, &session, far).unwrap();
+    let mut got = Vec::new();
+    let mut cat = crate::retrieval::catalog::Catalog::default();
+    let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
+    cat.catch_up_into(&conn, || Ok(()), &mut b).unwrap();
+    b.finish(cat.last_id());
+    assert_eq!(
+        got.len(),
+        2 * BUCKETS,
+        "blocks 0 and 1 (ids 2049, 2050), then nothing"
+    );
+    assert_eq!(store_all(&mut conn), 2, "the pass: blocks 0 and 1");
+    assert_eq!(store_all(&mut conn), 0, "and nothing more, ever");
+    assert_eq!(covered_upto(&conn).unwrap(), 2 * BLOCK_IDS);
+}
