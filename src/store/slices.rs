@@ -1,7 +1,8 @@
 //! The rows of `lcm_trigram_slices`: one per slice, an integer key and its bytes,
 //! in a layout `retrieval::slices` defines (this module only stores and reads
 //! bytes, under the layout number the caller gives). Rows of another layout are
-//! never read, and are deleted by the next write.
+//! never read, and are deleted by the next write, so a file holds one layout's
+//! rows after every write.
 
 use rusqlite::{params, Connection, OptionalExtension, MAIN_DB};
 
@@ -22,8 +23,15 @@ pub fn last_slice(conn: &Connection, layout: i64) -> Result<Option<i64>> {
 /// it is: its bytes are the same, whoever computed them) and deletes the rows
 /// of any other layout. Run it inside a write transaction.
 pub fn store_slices(conn: &Connection, layout: i64, slices: &[(i64, Vec<u8>)]) -> Result<()> {
-    conn.prepare_cached("DELETE FROM lcm_trigram_slices WHERE layout <> ?1")?
-        .execute([layout])?;
+    // Every write leaves one layout's rows: the first row tells (no scan).
+    let first: Option<i64> = conn
+        .prepare_cached("SELECT layout FROM lcm_trigram_slices ORDER BY slice LIMIT 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    if first.is_some_and(|l| l != layout) {
+        conn.prepare_cached("DELETE FROM lcm_trigram_slices WHERE layout <> ?1")?
+            .execute([layout])?;
+    }
     let mut insert = conn.prepare_cached(
         "INSERT OR IGNORE INTO lcm_trigram_slices (slice, layout, bits) VALUES (?1, ?2, ?3)",
     )?;
