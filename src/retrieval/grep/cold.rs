@@ -186,7 +186,7 @@ fn regex(
             return Ok(Some(found));
         }
     }
-    if let Some(found) = regex_slices(conn, q, re)? {
+    if let Some(found) = regex_slices(conn, q, re, MAX_CANDIDATES)? {
         return Ok(Some(found));
     }
     if let Some(expr) = words.filter(|_| !q.cheap_words) {
@@ -209,6 +209,12 @@ fn regex(
     };
     if let Some((f, stats)) = found {
         return Ok(Some((newest::hits(f, |_| String::new()), stats)));
+    }
+    // More candidates than the words take: read by id, they cost more than the
+    // scan, which stops at the newest `limit`; worth it only where the scan gave
+    // up (they are read again: ≈ 10 ms at a million messages).
+    if let Some(found) = regex_slices(conn, q, re, MAX_SLICE_CANDIDATES)? {
+        return Ok(Some(found));
     }
     // The last resort before waiting for the catalog (≈ 150 ms per 100k messages
     // right after open): a one-character last word as a prefix token. `"1 4" *`
@@ -249,7 +255,8 @@ fn regex_words(
 const MAX_TAIL: usize = 4 * slices::BLOCK_IDS as usize;
 
 /// Candidates a regex through the trigram slices reads the conversation, role
-/// and time of (by id, ≈ 2 µs each) before it gives up: a needle id at a million
+/// and time of (by id, 2–9 µs each) once the scan has given up (before it, the
+/// slices take [`MAX_CANDIDATES`], as the words do): a needle id at a million
 /// messages has a few hundred (the ids of other needles holding the same
 /// trigrams), and the alternatives cost more (a two-character prefix token
 /// ≈ 20 ms, the last resort ≈ 200 ms, the catalog's build seconds).
@@ -257,7 +264,7 @@ pub const MAX_SLICE_CANDIDATES: usize = 4_000;
 
 /// A regex through the persisted trigram slices ([`slices`]): the stored blocks
 /// give the ids whose slices hold every trigram its literals need (at most
-/// [`MAX_SLICE_CANDIDATES`]), the tail above them (at most [`MAX_TAIL`] rows) is read
+/// `cap`), the tail above them (at most [`MAX_TAIL`] rows) is read
 /// and checked, then the candidates are checked in the answer's order. `None`
 /// when no block is stored, the literals hold no trigram, or either bound is
 /// passed.
@@ -265,6 +272,7 @@ fn regex_slices(
     conn: &Connection,
     q: &Query,
     re: &super::Regex,
+    cap: usize,
 ) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
     let Some(req) = q.req.as_ref().filter(|r| slices::constrains(r)) else {
         return Ok(None);
@@ -276,7 +284,7 @@ fn regex_slices(
     }
     // The stored blocks first: a pattern with too many candidates gives up
     // before the tail is read.
-    let Some(ids) = slices::candidates(conn, req, covered, MAX_SLICE_CANDIDATES)? else {
+    let Some(ids) = slices::candidates(conn, req, covered, cap)? else {
         return Ok(None);
     };
     let mut meta = recall::message_meta(conn, &ids)?;

@@ -727,6 +727,11 @@ fn regexes_through_the_trigram_slices_answer_like_the_catalog() {
     let (_, _, stats) = cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-2-13", 20));
     assert_eq!(stats.strategy, "trigram-slices");
     assert!(stats.candidates < 20, "{stats:?}");
+    // More candidates than the words take (≈ 1,300 of 5,200 messages hold
+    // "gamma"): the newest-first scan goes first, and answers.
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &regex_query("gamma", 5));
+    assert_eq!(stats.strategy, "scan-newest");
+    assert_eq!(cold, warm);
     // A regex its literals do not narrow (a fragment shorter than a trigram) is
     // left to the other paths, and so is one with too many candidates.
     for pattern in [
