@@ -64,7 +64,7 @@ fn block_of(id: i64) -> i64 {
 }
 
 /// The first message id of `block`.
-fn block_start(block: i64) -> i64 {
+pub fn block_start(block: i64) -> i64 {
     block * BLOCK_IDS + 1
 }
 
@@ -242,48 +242,90 @@ pub fn constrains(req: &Compiled) -> bool {
     }
 }
 
+/// Reads, block by block, the ids whose slices hold one query's requirement:
+/// only the slices of its trigrams' buckets, through one blob handle.
+pub struct Matcher<'c, 'r> {
+    req: &'r Compiled,
+    needed: Vec<usize>,
+    reader: rows::SliceReader<'c>,
+    slices: Vec<[u64; WORDS]>,
+    buf: Vec<u8>,
+}
+
+impl<'c, 'r> Matcher<'c, 'r> {
+    /// A matcher of `req` over the slices stored in `conn`. Use it only when
+    /// `req` [`constrains`] the search.
+    pub fn new(conn: &'c rusqlite::Connection, req: &'r Compiled) -> Matcher<'c, 'r> {
+        let mut needed: Vec<usize> = Vec::new();
+        buckets_of(req, &mut needed);
+        needed.sort_unstable();
+        needed.dedup();
+        Matcher {
+            req,
+            slices: vec![[0u64; WORDS]; needed.len()],
+            needed,
+            reader: rows::SliceReader::new(conn),
+            buf: vec![0u8; SLICE_BYTES],
+        }
+    }
+
+    /// Replaces `out` with the ids of stored block `block` whose slices hold the
+    /// requirement, in increasing order (none for a block without messages);
+    /// false when the block is not stored in this layout (a slice is missing or
+    /// of another size), and then nothing read can be trusted.
+    pub fn block(&mut self, block: i64, out: &mut Vec<i64>) -> Result<bool> {
+        out.clear();
+        for (slot, &b) in self.needed.iter().enumerate() {
+            match self
+                .reader
+                .read(block * BUCKETS as i64 + b as i64, &mut self.buf)?
+            {
+                Some(SLICE_BYTES) => {}
+                // An empty slice: the block holds no message.
+                Some(0) => return Ok(true),
+                // Missing, or of another size: not a block of ours.
+                _ => return Ok(false),
+            }
+            for (w, chunk) in self.slices[slot].iter_mut().zip(self.buf.chunks_exact(8)) {
+                *w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            }
+        }
+        let needed = &self.needed;
+        let slices = &self.slices;
+        let at = |b: usize| &slices[needed.binary_search(&b).unwrap_or(0)];
+        let start = block_start(block);
+        for (w, word) in mask(self.req, &at).iter().enumerate() {
+            let mut word = *word;
+            while word != 0 {
+                let i = word.trailing_zeros() as usize;
+                word &= word - 1;
+                out.push(start + (w * 64 + i) as i64);
+            }
+        }
+        Ok(true)
+    }
+}
+
 /// The ids up to `covered` (a multiple of [`BLOCK_IDS`], see [`covered_upto`])
-/// whose slices hold `req`, in increasing order; `None` as soon as there are
-/// more than `cap`. Call it only when `req` [`constrains`] the search.
+/// whose slices hold `req`, in increasing order; `None` when a block is not
+/// stored in this layout or there are more than `cap`.
+#[cfg(test)]
 pub fn candidates(
     conn: &rusqlite::Connection,
     req: &Compiled,
     covered: i64,
     cap: usize,
 ) -> Result<Option<Vec<i64>>> {
-    let mut needed: Vec<usize> = Vec::new();
-    buckets_of(req, &mut needed);
-    needed.sort_unstable();
-    needed.dedup();
-    let mut reader = rows::SliceReader::new(conn);
-    let mut slices = vec![[0u64; WORDS]; needed.len()];
-    let mut buf = [0u8; SLICE_BYTES];
+    let mut m = Matcher::new(conn, req);
+    let mut ids = Vec::new();
     let mut out = Vec::new();
-    'blocks: for block in 0..covered / BLOCK_IDS {
-        for (slot, &b) in needed.iter().enumerate() {
-            match reader.read(block * BUCKETS as i64 + b as i64, &mut buf)? {
-                Some(SLICE_BYTES) => {}
-                // An empty slice: the block holds no message.
-                Some(0) => continue 'blocks,
-                // Missing, or of another size: not a block of ours.
-                _ => return Ok(None),
-            }
-            for (w, chunk) in slices[slot].iter_mut().zip(buf.chunks_exact(8)) {
-                *w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-            }
+    for block in 0..covered / BLOCK_IDS {
+        if !m.block(block, &mut ids)? {
+            return Ok(None);
         }
-        let at = |b: usize| &slices[needed.binary_search(&b).unwrap_or(0)];
-        let start = block_start(block);
-        for (w, word) in mask(req, &at).iter().enumerate() {
-            let mut word = *word;
-            while word != 0 {
-                let i = word.trailing_zeros() as usize;
-                word &= word - 1;
-                if out.len() == cap {
-                    return Ok(None);
-                }
-                out.push(start + (w * 64 + i) as i64);
-            }
+        out.extend_from_slice(&ids);
+        if out.len() > cap {
+            return Ok(None);
         }
     }
     Ok(Some(out))

@@ -156,28 +156,30 @@ pub fn for_each_message_between(
     each_message_row(conn, tail, [after, upto], f)
 }
 
-/// Calls `f` with every message whose id is above `above`, highest id first, at
-/// most `n` of them.
-pub fn messages_above(
+/// Calls `f` with every message whose id is at least `from` and below `below`,
+/// highest id first, at most `n` of them.
+pub fn messages_desc_between(
     conn: &Connection,
-    above: i64,
-    n: usize,
-    f: impl FnMut(&MessageRow),
-) -> Result<()> {
-    let tail = "WHERE message_id > ?1 ORDER BY message_id DESC LIMIT ?2";
-    each_message_row(conn, tail, rusqlite::params![above, n as i64], f)
-}
-
-/// Calls `f` with every message whose id is below `below`, highest id first, at
-/// most `n` of them.
-pub fn messages_below(
-    conn: &Connection,
+    from: i64,
     below: i64,
     n: usize,
     f: impl FnMut(&MessageRow),
 ) -> Result<()> {
-    let tail = "WHERE message_id < ?1 ORDER BY message_id DESC LIMIT ?2";
-    each_message_row(conn, tail, rusqlite::params![below, n as i64], f)
+    let tail = "WHERE message_id >= ?1 AND message_id < ?2 ORDER BY message_id DESC LIMIT ?3";
+    each_message_row(conn, tail, rusqlite::params![from, below, n as i64], f)
+}
+
+/// Calls `f` with the messages of `ids` that exist, in no particular order.
+pub fn messages_by_id(
+    conn: &Connection,
+    ids: &[i64],
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let select = format!("{MESSAGE_ROW} WHERE message_id IN");
+    for_each_by_id(conn, &select, ids, 0, |r| {
+        f(&message_row(r)?);
+        Ok(())
+    })
 }
 
 /// Calls `f` with the `created_at` text of messages with an id below `below`

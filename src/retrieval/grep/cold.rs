@@ -2,16 +2,17 @@
 //! in-memory catalog is built (right after open, the catalog is built in the
 //! background). Recency-ordered full text walks `messages_fts` newest id first
 //! with an order proof ([`newest::full_text_newest`]); relevance and hybrid
-//! order read every match ([`MAX_CANDIDATES`] at most). A regex goes through the
-//! whole words its literals contain, ended by a prefix token for a word that
-//! ends a literal in a digit (see [`word_expression`]), when they give few
-//! candidates, else through the newest-first scan of messages
-//! ([`newest::scan_newest`]), as CJK full text does, and when that gives up too,
-//! through the words again with a one-character last word as a prefix token
-//! ([`last_resort_expression`]); each candidate's
-//! conversation, role and time are read by id. Every answer is exact: the hits
-//! and their order are those the catalog path gives (recency ties broken by id,
-//! relevance in FTS5 order). Anything else is left to the catalog (`Ok(None)`).
+//! order read every match ([`MAX_CANDIDATES`] at most). A regex goes, in this
+//! order, through the whole words its literals contain when they are cheap to
+//! look up (see [`word_expression`], [`words_are_cheap`]) and give few
+//! candidates; newest first through the trigram slices
+//! ([`newest::slices_newest`]); through the words with a two-character prefix
+//! token; through the newest-first scan of messages ([`newest::scan_newest`]),
+//! as CJK full text does; and when that gives up too, through the words again
+//! with a one-character last word as a prefix token
+//! ([`last_resort_expression`]). Every answer is exact: the hits and their order
+//! are those the catalog path gives (recency ties broken by id, relevance in
+//! FTS5 order). Anything else is left to the catalog (`Ok(None)`).
 
 use std::collections::HashMap;
 
@@ -25,7 +26,7 @@ use crate::retrieval::catalog::parse_time_ms;
 use crate::retrieval::literals::Req;
 use crate::retrieval::slices;
 use crate::retrieval::text::{term_snippet, window};
-use crate::store::recall::{self, MessageMeta};
+use crate::store::recall::{self, MessageMeta, MessageRow};
 use crate::store::Features;
 
 /// [`MAX_CANDIDATES`] for the last resort ([`last_resort_expression`]): by the time its
@@ -167,8 +168,9 @@ fn full_text(
     Ok(Some((hits, stats)))
 }
 
-/// A regex: through the words of its literals when they narrow to few
-/// candidates, else the newest-first scan.
+/// A regex: through the words of its literals when they are cheap to look up
+/// and narrow to few candidates, else newest first through the trigram slices,
+/// else through the words, else the newest-first scan, else the last resort.
 fn regex(
     conn: &Connection,
     q: &Query,
@@ -177,44 +179,41 @@ fn regex(
     let Some(re) = q.regex.as_ref() else {
         return Ok(None);
     };
-    // Words without a two-character prefix token are cheap to look up; the
-    // trigram slices cost about the same for any pattern (one read per stored
-    // block), less than such a prefix at a million messages.
+    // Words without a two-character prefix token are cheap to look up (≈ 2 ms at
+    // a million messages); a two-character prefix costs ≈ 20 ms there, more than
+    // the walk through the trigram slices.
     let words = q.words.as_ref().filter(|_| features.fts5);
     if let Some(expr) = words.filter(|_| q.cheap_words) {
         if let Some(found) = regex_words(conn, q, re, expr, MAX_CANDIDATES)? {
             return Ok(Some(found));
         }
     }
-    if let Some(found) = regex_slices(conn, q, re, MAX_CANDIDATES)? {
-        return Ok(Some(found));
+    // A regex that cannot match empty text matches a row's bytes exactly where it
+    // matches its text, and a row that is not UTF-8 (no text) nowhere: only the
+    // rows it matches are checked for UTF-8.
+    let empty = re.is_match("");
+    let verify = |r: &MessageRow| {
+        if empty {
+            re.find(r.content()).map(|m| (m.start(), m.end()))
+        } else {
+            let m = re.find(r.content_bytes)?;
+            r.text().map(|_| (m.start(), m.end()))
+        }
+    };
+    let walked = match q.req.as_ref().filter(|r| slices::constrains(r)) {
+        Some(req) => newest::slices_newest(conn, q, req, verify)?,
+        None => None,
+    };
+    if let Some((f, stats)) = walked {
+        return Ok(Some((newest::hits(f, |_| String::new()), stats)));
     }
     if let Some(expr) = words.filter(|_| !q.cheap_words) {
         if let Some(found) = regex_words(conn, q, re, expr, MAX_CANDIDATES)? {
             return Ok(Some(found));
         }
     }
-    let found = if re.is_match("") {
-        newest::scan_newest(conn, q, |r| {
-            re.find(r.content()).map(|m| (m.start(), m.end()))
-        })?
-    } else {
-        // A regex that cannot match empty text matches a row's bytes exactly where
-        // it matches its text, and a row that is not UTF-8 (no text) nowhere: only
-        // the rows it matches are checked for UTF-8.
-        newest::scan_newest(conn, q, |r| {
-            let m = re.find(r.content_bytes)?;
-            r.text().map(|_| (m.start(), m.end()))
-        })?
-    };
-    if let Some((f, stats)) = found {
+    if let Some((f, stats)) = newest::scan_newest(conn, q, verify)? {
         return Ok(Some((newest::hits(f, |_| String::new()), stats)));
-    }
-    // More candidates than the words take: read by id, they cost more than the
-    // scan, which stops at the newest `limit`; worth it only where the scan gave
-    // up (they are read again: ≈ 10 ms at a million messages).
-    if let Some(found) = regex_slices(conn, q, re, MAX_SLICE_CANDIDATES)? {
-        return Ok(Some(found));
     }
     // The last resort before waiting for the catalog (≈ 150 ms per 100k messages
     // right after open): a one-character last word as a prefix token. `"1 4" *`
@@ -239,133 +238,26 @@ fn regex_words(
     let Some(found) = candidates(conn, q, expr, false, cap, None)? else {
         return Ok(None);
     };
-    Ok(Some(newest_matches(
-        conn,
-        q,
-        re,
-        found,
-        Checked::default(),
-        "fts-words",
-    )?))
-}
-
-/// Rows above the stored trigram slices that a regex through them reads and
-/// checks one by one (the slices of a block are stored once it is complete, in
-/// the background: at least the last incomplete block is always read).
-const MAX_TAIL: usize = 4 * slices::BLOCK_IDS as usize;
-
-/// Candidates a regex through the trigram slices reads the conversation, role
-/// and time of (by id, 2–9 µs each) once the scan has given up (before it, the
-/// slices take [`MAX_CANDIDATES`], as the words do): a needle id at a million
-/// messages has a few hundred (the ids of other needles holding the same
-/// trigrams), and the alternatives cost more (a two-character prefix token
-/// ≈ 20 ms, the last resort ≈ 200 ms, the catalog's build seconds).
-pub const MAX_SLICE_CANDIDATES: usize = 4_000;
-
-/// A regex through the persisted trigram slices ([`slices`]): the stored blocks
-/// give the ids whose slices hold every trigram its literals need (at most
-/// `cap`), the tail above them (at most [`MAX_TAIL`] rows) is read
-/// and checked, then the candidates are checked in the answer's order. `None`
-/// when no block is stored, the literals hold no trigram, or either bound is
-/// passed.
-fn regex_slices(
-    conn: &Connection,
-    q: &Query,
-    re: &super::Regex,
-    cap: usize,
-) -> Result<Option<(Vec<MessageHit>, ScopeStats)>> {
-    let Some(req) = q.req.as_ref().filter(|r| slices::constrains(r)) else {
-        return Ok(None);
-    };
-    let covered = slices::covered_upto(conn)?;
-    let tail = crate::store::messages::max_message_id(conn)? - covered;
-    if covered == 0 || tail > MAX_TAIL as i64 {
-        return Ok(None);
-    }
-    // The stored blocks first: a pattern with too many candidates gives up
-    // before the tail is read.
-    let Some(ids) = slices::candidates(conn, req, covered, cap)? else {
-        return Ok(None);
-    };
-    let mut meta = recall::message_meta(conn, &ids)?;
-    let mut found = Vec::new();
-    for id in ids {
-        let Some(m) = meta.remove(&id) else { continue };
-        let time = parse_time_ms(&m.created_at);
-        if q.filter.accepts_at(m.conversation_id, time) {
-            found.push(Candidate {
-                meta: m,
-                time,
-                rank: None,
-            });
-        }
-    }
-    let mut checked = Checked::default();
-    recall::messages_above(conn, covered, MAX_TAIL, |r| {
-        checked.read += 1;
-        let time = parse_time_ms(r.created_at);
-        if !q.filter.accepts_at(r.conversation_id, time) {
-            return;
-        }
-        let text = r.content();
-        if let Some(m) = re.find(text) {
-            let snippet = window(text, m.start(), m.end(), 50, SNIPPET_CHARS);
-            checked.matches.insert(r.id, snippet);
-            found.push(Candidate {
-                meta: MessageMeta {
-                    id: r.id,
-                    conversation_id: r.conversation_id,
-                    role: r.role.to_owned(),
-                    created_at: r.created_at.to_owned(),
-                },
-                time,
-                rank: None,
-            });
-        }
-    })?;
-    Ok(Some(newest_matches(
-        conn,
-        q,
-        re,
-        found,
-        checked,
-        "trigram-slices",
-    )?))
-}
-
-/// Candidates already checked before [`newest_matches`]: the rows read, and the
-/// snippet of each that matched.
-#[derive(Default)]
-struct Checked {
-    read: usize,
-    matches: HashMap<i64, String>,
+    Ok(Some(newest_matches(conn, q, re, found, "fts-words")?))
 }
 
 /// The newest `limit` of `found` that `re` matches. The texts are read in the
 /// answer's order (newest by time, then id), a chunk at a time, until `limit`
 /// match: every candidate newer than the last one read has been checked, so the
-/// newest `limit` matches are among those found. Candidates in `checked` are
-/// not read again.
+/// newest `limit` matches are among those found.
 fn newest_matches(
     conn: &Connection,
     q: &Query,
     re: &super::Regex,
     found: Vec<Candidate>,
-    mut checked: Checked,
     strategy: &str,
 ) -> Result<(Vec<MessageHit>, ScopeStats)> {
     let mut order: Vec<&Candidate> = found.iter().collect();
     order.sort_unstable_by_key(|c| std::cmp::Reverse((c.time, c.meta.id)));
     let mut snippets: HashMap<i64, String> = HashMap::new();
-    let mut scanned = checked.read;
+    let mut scanned = 0;
     for chunk in order.chunks(READ_CHUNK) {
-        let mut ids: Vec<i64> = Vec::with_capacity(chunk.len());
-        for c in chunk {
-            match checked.matches.remove(&c.meta.id) {
-                Some(s) => drop(snippets.insert(c.meta.id, s)),
-                None => ids.push(c.meta.id),
-            }
-        }
+        let ids: Vec<i64> = chunk.iter().map(|c| c.meta.id).collect();
         let texts = recall::message_contents(conn, &ids)?;
         scanned += texts.len();
         for (id, t) in &texts {

@@ -727,18 +727,27 @@ fn regexes_through_the_trigram_slices_answer_like_the_catalog() {
     let (_, _, stats) = cold_and_warm(&conn, &cat, features, &regex_query("NEEDLE-2-13", 20));
     assert_eq!(stats.strategy, "trigram-slices");
     assert!(stats.candidates < 20, "{stats:?}");
-    // More candidates than the words take (≈ 1,300 of 5,200 messages hold
-    // "gamma"): the newest-first scan goes first, and answers.
+    // A common word (≈ 1,300 of 5,200 messages hold "gamma"): the blocks' dense
+    // candidates are read as ranges of rows (times going backwards defeat the
+    // order proof here: everything is read).
     let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &regex_query("gamma", 5));
-    assert_eq!(stats.strategy, "scan-newest");
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert_eq!(cold, warm);
+    for f in scopes(&[a]) {
+        let q = build_query("gamma", Mode::Regex, Sort::Recency, 900, f.clone()).unwrap();
+        let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+        assert_eq!(stats.strategy, "trigram-slices", "{f:?}");
+        assert_eq!(cold, warm, "{f:?}");
+    }
+    // Alternatives matching most messages: every one is a candidate, read and
+    // checked as ranges.
+    let q = regex_query("(?i)(alpha|beta|gamma|delta|epsilon|zeta|mega)", 30);
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+    assert_eq!(stats.strategy, "trigram-slices");
     assert_eq!(cold, warm);
     // A regex its literals do not narrow (a fragment shorter than a trigram) is
-    // left to the other paths, and so is one with too many candidates.
-    for pattern in [
-        r"\d+",
-        "m1",
-        "(?i)(alpha|beta|gamma|delta|epsilon|zeta|mega)",
-    ] {
+    // left to the other paths.
+    for pattern in [r"\d+", "m1"] {
         let q = regex_query(pattern, 5);
         let found = search_messages_cold(&conn, &q, features).unwrap();
         assert_ne!(
@@ -807,4 +816,90 @@ fn the_trigram_slices_are_read_only_when_they_cover_the_file() {
     ingest_n(&mut conn, "a", 1_771_314_920_000, 8_200);
     FtsLag::new(true).catch_up(&mut conn).unwrap();
     assert_ne!(strategy(&conn).as_deref(), Some("trigram-slices"));
+}
+
+/// The walk through the trigram slices reads the tail above the stored blocks,
+/// then only the candidates of each block, newest first: a rare regex with no
+/// whole word to narrow by answers as the catalog does from thousands of
+/// messages back, reading a fraction of what the scan reads, and one whose
+/// matches lie past the scan's budget is answered too.
+#[test]
+fn the_slices_walk_reaches_rare_matches_reading_only_candidates() {
+    let (mut conn, features, cat) = past_the_scan(2_000, |i| {
+        let rare = if (1_500..3_500).contains(&i) && i % 97 == 0 {
+            " rareword tail"
+        } else if i < 500 && i % 97 == 0 {
+            " deepword tail"
+        } else {
+            ""
+        };
+        format!("m{i} plain words{rare}")
+    });
+    assert_eq!(store_all_slices(&mut conn), 4);
+    for limit in [1, 3, 20] {
+        let q = regex_query(r"rare\w+ tail", limit);
+        let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+        assert_eq!(stats.strategy, "trigram-slices");
+        assert_eq!(warm.len(), limit);
+        assert_eq!(cold, warm, "limit {limit}");
+        // The tail (2,000 rows) and the candidates: not the ≈ 8,500 rows the
+        // scan reads.
+        assert!(stats.scanned < 2_100, "{stats:?}");
+    }
+    let q = regex_query(r"deep\w+ tail", 3);
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert_eq!((cold.len(), &cold), (3, &warm));
+    // A common word: the newest rows of the tail hold the answer (the order
+    // proof holds), and nothing else is read.
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &regex_query("plain w", 20));
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert_eq!(cold, warm);
+    assert!(stats.scanned <= 64, "{stats:?}");
+    // Rows past the tail in time order: a fifth of the messages, from the tail
+    // down into the blocks as ranges, until the proof holds.
+    let q = regex_query(r"m\d*[05] plain", 400);
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert_eq!((cold.len(), &cold), (400, &warm));
+    assert!(stats.scanned < 2_000 + 1_000, "{stats:?}");
+}
+
+/// A walk through the slices that reads too much (thousands of candidates read
+/// by id, none matching) gives up, and the query is left to the other paths
+/// and, here, to the catalog.
+#[test]
+fn the_slices_walk_gives_up_past_its_budget() {
+    let (mut conn, features) = database();
+    let n = 36_000i64;
+    // Every fifth message holds both words, in the other order: candidates too
+    // sparse to read as ranges, none a match (and every hundredth two others).
+    let messages = (0..n).map(|i| {
+        let text = if i % 100 == 0 {
+            format!("m{i} omega then alpha, zeta then kappa")
+        } else if i % 5 == 0 {
+            format!("m{i} omega then alpha")
+        } else {
+            format!("m{i} plain")
+        };
+        json!({"role": "user", "content": text, "timestamp": 1_771_313_820_000i64 + i * 1_000})
+    });
+    insert(&mut conn, "s", messages);
+    FtsLag::new(true).catch_up(&mut conn).unwrap();
+    assert_eq!(store_all_slices(&mut conn), 17);
+    let mut cat = Catalog::default();
+    cat.catch_up(&conn).unwrap();
+    let q = regex_query(r"alpha\s+omega", 5);
+    let found = search_messages_cold(&conn, &q, features).unwrap();
+    assert!(found.is_none(), "{:?}", found.map(|f| f.1));
+    assert!(search_messages(&conn, &cat, &q, features)
+        .unwrap()
+        .0
+        .is_empty());
+    // With fewer candidates (one message in a hundred), the walk reads them all
+    // and answers that nothing matches.
+    let q = regex_query(r"kappa\s+zeta", 5);
+    let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+    assert_eq!(stats.strategy, "trigram-slices");
+    assert!(cold.is_empty() && warm.is_empty());
 }

@@ -17,7 +17,8 @@ use rusqlite::Connection;
 
 use super::{iso_ms, MessageHit, Query, ScopeStats, TopK, SNIPPET_CHARS};
 use crate::error::Result;
-use crate::retrieval::catalog::parse_time_ms;
+use crate::retrieval::catalog::{parse_time_ms, Compiled};
+use crate::retrieval::slices;
 use crate::retrieval::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta, MessageRow};
 
@@ -236,6 +237,97 @@ pub fn full_text_newest(
     Ok(Some(w.finish()))
 }
 
+/// What a walk has read, against its bounds.
+#[derive(Default)]
+struct Spent {
+    /// Rows read in id order (a page, a range).
+    rows: usize,
+    /// Rows read by id (a b-tree descent each: ≈ 4 rows' worth).
+    by_id: usize,
+    /// Content bytes read.
+    bytes: usize,
+}
+
+impl Spent {
+    /// Counts a row read, in id order or by id.
+    fn row(&mut self, r: &MessageRow, by_id: bool) {
+        if by_id {
+            self.by_id += 1;
+        } else {
+            self.rows += 1;
+        }
+        self.bytes += r.content_bytes.len();
+    }
+}
+
+impl Walk<'_> {
+    /// Checks a row the walk read: in scope, then `verify`; a match is kept.
+    fn check<F>(&mut self, r: &MessageRow, verify: &F)
+    where
+        F: Fn(&MessageRow) -> Option<(usize, usize)>,
+    {
+        if !self
+            .q
+            .filter
+            .accepts_lazily(r.conversation_id, || parse_time_ms(r.created_at))
+        {
+            return;
+        }
+        self.stats.scanned += 1;
+        if let Some((s, e)) = verify(r) {
+            let snippet = window(r.content(), s, e, 50, SNIPPET_CHARS);
+            self.offer(
+                MessageMeta {
+                    id: r.id,
+                    conversation_id: r.conversation_id,
+                    role: r.role.to_owned(),
+                    created_at: r.created_at.to_owned(),
+                },
+                Some(snippet),
+            );
+        }
+    }
+
+    /// Reads the rows with ids from `from` up to the lowest read so far, highest
+    /// first, a page at a time (pages doubling), checking each, and settles after
+    /// every page: [`Step::Go`] once they are all read (`lowest` is then `from`),
+    /// [`Step::GiveUp`] once `over` says the walk has read too much.
+    fn rows_down_to<F>(
+        &mut self,
+        conn: &Connection,
+        from: i64,
+        verify: &F,
+        spent: &mut Spent,
+        over: impl Fn(&Spent) -> bool,
+    ) -> Result<Step>
+    where
+        F: Fn(&MessageRow) -> Option<(usize, usize)>,
+    {
+        let mut page_rows = PAGE;
+        loop {
+            let mut read = 0usize;
+            recall::messages_desc_between(conn, from, self.lowest, page_rows, |r| {
+                read += 1;
+                spent.row(r, false);
+                self.lowest = r.id;
+                self.check(r, verify);
+            })?;
+            if read < page_rows {
+                self.lowest = from;
+                return Ok(Step::Go);
+            }
+            match self.settle(conn)? {
+                Step::Go => {}
+                step => return Ok(step),
+            }
+            if over(spent) {
+                return Ok(Step::GiveUp);
+            }
+            page_rows = (page_rows * 2).min(MAX_PAGE);
+        }
+    }
+}
+
 /// Messages newest id first, a page at a time, each in scope checked with
 /// `verify` (a match's byte range in the row's text, [`MessageRow::content`]),
 /// until the order proof holds or the table ends; `None` past [`MAX_WALK_ROWS`]
@@ -249,50 +341,113 @@ where
     F: Fn(&MessageRow) -> Option<(usize, usize)>,
 {
     let mut w = Walk::new(conn, q, "scan-newest")?;
-    let mut bytes = 0usize;
-    let mut visited = 0usize;
-    let mut page_rows = PAGE;
-    loop {
-        let mut read = 0usize;
-        recall::messages_below(conn, w.lowest, page_rows, |r| {
-            read += 1;
-            visited += 1;
-            w.lowest = r.id;
-            bytes += r.content_bytes.len();
-            if !q
-                .filter
-                .accepts_lazily(r.conversation_id, || parse_time_ms(r.created_at))
-            {
-                return;
-            }
-            w.stats.scanned += 1;
-            if let Some((s, e)) = verify(r) {
-                let snippet = window(r.content(), s, e, 50, SNIPPET_CHARS);
-                w.offer(
-                    MessageMeta {
-                        id: r.id,
-                        conversation_id: r.conversation_id,
-                        role: r.role.to_owned(),
-                        created_at: r.created_at.to_owned(),
-                    },
-                    Some(snippet),
-                );
-            }
-        })?;
-        if read < page_rows {
-            // The table ended: everything was read.
-            return Ok(Some(w.finish()));
-        }
-        match w.settle(conn)? {
-            Step::Done => return Ok(Some(w.finish())),
-            Step::GiveUp => return Ok(None),
-            Step::Go => {}
-        }
-        if visited >= MAX_WALK_ROWS || bytes >= MAX_WALK_BYTES {
+    let over = |s: &Spent| s.rows >= MAX_WALK_ROWS || s.bytes >= MAX_WALK_BYTES;
+    match w.rows_down_to(conn, i64::MIN, &verify, &mut Spent::default(), over)? {
+        Step::GiveUp => Ok(None),
+        // Done, or the table ended: everything was read.
+        _ => Ok(Some(w.finish())),
+    }
+}
+
+/// Ids above the stored trigram slices (the tail, read whole, newest first) at
+/// most, for a walk through them: the slices of a block are stored once it is
+/// complete, in the background, so at least the last incomplete block is always
+/// read.
+pub const MAX_SLICE_TAIL: usize = 4 * slices::BLOCK_IDS as usize;
+/// What a walk through the trigram slices reads at most, in rows (a row read by
+/// id counts 4): the tail, and ≈ 4,000 candidates read by id (2–9 µs each) for
+/// a needle id at a million messages, whose few hundred candidates (the ids of
+/// other needles holding the same trigrams) are spread over every block; the
+/// alternatives cost more (a two-character prefix token ≈ 20 ms, the last resort
+/// ≈ 200 ms, the catalog's build seconds).
+pub const MAX_SLICE_WALK_COST: usize = MAX_SLICE_TAIL + 4 * 4_000;
+/// Candidates a walk through the slices reads at a time.
+const CHUNK: usize = 32;
+/// A chunk of candidates whose ids span at most this many times their number is
+/// read as one range of rows (dense candidates: a common word) rather than by id.
+const DENSE: i64 = 4;
+
+/// Newest first through the persisted trigram slices ([`slices`]): the rows
+/// above the stored blocks a page at a time, as [`scan_newest`] reads, then the
+/// stored blocks from the newest down, each giving the ids whose slices hold
+/// every trigram `req` needs (no message outside them can match), read a chunk
+/// at a time, highest first, and checked with `verify`; after every page and
+/// chunk the walk settles (the order proof, as the scan's). `None` when no block
+/// is stored (or one is of another layout), the tail is longer than
+/// [`MAX_SLICE_TAIL`], or the walk passes [`MAX_SLICE_WALK_COST`] or twice
+/// [`MAX_WALK_BYTES`]. Call it only when `req` [`slices::constrains`] the search.
+pub fn slices_newest<F>(
+    conn: &Connection,
+    q: &Query,
+    req: &Compiled,
+    verify: F,
+) -> Result<Option<(Vec<Found>, ScopeStats)>>
+where
+    F: Fn(&MessageRow) -> Option<(usize, usize)>,
+{
+    let covered = slices::covered_upto(conn)?;
+    let mut w = Walk::new(conn, q, "trigram-slices")?;
+    if covered == 0 || w.max_id - covered > MAX_SLICE_TAIL as i64 {
+        return Ok(None);
+    }
+    let over =
+        |s: &Spent| s.rows + 4 * s.by_id > MAX_SLICE_WALK_COST || s.bytes >= 2 * MAX_WALK_BYTES;
+    let mut spent = Spent::default();
+    match w.rows_down_to(conn, covered + 1, &verify, &mut spent, over)? {
+        Step::Go if w.settle(conn)? != Step::Done => {}
+        Step::GiveUp => return Ok(None),
+        _ => return Ok(Some(w.finish())),
+    }
+    let mut matcher = slices::Matcher::new(conn, req);
+    let mut ids = Vec::new();
+    for block in (0..covered / slices::BLOCK_IDS).rev() {
+        if !matcher.block(block, &mut ids)? {
             return Ok(None);
         }
-        page_rows = (page_rows * 2).min(MAX_PAGE);
+        for chunk in ids.rchunks(CHUNK) {
+            read_chunk(conn, chunk, &mut spent, |r| w.check(r, &verify))?;
+            w.lowest = chunk[0];
+            match w.settle(conn)? {
+                Step::Go => {}
+                Step::Done => return Ok(Some(w.finish())),
+                Step::GiveUp => return Ok(None),
+            }
+            if over(&spent) {
+                return Ok(None);
+            }
+        }
+        w.lowest = slices::block_start(block);
+        if w.settle(conn)? == Step::Done {
+            return Ok(Some(w.finish()));
+        }
     }
+    Ok(Some(w.finish()))
+}
+
+/// Reads the messages of `chunk` (ids in increasing order) and calls `f` with
+/// each: as one range of rows when the ids are dense (rows between them that are
+/// not in `chunk` are skipped), else by id.
+fn read_chunk(
+    conn: &Connection,
+    chunk: &[i64],
+    spent: &mut Spent,
+    mut f: impl FnMut(&MessageRow),
+) -> Result<()> {
+    let (Some(&first), Some(&last)) = (chunk.first(), chunk.last()) else {
+        return Ok(());
+    };
+    if last - first < DENSE * chunk.len() as i64 {
+        return recall::for_each_message_between(conn, first - 1, last, |r| {
+            spent.row(r, false);
+            if chunk.binary_search(&r.id).is_ok() {
+                f(r);
+            }
+        });
+    }
+    recall::messages_by_id(conn, chunk, |r| {
+        spent.row(r, true);
+        f(r);
+    })
 }
 
 /// The hits of a walk, snippets built by `snippet` where the walk has none.
