@@ -29,8 +29,18 @@ pub struct RecallState {
     /// Where the trigram slices of completed blocks are stored (see
     /// [`super::slices`]); none for an engine that keeps none.
     slices_to: SliceStore,
-    /// A background pass storing slices is running.
-    slices_running: Arc<AtomicBool>,
+    /// Whether a background pass storing slices runs or is wanted.
+    slice_passes: Arc<PassFlags>,
+}
+
+/// One background pass storing slices at a time, and none missed: a pass wanted
+/// while another runs is run by that one before it stops.
+#[derive(Debug, Default)]
+struct PassFlags {
+    /// A pass is running.
+    running: AtomicBool,
+    /// A block has completed since the running pass last looked.
+    wanted: AtomicBool,
 }
 
 /// The store trigram slices are kept in, once set ([`RecallState::store_slices_in`]).
@@ -200,24 +210,52 @@ impl ColdSearches {
     }
 }
 
-/// A background pass storing trigram slices: the store, the flag that lets one
+/// A background pass storing trigram slices: the store, the flags that let one
 /// pass run at a time, and the engine's closing flag.
 struct SlicePass {
     store: Store,
-    running: Arc<AtomicBool>,
+    flags: Arc<PassFlags>,
     in_flight: Arc<InFlight>,
 }
 
 /// Stores the slices of every completed block not stored yet (see
 /// [`super::slices`]), a few blocks per read and per write, on the calling
-/// (blocking) thread; stops when the engine closes. Does nothing while another
-/// pass runs. A failure is left to the next pass: until then the first searches
-/// after an open read more of the tail, or answer another way.
+/// (blocking) thread; stops when the engine closes. While another pass runs, it
+/// leaves the work to that one, which looks again before it stops. A failure is
+/// left to the next pass: until then the first searches after an open read more
+/// of the tail, or answer another way.
 fn run_slice_pass(pass: SlicePass, runtime: &tokio::runtime::Handle) {
-    if pass.running.swap(true, Ordering::AcqRel) {
-        return;
+    pass.flags.run(|| store_missing_slices(&pass, runtime));
+}
+
+impl PassFlags {
+    /// Runs `work` (false: it failed, stop) unless a run is in progress, and
+    /// again for every call made while it runs, until none is left; a call made
+    /// during a run returns at once, leaving its work to that run.
+    fn run(&self, mut work: impl FnMut() -> bool) {
+        self.wanted.store(true, Ordering::Release);
+        while !self.running.swap(true, Ordering::AcqRel) {
+            let mut ok = true;
+            while ok && self.wanted.swap(false, Ordering::AcqRel) {
+                ok = work();
+            }
+            self.running.store(false, Ordering::Release);
+            // A call made after the last look, while this run still held the
+            // flag, is served now (unless another run took the flag since).
+            if !ok || !self.wanted.load(Ordering::Acquire) {
+                return;
+            }
+        }
     }
-    while !pass.in_flight.is_closing() {
+}
+
+/// Stores the missing complete blocks, a few at a time, until none is missing:
+/// false when a read or a write failed, or the engine closes.
+fn store_missing_slices(pass: &SlicePass, runtime: &tokio::runtime::Handle) -> bool {
+    loop {
+        if pass.in_flight.is_closing() {
+            return false;
+        }
         let in_flight = pass.in_flight.clone();
         let read = runtime.block_on(pass.store.read_apart(move |conn| {
             super::slices::missing_blocks(conn, SLICE_BLOCKS_PER_PASS, || {
@@ -229,17 +267,17 @@ fn run_slice_pass(pass: SlicePass, runtime: &tokio::runtime::Handle) {
             })
         }));
         let blocks = match read {
-            Ok(b) if !b.is_empty() => b,
-            _ => break,
+            Ok(b) if b.is_empty() => return true,
+            Ok(b) => b,
+            Err(_) => return false,
         };
         let write = pass.store.write_tx(move |tx| {
             crate::store::slices::store_slices(tx, super::slices::LAYOUT, &blocks)
         });
         if runtime.block_on(write).is_err() {
-            break;
+            return false;
         }
     }
-    pass.running.store(false, Ordering::Release);
 }
 
 /// Blocks a background pass computes per read job (≈ 3 ms of hashing each on the
@@ -326,7 +364,7 @@ impl RecallState {
     fn slice_pass(&self) -> Option<SlicePass> {
         Some(SlicePass {
             store: self.slices_to.0.get()?.clone(),
-            running: self.slices_running.clone(),
+            flags: self.slice_passes.clone(),
             in_flight: self.cold.0.clone(),
         })
     }
@@ -493,6 +531,50 @@ impl RecallState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pass wanted while another runs is not lost: the running one does the
+    /// work again before it stops, and a pass that failed stops.
+    #[test]
+    fn a_slice_pass_wanted_while_one_runs_is_run_by_it() {
+        let flags = PassFlags::default();
+        let mut runs = 0;
+        flags.run(|| {
+            runs += 1;
+            if runs < 3 {
+                // A block completes meanwhile: that call returns at once.
+                let mut inner = 0;
+                flags.run(|| {
+                    inner += 1;
+                    true
+                });
+                assert_eq!(inner, 0, "one pass at a time");
+            }
+            true
+        });
+        assert_eq!(runs, 3, "once, then once per call made during a run");
+        assert!(!flags.running.load(Ordering::Acquire));
+        // Another thread's call leaves only its flag (its run finds this one running).
+        let late = PassFlags::default();
+        let mut runs = 0;
+        late.run(|| {
+            runs += 1;
+            if runs == 1 {
+                late.wanted.store(true, Ordering::Release);
+            }
+            true
+        });
+        assert_eq!(runs, 2);
+        // A failed pass stops, leaving later calls to start again.
+        let failing = PassFlags::default();
+        let mut runs = 0;
+        failing.run(|| {
+            runs += 1;
+            failing.wanted.store(true, Ordering::Release);
+            false
+        });
+        assert_eq!(runs, 1);
+        assert!(!failing.running.load(Ordering::Acquire));
+    }
 
     #[test]
     fn a_build_gives_way_while_a_search_is_in_flight() {

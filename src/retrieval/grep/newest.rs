@@ -370,9 +370,9 @@ const DENSE: i64 = 4;
 /// Newest first through the persisted trigram slices ([`slices`]): the rows
 /// above the stored blocks a page at a time, as [`scan_newest`] reads, then the
 /// stored blocks from the newest down, each giving the ids whose slices hold
-/// every trigram `req` needs (no message outside them can match), read a chunk
-/// at a time, highest first, and checked with `verify`; after every page and
-/// chunk the walk settles (the order proof, as the scan's). `None` when no block
+/// every trigram `req` needs (no message outside them can match), read
+/// [`CHUNK`] at a time (across blocks when they are few), highest first, and
+/// checked with `verify`; after every page and chunk the walk settles (the order proof, as the scan's). `None` when no block
 /// is stored (or one is of another layout), the tail is longer than
 /// [`MAX_SLICE_TAIL`], or the walk passes [`MAX_SLICE_WALK_COST`] or twice
 /// [`MAX_WALK_BYTES`]. Call it only when `req` [`slices::constrains`] the search.
@@ -399,13 +399,20 @@ where
         _ => return Ok(Some(w.finish())),
     }
     let mut matcher = slices::Matcher::new(conn, req);
+    // Candidates of the blocks passed, not read yet (increasing): read a chunk
+    // at a time, so that a rare pattern's few candidates per block are read
+    // together.
+    let mut pending: Vec<i64> = Vec::new();
     let mut ids = Vec::new();
     for block in (0..covered / slices::BLOCK_IDS).rev() {
         if !matcher.block(block, &mut ids)? {
             return Ok(None);
         }
-        for chunk in ids.rchunks(CHUNK) {
-            read_chunk(conn, chunk, &mut spent, |r| w.check(r, &verify))?;
+        ids.extend_from_slice(&pending);
+        std::mem::swap(&mut pending, &mut ids);
+        while pending.len() >= CHUNK || (block == 0 && !pending.is_empty()) {
+            let chunk = pending.split_off(pending.len().saturating_sub(CHUNK));
+            read_chunk(conn, &chunk, &mut spent, |r| w.check(r, &verify))?;
             w.lowest = chunk[0];
             match w.settle(conn)? {
                 Step::Go => {}
@@ -416,9 +423,11 @@ where
                 return Ok(None);
             }
         }
-        w.lowest = slices::block_start(block);
-        if w.settle(conn)? == Step::Done {
-            return Ok(Some(w.finish()));
+        if pending.is_empty() {
+            w.lowest = slices::block_start(block);
+            if w.settle(conn)? == Step::Done {
+                return Ok(Some(w.finish()));
+            }
         }
     }
     Ok(Some(w.finish()))
