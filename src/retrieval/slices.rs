@@ -28,7 +28,7 @@
 use super::catalog::{for_each_trigram_hash, Compiled, TrigramSink};
 use crate::error::Result;
 use crate::store::recall;
-use crate::store::slices as rows;
+use crate::store::slices::{self as rows, SliceTable};
 
 /// Rows of `lcm_trigram_slices`: `(block × BUCKETS + bucket, bytes)`.
 pub type SliceRows = Vec<(i64, Vec<u8>)>;
@@ -78,10 +78,82 @@ pub fn covered_upto(conn: &rusqlite::Connection) -> Result<i64> {
     Ok(stored_blocks(conn)? * BLOCK_IDS)
 }
 
-/// How many blocks are stored (every block below that number is).
+/// How many blocks are stored (every block below that number is, as a block's
+/// rows or in a group).
 fn stored_blocks(conn: &rusqlite::Connection) -> Result<i64> {
+    let blocks = stored_in(conn, SliceTable::Blocks)?;
+    Ok(blocks.max(stored_groups(conn)? * GROUP_BLOCKS))
+}
+
+/// How many groups are stored (every group below that number is).
+fn stored_groups(conn: &rusqlite::Connection) -> Result<i64> {
+    stored_in(conn, SliceTable::Groups)
+}
+
+/// The number of units (blocks, or groups) whose rows end at the last key of
+/// `table`.
+fn stored_in(conn: &rusqlite::Connection, table: SliceTable) -> Result<i64> {
     let buckets = BUCKETS as i64;
-    Ok(rows::last_slice(conn, LAYOUT)?.map_or(0, |last| (last + 1) / buckets))
+    Ok(rows::last_slice(conn, table, LAYOUT)?.map_or(0, |last| (last + 1) / buckets))
+}
+
+/// Blocks per group: once a group's blocks are all stored, their rows are
+/// replaced by one row per bucket holding the group's slices one after the
+/// other (15 × 256 bytes: one row per 4 KiB page), so that a query reads 15×
+/// fewer rows, and pages, in the blocks of the group (the pages a fresh
+/// connection's memory map faults in are most of a first query's cost).
+pub const GROUP_BLOCKS: i64 = 15;
+
+/// Stores block rows (see [`missing_blocks`], [`BlockBuilder`]) inside the write
+/// transaction `tx`, then replaces the blocks of every group now complete with
+/// the group's rows ([`compact`]).
+pub fn store(tx: &rusqlite::Connection, blocks: &SliceRows) -> Result<()> {
+    rows::store_slices(tx, LAYOUT, blocks)?;
+    while compact(tx)? {}
+    Ok(())
+}
+
+/// Whether the blocks of a group not stored as one are all stored.
+pub fn compaction_due(conn: &rusqlite::Connection) -> Result<bool> {
+    Ok(stored_in(conn, SliceTable::Blocks)? >= (stored_groups(conn)? + 1) * GROUP_BLOCKS)
+}
+
+/// Replaces the rows of the first group not stored as one, when all its blocks
+/// are stored, with the group's rows (bucket by bucket, each the group's blocks'
+/// slices in block order; a block without messages as zeros): whether it did.
+/// Inside the caller's write transaction; rows of unexpected sizes or another
+/// layout leave the blocks as they are.
+pub fn compact(tx: &rusqlite::Connection) -> Result<bool> {
+    if !compaction_due(tx)? {
+        return Ok(false);
+    }
+    let group = stored_groups(tx)?;
+    let first = group * GROUP_BLOCKS;
+    let buckets = BUCKETS as i64;
+    let keys = first * buckets..(first + GROUP_BLOCKS) * buckets;
+    let found = rows::block_slices(tx, keys.clone())?;
+    if found.len() as i64 != GROUP_BLOCKS * buckets {
+        return Ok(false);
+    }
+    let mut bits = vec![vec![0u8; GROUP_BLOCKS as usize * SLICE_BYTES]; BUCKETS];
+    for (key, layout, bytes) in &found {
+        let (block, bucket) = ((key / buckets - first) as usize, (key % buckets) as usize);
+        match bytes.len() {
+            _ if *layout != LAYOUT => return Ok(false),
+            SLICE_BYTES => {
+                bits[bucket][block * SLICE_BYTES..][..SLICE_BYTES].copy_from_slice(bytes)
+            }
+            0 => {}
+            _ => return Ok(false),
+        }
+    }
+    let group_rows: SliceRows = bits
+        .into_iter()
+        .enumerate()
+        .map(|(b, bytes)| (group * buckets + b as i64, bytes))
+        .collect();
+    rows::replace_with_group(tx, LAYOUT, &group_rows, keys)?;
+    Ok(true)
 }
 
 /// The rows of up to `max` complete blocks not stored yet, from the first
@@ -242,13 +314,59 @@ pub fn constrains(req: &Compiled) -> bool {
     }
 }
 
-/// Reads, block by block, the ids whose slices hold one query's requirement:
-/// only the slices of its trigrams' buckets, through one blob handle.
+/// A run of stored blocks read at once: one block's rows, or a group's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The first block.
+    first: i64,
+    /// The group, when the span is one.
+    group: Option<i64>,
+}
+
+impl Span {
+    /// The first message id of the span.
+    pub fn start(&self) -> i64 {
+        block_start(self.first)
+    }
+
+    /// The last message id of the span.
+    pub fn end(&self) -> i64 {
+        block_start(self.first + self.blocks() as i64) - 1
+    }
+
+    fn blocks(&self) -> usize {
+        if self.group.is_some() {
+            GROUP_BLOCKS as usize
+        } else {
+            1
+        }
+    }
+}
+
+/// The spans of the stored blocks, newest first: the blocks above the stored
+/// groups one by one, then the groups.
+pub fn spans_newest_first(conn: &rusqlite::Connection) -> Result<Vec<Span>> {
+    let groups = stored_groups(conn)?;
+    let blocks = stored_blocks(conn)?;
+    let singles = (groups * GROUP_BLOCKS..blocks).rev().map(|b| Span {
+        first: b,
+        group: None,
+    });
+    let grouped = (0..groups).rev().map(|g| Span {
+        first: g * GROUP_BLOCKS,
+        group: Some(g),
+    });
+    Ok(singles.chain(grouped).collect())
+}
+
+/// Reads, span by span, the ids whose slices hold one query's requirement:
+/// only the slices of its trigrams' buckets, through one blob handle per table.
 pub struct Matcher<'c, 'r> {
     req: &'r Compiled,
     needed: Vec<usize>,
-    reader: rows::SliceReader<'c>,
-    slices: Vec<[u64; WORDS]>,
+    blocks: rows::SliceReader<'c>,
+    groups: rows::SliceReader<'c>,
+    slices: Vec<Vec<u64>>,
     buf: Vec<u8>,
 }
 
@@ -262,39 +380,50 @@ impl<'c, 'r> Matcher<'c, 'r> {
         needed.dedup();
         Matcher {
             req,
-            slices: vec![[0u64; WORDS]; needed.len()],
+            slices: vec![Vec::new(); needed.len()],
             needed,
-            reader: rows::SliceReader::new(conn),
-            buf: vec![0u8; SLICE_BYTES],
+            blocks: rows::SliceReader::new(conn, SliceTable::Blocks),
+            groups: rows::SliceReader::new(conn, SliceTable::Groups),
+            buf: Vec::new(),
         }
     }
 
-    /// Replaces `out` with the ids of stored block `block` whose slices hold the
-    /// requirement, in increasing order (none for a block without messages);
-    /// false when the block is not stored in this layout (a slice is missing or
-    /// of another size), and then nothing read can be trusted.
-    pub fn block(&mut self, block: i64, out: &mut Vec<i64>) -> Result<bool> {
+    /// Replaces `out` with the ids of `span` whose slices hold the requirement,
+    /// in increasing order (none for a block without messages); false when the
+    /// span is not stored in this layout (a slice is missing or of another
+    /// size), and then nothing read can be trusted.
+    pub fn span(&mut self, span: Span, out: &mut Vec<i64>) -> Result<bool> {
         out.clear();
+        let (reader, key_base) = match span.group {
+            Some(g) => (&mut self.groups, g),
+            None => (&mut self.blocks, span.first),
+        };
+        let size = span.blocks() * SLICE_BYTES;
+        self.buf.resize(size, 0);
         for (slot, &b) in self.needed.iter().enumerate() {
-            match self
-                .reader
-                .read(block * BUCKETS as i64 + b as i64, &mut self.buf)?
-            {
-                Some(SLICE_BYTES) => {}
+            match reader.read(key_base * BUCKETS as i64 + b as i64, &mut self.buf)? {
+                Some(n) if n == size => {}
                 // An empty slice: the block holds no message.
-                Some(0) => return Ok(true),
-                // Missing, or of another size: not a block of ours.
+                Some(0) if span.group.is_none() => return Ok(true),
+                // Missing, or of another size: not a span of ours.
                 _ => return Ok(false),
             }
-            for (w, chunk) in self.slices[slot].iter_mut().zip(self.buf.chunks_exact(8)) {
-                *w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-            }
+            let words = &mut self.slices[slot];
+            words.clear();
+            words.extend(
+                self.buf
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+            );
         }
         let needed = &self.needed;
         let slices = &self.slices;
-        let at = |b: usize| &slices[needed.binary_search(&b).unwrap_or(0)];
-        let start = block_start(block);
-        for (w, word) in mask(self.req, &at).iter().enumerate() {
+        let at = |b: usize| &slices[needed.binary_search(&b).unwrap_or(0)][..];
+        let start = span.start();
+        for (w, word) in mask(self.req, &at, span.blocks() * WORDS)
+            .iter()
+            .enumerate()
+        {
             let mut word = *word;
             while word != 0 {
                 let i = word.trailing_zeros() as usize;
@@ -319,11 +448,13 @@ pub fn candidates(
     let mut m = Matcher::new(conn, req);
     let mut ids = Vec::new();
     let mut out = Vec::new();
-    for block in 0..covered / BLOCK_IDS {
-        if !m.block(block, &mut ids)? {
+    let mut spans = spans_newest_first(conn)?;
+    spans.reverse();
+    for span in spans.into_iter().filter(|s| s.start() <= covered) {
+        if !m.span(span, &mut ids)? {
             return Ok(None);
         }
-        out.extend_from_slice(&ids);
+        out.extend(ids.iter().filter(|&&id| id <= covered));
         if out.len() > cap {
             return Ok(None);
         }
@@ -339,19 +470,23 @@ fn buckets_of(req: &Compiled, out: &mut Vec<usize>) {
     }
 }
 
-/// The ids of a block (as bits) that may satisfy `req`, from its slices.
-fn mask<'a>(req: &Compiled, at: &impl Fn(usize) -> &'a [u64; WORDS]) -> [u64; WORDS] {
+/// The ids of a span (as `words` words of bits) that may satisfy `req`, from its
+/// slices.
+fn mask<'a>(req: &Compiled, at: &impl Fn(usize) -> &'a [u64], words: usize) -> Vec<u64> {
+    let and = |m: &mut Vec<u64>, s: &[u64]| m.iter_mut().zip(s).for_each(|(m, s)| *m &= s);
     match req {
-        Compiled::Lit(h) => h.iter().fold([u64::MAX; WORDS], |mut m, &h| {
-            m.iter_mut().zip(at(bucket(h))).for_each(|(m, s)| *m &= s);
+        Compiled::Lit(h) => h.iter().fold(vec![u64::MAX; words], |mut m, &h| {
+            and(&mut m, at(bucket(h)));
             m
         }),
-        Compiled::All(v) => v.iter().fold([u64::MAX; WORDS], |mut m, r| {
-            m.iter_mut().zip(mask(r, at)).for_each(|(m, s)| *m &= s);
+        Compiled::All(v) => v.iter().fold(vec![u64::MAX; words], |mut m, r| {
+            and(&mut m, &mask(r, at, words));
             m
         }),
-        Compiled::Any(v) => v.iter().fold([0; WORDS], |mut m, r| {
-            m.iter_mut().zip(mask(r, at)).for_each(|(m, s)| *m |= s);
+        Compiled::Any(v) => v.iter().fold(vec![0; words], |mut m, r| {
+            m.iter_mut()
+                .zip(mask(r, at, words))
+                .for_each(|(m, s)| *m |= s);
             m
         }),
     }

@@ -267,15 +267,31 @@ fn store_missing_slices(pass: &SlicePass, runtime: &tokio::runtime::Handle) -> b
             })
         }));
         let blocks = match read {
-            Ok(b) if b.is_empty() => return true,
+            Ok(b) if b.is_empty() => return compact_slices(pass, runtime),
             Ok(b) => b,
             Err(_) => return false,
         };
-        let write = pass.store.write_tx(move |tx| {
-            crate::store::slices::store_slices(tx, super::slices::LAYOUT, &blocks)
-        });
+        let write = pass
+            .store
+            .write_tx(move |tx| super::slices::store(tx, &blocks));
         if runtime.block_on(write).is_err() {
             return false;
+        }
+    }
+}
+
+/// Replaces complete groups of stored blocks with their groups' rows, one group
+/// per write (a file whose blocks were stored before groups existed; a write of
+/// new blocks does it itself): false when a write failed or the engine closes.
+fn compact_slices(pass: &SlicePass, runtime: &tokio::runtime::Handle) -> bool {
+    loop {
+        if pass.in_flight.is_closing() {
+            return false;
+        }
+        match runtime.block_on(pass.store.write_tx(|tx| super::slices::compact(tx))) {
+            Ok(true) => {}
+            Ok(false) => return true,
+            Err(_) => return false,
         }
     }
 }
@@ -333,9 +349,14 @@ impl RecallState {
     /// what it finds complete itself, see [`RecallState::slice_builder`]).
     fn store_new_slices(&self, before: i64, after: i64) {
         let b = super::slices::BLOCK_IDS;
-        if after / b == before / b {
-            return;
+        if after / b != before / b {
+            self.start_slice_pass();
         }
+    }
+
+    /// Starts [`run_slice_pass`] on a blocking-pool thread, unless this state
+    /// stores no slices.
+    fn start_slice_pass(&self) {
         let (Ok(runtime), Some(pass)) = (tokio::runtime::Handle::try_current(), self.slice_pass())
         else {
             return;
@@ -353,9 +374,7 @@ impl RecallState {
     ) -> Option<super::slices::BlockBuilder<impl FnMut(super::slices::SliceRows)>> {
         let store = self.slices_to.0.get()?.clone();
         let write = move |rows: super::slices::SliceRows| {
-            drop(store.write_tx(move |tx| {
-                crate::store::slices::store_slices(tx, super::slices::LAYOUT, &rows)
-            }));
+            drop(store.write_tx(move |tx| super::slices::store(tx, &rows)));
         };
         super::slices::BlockBuilder::new(conn, write).ok()
     }
@@ -509,8 +528,14 @@ impl RecallState {
             // be stored is left to a later pass; it never fails the build).
             match self.slice_builder(conn) {
                 Some(mut slices) => {
+                    // Groups due in a file whose blocks were all stored before
+                    // groups existed (a build storing blocks forms them itself).
+                    let due = super::slices::compaction_due(conn).unwrap_or(false);
                     fresh.catch_up_into(conn, between, &mut slices)?;
                     slices.finish(fresh.last_id());
+                    if due {
+                        self.start_slice_pass();
+                    }
                 }
                 None => drop(fresh.catch_up_with(conn, between)?),
             }

@@ -147,6 +147,12 @@ CREATE TABLE IF NOT EXISTS lcm_trigram_slices (
   bits BLOB NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS lcm_trigram_groups (
+  slice INTEGER PRIMARY KEY,
+  layout INTEGER NOT NULL,
+  bits BLOB NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS lcm_turn_receipts (
   advancement_key TEXT PRIMARY KEY,
   conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE,

@@ -90,3 +90,70 @@ async fn the_first_regex_after_a_restart_answers_through_stored_slices() {
         "6,500 messages: three complete blocks"
     );
 }
+
+/// Group rows stored in the file (read on a connection of its own).
+fn stored_groups(path: &std::path::Path) -> i64 {
+    use crate::store::slices::{stored_count_in, SliceTable};
+    let conn = rusqlite::Connection::open(path).unwrap();
+    stored_count_in(&conn, SliceTable::Groups).unwrap() / crate::retrieval::slices::BUCKETS as i64
+}
+
+/// A file whose blocks were all stored as blocks (by a version before groups):
+/// the first build finds a group due and a background pass forms it; the next
+/// engine's first regex answers through the group as the catalog does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_stored_before_groups_become_a_group_after_open() {
+    use crate::retrieval::slices::{missing_blocks, BLOCK_IDS, GROUP_BLOCKS, LAYOUT};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db");
+    let n = (GROUP_BLOCKS * BLOCK_IDS + 10) as usize;
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        let batch = (0..n)
+            .map(|i| {
+                let m = json!({"role": "user", "content": format!("turn {i}: deploy code is NEEDLE-{}-{i}", i % 7)});
+                crate::message::ingest::map_message(&m, None).unwrap()
+            })
+            .collect();
+        let session = crate::store::conversations::SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+        let rows = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
+        let tx = conn.transaction().unwrap();
+        crate::store::slices::store_slices(&tx, LAYOUT, &rows).unwrap();
+        tx.commit().unwrap();
+    }
+    assert_eq!(
+        (stored_blocks(&path), stored_groups(&path)),
+        (GROUP_BLOCKS, 0)
+    );
+    let engine = Engine::open(opts(&path)).await.unwrap();
+    engine.warm_recall_index().await.unwrap();
+    let start = Instant::now();
+    while stored_groups(&path) < 1 {
+        assert!(start.elapsed() < Duration::from_secs(20), "no group formed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stored_blocks(&path), 0, "the group replaced its blocks");
+    let warm = engine
+        .grep(grep("NEEDLE-3-1\\d\\d\\b"))
+        .await
+        .unwrap()
+        .messages;
+    engine.close().await.unwrap();
+    let engine = Engine::open(opts(&path)).await.unwrap();
+    let cold = engine.grep(grep("NEEDLE-3-1\\d\\d\\b")).await.unwrap();
+    let stats = cold.message_stats.clone().unwrap();
+    assert_eq!(stats.strategy, "trigram-slices", "{stats:?}");
+    let ids = |h: &[crate::retrieval::grep::MessageHit]| {
+        h.iter()
+            .map(|m| (m.message_id, m.snippet.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&cold.messages), ids(&warm));
+    assert_eq!(cold.messages.len(), 5);
+    engine.close().await.unwrap();
+}

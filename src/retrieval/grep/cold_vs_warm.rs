@@ -640,12 +640,12 @@ fn content_that_is_not_utf8_searches_as_no_text() {
 }
 
 /// Stores the slices of every complete block, as the engine's background pass
-/// does: how many blocks were stored.
+/// does (groups of complete blocks replace them): how many blocks were stored.
 fn store_all_slices(conn: &mut Connection) -> usize {
-    use crate::retrieval::slices::{missing_blocks, BUCKETS, LAYOUT};
+    use crate::retrieval::slices::{missing_blocks, store, BUCKETS};
     let rows = missing_blocks(conn, usize::MAX, || Ok(())).unwrap();
     let tx = conn.transaction().unwrap();
-    crate::store::slices::store_slices(&tx, LAYOUT, &rows).unwrap();
+    store(&tx, &rows).unwrap();
     tx.commit().unwrap();
     rows.len() / BUCKETS
 }
@@ -902,4 +902,25 @@ fn the_slices_walk_gives_up_past_its_budget() {
     let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
     assert_eq!(stats.strategy, "trigram-slices");
     assert!(cold.is_empty() && warm.is_empty());
+    // Blocks 0–14 are one group, 15 and 16 blocks: answers through both as the
+    // catalog's, in every scope and at every limit.
+    use crate::store::slices::{stored_count_in, SliceTable};
+    assert_eq!(stored_count_in(&conn, SliceTable::Groups).unwrap(), 1024);
+    assert_eq!(
+        stored_count_in(&conn, SliceTable::Blocks).unwrap(),
+        2 * 1024
+    );
+    for pattern in [
+        r"m1\d\d00 omega",
+        r"m3070\d plain",
+        r"zeta then kappa",
+        r"m2\d{4} omega then",
+    ] {
+        for limit in [1, 20, 400] {
+            let q = regex_query(pattern, limit);
+            let (cold, warm, stats) = cold_and_warm(&conn, &cat, features, &q);
+            assert_eq!(stats.strategy, "trigram-slices", "{pattern}");
+            assert_eq!(cold, warm, "{pattern} limit {limit}");
+        }
+    }
 }

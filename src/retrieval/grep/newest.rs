@@ -385,7 +385,8 @@ pub fn slices_newest<F>(
 where
     F: Fn(&MessageRow) -> Option<(usize, usize)>,
 {
-    let covered = slices::covered_upto(conn)?;
+    let spans = slices::spans_newest_first(conn)?;
+    let covered = spans.first().map_or(0, slices::Span::end);
     let mut w = Walk::new(conn, q, "trigram-slices")?;
     if covered == 0 || w.max_id - covered > MAX_SLICE_TAIL as i64 {
         return Ok(None);
@@ -404,13 +405,14 @@ where
     // together.
     let mut pending: Vec<i64> = Vec::new();
     let mut ids = Vec::new();
-    for block in (0..covered / slices::BLOCK_IDS).rev() {
-        if !matcher.block(block, &mut ids)? {
+    for (k, &span) in spans.iter().enumerate() {
+        let last = k + 1 == spans.len();
+        if !matcher.span(span, &mut ids)? {
             return Ok(None);
         }
         ids.extend_from_slice(&pending);
         std::mem::swap(&mut pending, &mut ids);
-        while pending.len() >= CHUNK || (block == 0 && !pending.is_empty()) {
+        while pending.len() >= CHUNK || (last && !pending.is_empty()) {
             let chunk = pending.split_off(pending.len().saturating_sub(CHUNK));
             read_chunk(conn, &chunk, &mut spent, |r| w.check(r, &verify))?;
             w.lowest = chunk[0];
@@ -424,7 +426,7 @@ where
             }
         }
         if pending.is_empty() {
-            w.lowest = slices::block_start(block);
+            w.lowest = span.start();
             if w.settle(conn)? == Step::Done {
                 return Ok(Some(w.finish()));
             }

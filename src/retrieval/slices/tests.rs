@@ -29,7 +29,7 @@ fn database_of(texts: &[String]) -> Connection {
 fn store_all(conn: &mut Connection) -> usize {
     let slices = missing_blocks(conn, usize::MAX, || Ok(())).unwrap();
     let tx = conn.transaction().unwrap();
-    rows::store_slices(&tx, LAYOUT, &slices).unwrap();
+    super::store(&tx, &slices).unwrap();
     tx.commit().unwrap();
     slices.len() / BUCKETS
 }
@@ -233,4 +233,120 @@ fn a_far_jump_of_ids_stops_the_slices_instead_of_filling_the_gap() {
     assert_eq!(store_all(&mut conn), 2, "the pass: blocks 0 and 1");
     assert_eq!(store_all(&mut conn), 0, "and nothing more, ever");
     assert_eq!(covered_upto(&conn).unwrap(), 2 * BLOCK_IDS);
+}
+
+/// Every candidate of `pattern` in the stored spans, oldest first.
+fn all_candidates(conn: &Connection, pattern: &str) -> Option<Vec<i64>> {
+    candidates(
+        conn,
+        &compiled(pattern),
+        covered_upto(conn).unwrap(),
+        usize::MAX,
+    )
+    .unwrap()
+}
+
+/// Once a group's blocks are all stored, one row per bucket replaces their
+/// rows, in the same transaction; the candidates, the covered ids and what is
+/// missing stay the same, an empty block reads as no candidate, the blocks above
+/// go on as blocks, and rows of another size leave the blocks as they are.
+#[test]
+fn a_group_replaces_its_blocks_and_gives_the_same_candidates() {
+    let n = (GROUP_BLOCKS + 1) * BLOCK_IDS + 100;
+    let texts: Vec<String> = (0..n)
+        .map(|i| format!("message {i} {}", ["alpha", "beta", "gamma"][i as usize % 3]))
+        .collect();
+    let mut conn = database_of(&texts);
+    let blocks = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
+    assert_eq!(blocks.len() as i64, (GROUP_BLOCKS + 1) * BUCKETS as i64);
+    // Stored as blocks alone first.
+    let tx = conn.transaction().unwrap();
+    rows::store_slices(&tx, LAYOUT, &blocks).unwrap();
+    tx.commit().unwrap();
+    let patterns = [
+        "message 3000",
+        "message 2",
+        "beta",
+        "message 1\\d 1",
+        "gamma|alpha",
+    ];
+    let before: Vec<_> = patterns.iter().map(|p| all_candidates(&conn, p)).collect();
+    assert!(before.iter().all(Option::is_some));
+    let covered = covered_upto(&conn).unwrap();
+    assert_eq!(covered, (GROUP_BLOCKS + 1) * BLOCK_IDS);
+    // Compacted: one group, block 15 left as a block.
+    let tx = conn.transaction().unwrap();
+    assert!(compact(&tx).unwrap());
+    assert!(!compact(&tx).unwrap(), "one group is complete");
+    tx.commit().unwrap();
+    assert_eq!(rows::stored_count(&conn).unwrap(), BUCKETS as i64);
+    assert_eq!(
+        rows::stored_count_in(&conn, SliceTable::Groups).unwrap(),
+        BUCKETS as i64
+    );
+    assert_eq!(covered_upto(&conn).unwrap(), covered);
+    assert!(missing_blocks(&conn, usize::MAX, || Ok(()))
+        .unwrap()
+        .is_empty());
+    let after: Vec<_> = patterns.iter().map(|p| all_candidates(&conn, p)).collect();
+    assert_eq!(before, after);
+    let spans = spans_newest_first(&conn).unwrap();
+    assert_eq!(spans.len(), 2);
+    assert_eq!(
+        (spans[0].start(), spans[0].end()),
+        (15 * BLOCK_IDS + 1, covered)
+    );
+    assert_eq!((spans[1].start(), spans[1].end()), (1, 15 * BLOCK_IDS));
+    // Rows of another layout go, groups too, at the next write.
+    let tx = conn.transaction().unwrap();
+    rows::store_slices(&tx, LAYOUT + 1, &[(0, vec![0; SLICE_BYTES])]).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(rows::stored_count_in(&conn, SliceTable::Groups).unwrap(), 0);
+    assert_eq!(covered_upto(&conn).unwrap(), 0);
+}
+
+/// A group holding an empty block (ids never used) and a row of an unexpected
+/// size: the empty block reads as zeros, the odd row stops the compaction.
+#[test]
+fn a_group_keeps_empty_blocks_empty_and_refuses_odd_rows() {
+    let texts: Vec<String> = (0..BLOCK_IDS).map(|i| format!("message {i}")).collect();
+    let mut conn = database_of(&texts);
+    // Block 1 is never used; blocks 2.. are.
+    crate::store::messages::skip_message_ids_to(&conn, 2 * BLOCK_IDS).unwrap();
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    let more = (0..(GROUP_BLOCKS - 2) * BLOCK_IDS + 10)
+        .map(|i| {
+            let t = format!("later {i}");
+            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
+                .unwrap()
+        })
+        .collect();
+    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    let blocks = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
+    assert_eq!(blocks.len() as i64, GROUP_BLOCKS * BUCKETS as i64);
+    // An odd row in block 3: no group.
+    let mut odd = blocks.clone();
+    odd[3 * BUCKETS + 7].1.pop();
+    let tx = conn.transaction().unwrap();
+    super::store(&tx, &odd).unwrap();
+    assert_eq!(rows::stored_count_in(&tx, SliceTable::Groups).unwrap(), 0);
+    tx.rollback().unwrap();
+    let tx = conn.transaction().unwrap();
+    super::store(&tx, &blocks).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(rows::stored_count(&conn).unwrap(), 0, "all in the group");
+    assert_eq!(covered_upto(&conn).unwrap(), GROUP_BLOCKS * BLOCK_IDS);
+    let found = all_candidates(&conn, "later 17").unwrap();
+    assert!(found.contains(&(2 * BLOCK_IDS + 18)), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .all(|&id| !(BLOCK_IDS + 1..=2 * BLOCK_IDS).contains(&id)),
+        "no id of the empty block"
+    );
+    let message = all_candidates(&conn, "message 100").unwrap();
+    assert!(message.contains(&101), "{message:?}");
 }
