@@ -22,6 +22,12 @@
 //! build and whenever a block has completed since), a few per transaction, in
 //! order, so the stored blocks are always those from 0 up to some block.
 //!
+//! Once [`GROUP_BLOCKS`] consecutive blocks are stored, one row per bucket in
+//! `lcm_trigram_groups` holds their slices one after the other and replaces
+//! their rows ([`compact`]): a query then reads one row per bucket for the whole
+//! group. A query reads spans ([`spans_newest_first`]: the blocks above the
+//! groups, then the groups).
+//!
 //! Size: `BUCKETS / 8` bytes per message id (128; ≈ 136 with SQLite's row and
 //! page overhead).
 
