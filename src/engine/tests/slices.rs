@@ -37,6 +37,13 @@ async fn until_stored(path: &std::path::Path, n: i64) {
     }
 }
 
+/// Hits as (message id, snippet).
+fn ids(h: &[crate::retrieval::grep::MessageHit]) -> Vec<(i64, String)> {
+    h.iter()
+        .map(|m| (m.message_id, m.snippet.clone()))
+        .collect()
+}
+
 fn grep(pattern: &str) -> GrepParams {
     serde_json::from_value(json!({"pattern": pattern, "allConversations": true, "limit": 5}))
         .unwrap()
@@ -76,11 +83,6 @@ async fn the_first_regex_after_a_restart_answers_through_stored_slices() {
     let stats = cold.message_stats.clone().unwrap();
     assert_eq!(stats.strategy, "trigram-slices", "{stats:?}");
     assert!(stats.candidates < 40, "{stats:?}");
-    let ids = |h: &[crate::retrieval::grep::MessageHit]| {
-        h.iter()
-            .map(|m| (m.message_id, m.snippet.clone()))
-            .collect::<Vec<_>>()
-    };
     assert_eq!(ids(&cold.messages), ids(&warm));
     assert_eq!(cold.messages.len(), 5);
     engine.close().await.unwrap();
@@ -148,11 +150,6 @@ async fn blocks_stored_before_groups_become_a_group_after_open() {
     let cold = engine.grep(grep("NEEDLE-3-1\\d\\d\\b")).await.unwrap();
     let stats = cold.message_stats.clone().unwrap();
     assert_eq!(stats.strategy, "trigram-slices", "{stats:?}");
-    let ids = |h: &[crate::retrieval::grep::MessageHit]| {
-        h.iter()
-            .map(|m| (m.message_id, m.snippet.clone()))
-            .collect::<Vec<_>>()
-    };
     assert_eq!(ids(&cold.messages), ids(&warm));
     assert_eq!(cold.messages.len(), 5);
     engine.close().await.unwrap();
