@@ -114,7 +114,15 @@ pub const GROUP_BLOCKS: i64 = 15;
 /// transaction `tx`, then replaces the blocks of every group now complete with
 /// the group's rows ([`compact`]).
 pub fn store(tx: &rusqlite::Connection, blocks: &SliceRows) -> Result<()> {
-    rows::store_slices(tx, LAYOUT, blocks)?;
+    // Blocks another engine on the file has grouped meanwhile are not stored
+    // again (their rows would never be read, nor deleted).
+    let grouped = stored_groups(tx)? * GROUP_BLOCKS * BUCKETS as i64;
+    let fresh: SliceRows = blocks
+        .iter()
+        .filter(|(k, _)| *k >= grouped)
+        .cloned()
+        .collect();
+    rows::store_slices(tx, LAYOUT, &fresh)?;
     while compact(tx)? {}
     Ok(())
 }

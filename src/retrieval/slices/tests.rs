@@ -297,6 +297,16 @@ fn a_group_replaces_its_blocks_and_gives_the_same_candidates() {
         (15 * BLOCK_IDS + 1, covered)
     );
     assert_eq!((spans[1].start(), spans[1].end()), (1, 15 * BLOCK_IDS));
+    // Another engine's write of blocks already grouped (it computed them before
+    // the group formed) stores none of them again.
+    let tx = conn.transaction().unwrap();
+    super::store(&tx, &blocks).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(rows::stored_count(&conn).unwrap(), BUCKETS as i64);
+    assert_eq!(
+        rows::stored_count_in(&conn, SliceTable::Groups).unwrap(),
+        BUCKETS as i64
+    );
     // Rows of another layout go, groups too, at the next write.
     let tx = conn.transaction().unwrap();
     rows::store_slices(&tx, LAYOUT + 1, &[(0, vec![0; SLICE_BYTES])]).unwrap();
