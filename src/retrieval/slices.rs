@@ -17,10 +17,12 @@
 //! follow the same rule; the deferred full-text watermark relies on it too), and
 //! messages are never rewritten, so a stored block never changes. Deleted
 //! messages leave bits behind, which only cost a lookup. Ids above the last
-//! stored block (the tail) are read and checked one by one. Blocks are computed
-//! in the background from the messages themselves (after the catalog's first
-//! build and whenever a block has completed since), a few per transaction, in
-//! order, so the stored blocks are always those from 0 up to some block.
+//! stored block (the tail) are read and checked one by one. The catalog's first
+//! build computes the blocks the file lacks from the hashes it computes anyway
+//! ([`BlockBuilder`]); blocks completed later are computed in the background
+//! from the messages themselves ([`missing_blocks`]); both are stored a few per
+//! transaction, in order, so the stored blocks are always those from 0 up to
+//! some block.
 //!
 //! Once [`GROUP_BLOCKS`] consecutive blocks are stored, one row per bucket in
 //! `lcm_trigram_groups` holds their slices one after the other and replaces
@@ -36,7 +38,8 @@ use crate::error::Result;
 use crate::store::recall;
 use crate::store::slices::{self as rows, SliceTable};
 
-/// Rows of `lcm_trigram_slices`: `(block × BUCKETS + bucket, bytes)`.
+/// Slice rows: `(block × BUCKETS + bucket, bytes)` of `lcm_trigram_slices`, or
+/// `(group × BUCKETS + bucket, bytes)` of `lcm_trigram_groups`.
 pub type SliceRows = Vec<(i64, Vec<u8>)>;
 
 /// The layout number stored with every block: a change of [`BLOCK_IDS`],
@@ -129,7 +132,14 @@ pub fn store(tx: &rusqlite::Connection, blocks: &SliceRows) -> Result<()> {
 
 /// Whether the blocks of a group not stored as one are all stored.
 pub fn compaction_due(conn: &rusqlite::Connection) -> Result<bool> {
-    Ok(stored_in(conn, SliceTable::Blocks)? >= (stored_groups(conn)? + 1) * GROUP_BLOCKS)
+    Ok(due_group(conn)?.is_some())
+}
+
+/// The first group not stored as one, when all its blocks are stored.
+fn due_group(conn: &rusqlite::Connection) -> Result<Option<i64>> {
+    let group = stored_groups(conn)?;
+    let blocks = stored_in(conn, SliceTable::Blocks)?;
+    Ok((blocks >= (group + 1) * GROUP_BLOCKS).then_some(group))
 }
 
 /// Replaces the rows of the first group not stored as one, when all its blocks
@@ -138,10 +148,9 @@ pub fn compaction_due(conn: &rusqlite::Connection) -> Result<bool> {
 /// Inside the caller's write transaction; rows of unexpected sizes or another
 /// layout leave the blocks as they are.
 pub fn compact(tx: &rusqlite::Connection) -> Result<bool> {
-    if !compaction_due(tx)? {
+    let Some(group) = due_group(tx)? else {
         return Ok(false);
-    }
-    let group = stored_groups(tx)?;
+    };
     let first = group * GROUP_BLOCKS;
     let buckets = BUCKETS as i64;
     let keys = first * buckets..(first + GROUP_BLOCKS) * buckets;

@@ -632,17 +632,8 @@ mod tests {
     fn database_of(n: usize) -> (rusqlite::Connection, crate::store::Features) {
         let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         let features = crate::store::migrate::migrate(&mut conn).unwrap();
-        let batch = (0..n)
-            .map(|i| {
-                let m = serde_json::json!({"role": "user", "content": format!("alpha {i}")});
-                crate::message::ingest::map_message(&m, None).unwrap()
-            })
-            .collect();
-        let session = crate::store::conversations::SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
-        crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+        crate::store::messages::insert_user_texts(&mut conn, (0..n).map(|i| format!("alpha {i}")))
+            .unwrap();
         crate::store::fts_lag::FtsLag::new(true)
             .catch_up(&mut conn)
             .unwrap();

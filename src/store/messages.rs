@@ -719,6 +719,27 @@ pub fn set_raw_content(conn: &Connection, id: i64, bytes: &[u8]) -> Result<usize
     )?)
 }
 
+/// Test support: stores `texts` as user messages of session `s` (one batch): how
+/// many.
+#[cfg(test)]
+pub fn insert_user_texts<S: AsRef<str>>(
+    conn: &mut Connection,
+    texts: impl IntoIterator<Item = S>,
+) -> Result<usize> {
+    let batch: Vec<NewMessage> = texts
+        .into_iter()
+        .map(|t| {
+            let m = serde_json::json!({"role": "user", "content": t.as_ref()});
+            crate::message::ingest::map_message(&m, None)
+        })
+        .collect::<Result<_>>()?;
+    let session = SessionRef {
+        session_id: "s".into(),
+        session_key: None,
+    };
+    Ok(insert_batch(conn, &session, batch)?.messages.len())
+}
+
 /// Test support: the next message id will be above `id` (as after messages up
 /// to `id` were stored and deleted: ids are never reused).
 #[cfg(test)]

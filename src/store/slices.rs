@@ -25,13 +25,6 @@ impl SliceTable {
             SliceTable::Groups => "lcm_trigram_groups",
         }
     }
-
-    fn c_name(self) -> &'static std::ffi::CStr {
-        match self {
-            SliceTable::Blocks => c"lcm_trigram_slices",
-            SliceTable::Groups => c"lcm_trigram_groups",
-        }
-    }
 }
 
 /// The highest key stored in `table`, when it is of `layout` (rows are stored in
@@ -147,7 +140,7 @@ impl<'c> SliceReader<'c> {
             Some(b) => b.reopen(key),
             None => self
                 .conn
-                .blob_open(MAIN_DB, self.table.c_name(), c"bits", key, true)
+                .blob_open(MAIN_DB, self.table.name(), "bits", key, true)
                 .map(|b| self.blob = Some(b)),
         };
         match moved {

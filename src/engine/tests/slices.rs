@@ -112,17 +112,8 @@ async fn blocks_stored_before_groups_become_a_group_after_open() {
     {
         let mut conn = rusqlite::Connection::open(&path).unwrap();
         crate::store::migrate::migrate(&mut conn).unwrap();
-        let batch = (0..n)
-            .map(|i| {
-                let m = json!({"role": "user", "content": format!("turn {i}: deploy code is NEEDLE-{}-{i}", i % 7)});
-                crate::message::ingest::map_message(&m, None).unwrap()
-            })
-            .collect();
-        let session = crate::store::conversations::SessionRef {
-            session_id: "s".into(),
-            session_key: None,
-        };
-        crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+        let texts = (0..n).map(|i| format!("turn {i}: deploy code is NEEDLE-{}-{i}", i % 7));
+        crate::store::messages::insert_user_texts(&mut conn, texts).unwrap();
         let rows = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
         let tx = conn.transaction().unwrap();
         crate::store::slices::store_slices(&tx, LAYOUT, &rows).unwrap();

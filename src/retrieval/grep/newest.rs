@@ -369,11 +369,12 @@ const DENSE: i64 = 4;
 
 /// Newest first through the persisted trigram slices ([`slices`]): the rows
 /// above the stored blocks a page at a time, as [`scan_newest`] reads, then the
-/// stored blocks from the newest down, each giving the ids whose slices hold
+/// stored spans (blocks, groups of blocks) from the newest down, each giving the ids whose slices hold
 /// every trigram `req` needs (no message outside them can match), read
 /// [`CHUNK`] at a time (across blocks when they are few), highest first, and
-/// checked with `verify`; after every page and chunk the walk settles (the order proof, as the scan's). `None` when no block
-/// is stored (or one is of another layout), the tail is longer than
+/// checked with `verify`; after every page and chunk the walk settles (the order
+/// proof, as the scan's). `None` when no block is stored (or one is of another
+/// layout), the tail is longer than
 /// [`MAX_SLICE_TAIL`], or the walk passes [`MAX_SLICE_WALK_COST`] or twice
 /// [`MAX_WALK_BYTES`]. Call it only when `req` [`slices::constrains`] the search.
 pub fn slices_newest<F>(

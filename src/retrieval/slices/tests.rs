@@ -1,28 +1,20 @@
 use proptest::prelude::*;
 use rusqlite::Connection;
-use serde_json::json;
 
 use super::*;
 use crate::retrieval::literals;
-use crate::store::conversations::SessionRef;
 
 /// A migrated in-memory database holding `texts` as user messages (ids 1..).
 fn database_of(texts: &[String]) -> Connection {
     let mut conn = Connection::open_in_memory().unwrap();
     crate::store::migrate::migrate(&mut conn).unwrap();
-    let batch = texts
-        .iter()
-        .map(|t| {
-            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
-                .unwrap()
-        })
-        .collect();
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    crate::store::messages::insert_batch(&mut conn, &session, batch).unwrap();
+    append(&mut conn, texts);
     conn
+}
+
+/// Stores `texts` as more user messages.
+fn append<S: AsRef<str>>(conn: &mut Connection, texts: impl IntoIterator<Item = S>) {
+    crate::store::messages::insert_user_texts(conn, texts).unwrap();
 }
 
 /// Stores every complete block; how many there were.
@@ -54,18 +46,7 @@ fn blocks_are_stored_once_complete_and_never_again() {
         0,
         "block 0 is complete only once its last id is used"
     );
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    let more = texts[BLOCK_IDS as usize - 1..]
-        .iter()
-        .map(|t| {
-            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
-                .unwrap()
-        })
-        .collect();
-    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    append(&mut conn, &texts[BLOCK_IDS as usize - 1..]);
     assert_eq!(store_all(&mut conn), 2);
     assert_eq!(covered_upto(&conn).unwrap(), 2 * BLOCK_IDS);
     assert_eq!(store_all(&mut conn), 0, "nothing left to store");
@@ -146,19 +127,7 @@ fn a_catalog_build_stores_what_the_background_pass_would() {
     let mut conn = database_of(&texts[..10]);
     // Ids jump past blocks 1 and 2, then fill block 3 up to its last id.
     crate::store::messages::skip_message_ids_to(&conn, 3 * BLOCK_IDS + 7).unwrap();
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    let more = texts[10..]
-        .iter()
-        .take((BLOCK_IDS - 7) as usize)
-        .map(|t| {
-            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
-                .unwrap()
-        })
-        .collect();
-    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    append(&mut conn, texts[10..].iter().take((BLOCK_IDS - 7) as usize));
     let max = crate::store::messages::max_message_id(&conn).unwrap();
     assert_eq!(max, 4 * BLOCK_IDS, "block 3 ends at its last id: complete");
     let built = |from_stored: bool| {
@@ -208,18 +177,7 @@ fn a_far_jump_of_ids_stops_the_slices_instead_of_filling_the_gap() {
     let texts: Vec<String> = (0..BLOCK_IDS + 5).map(|i| format!("m{i}")).collect();
     let mut conn = database_of(&texts[..(BLOCK_IDS + 2) as usize]);
     crate::store::messages::skip_message_ids_to(&conn, 1_000_000_000_000).unwrap();
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    let far = texts[(BLOCK_IDS + 2) as usize..]
-        .iter()
-        .map(|t| {
-            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
-                .unwrap()
-        })
-        .collect();
-    crate::store::messages::insert_batch(&mut conn, &session, far).unwrap();
+    append(&mut conn, &texts[(BLOCK_IDS + 2) as usize..]);
     let mut got = Vec::new();
     let mut cat = crate::retrieval::catalog::Catalog::default();
     let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
@@ -323,18 +281,10 @@ fn a_group_keeps_empty_blocks_empty_and_refuses_odd_rows() {
     let mut conn = database_of(&texts);
     // Block 1 is never used; blocks 2.. are.
     crate::store::messages::skip_message_ids_to(&conn, 2 * BLOCK_IDS).unwrap();
-    let session = SessionRef {
-        session_id: "s".into(),
-        session_key: None,
-    };
-    let more = (0..(GROUP_BLOCKS - 2) * BLOCK_IDS + 10)
-        .map(|i| {
-            let t = format!("later {i}");
-            crate::message::ingest::map_message(&json!({"role": "user", "content": t}), None)
-                .unwrap()
-        })
-        .collect();
-    crate::store::messages::insert_batch(&mut conn, &session, more).unwrap();
+    append(
+        &mut conn,
+        (0..(GROUP_BLOCKS - 2) * BLOCK_IDS + 10).map(|i| format!("later {i}")),
+    );
     let blocks = missing_blocks(&conn, usize::MAX, || Ok(())).unwrap();
     assert_eq!(blocks.len() as i64, GROUP_BLOCKS * BUCKETS as i64);
     // An odd row in block 3: no group.
