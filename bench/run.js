@@ -44,10 +44,19 @@ function sh(cmd, args, opts = {}) {
   return r.stdout || ''
 }
 
+/** The raw-SQLite reference binary of the chosen profile. */
+function rawBinPath() {
+  return join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
+}
+
 const profileArgs = PROFILE === 'release' ? ['--release'] : ['--profile', PROFILE]
 if (!flag('--no-build') && !flag('--child')) {
   console.log(`building the ${PROFILE} addon and the raw-SQLite reference (a few minutes the first time)…`)
   sh(process.execPath, [join(root, 'node_modules/@napi-rs/cli/dist/cli.js'), 'build', '--platform', ...profileArgs, '--target', targetTriple()])
+  sh('cargo', ['build', ...profileArgs, '--example', 'raw_sqlite'])
+} else if (!flag('--child') && !existsSync(rawBinPath())) {
+  // The addon is kept; the raw-SQLite reference every ratio needs is built if missing.
+  console.log(`building the ${PROFILE} raw-SQLite reference (the addon is kept)…`)
   sh('cargo', ['build', ...profileArgs, '--example', 'raw_sqlite'])
 }
 const { LcmEngine } = require(join(root, 'index.js'))
@@ -77,7 +86,7 @@ const stat = (xs) => {
   return { min: s[0], median: q(0.5), p99: q(0.99), max: s[s.length - 1] }
 }
 
-const rawBin = join(root, 'target', targetTriple(), PROFILE, 'examples', 'raw_sqlite')
+const rawBin = rawBinPath()
 async function open(dir, extra = {}) {
   return LcmEngine.open({ dbPath: join(dir, 'lcm.db'), summarizer: instantSummarizer, ...extra })
 }

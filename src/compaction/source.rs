@@ -69,7 +69,7 @@ fn leaf_input(
     let msgs: Vec<SourceMessage> = rows
         .iter()
         .filter(|r| !crate::message::envelope_excluded_from_context(r.message.envelope.as_deref()))
-        .map(|r| SourceMessage::new(&r.created_at, &r.role, &message_text(&r.message)))
+        .map(|r| SourceMessage::new(&r.row.created_at, &r.message.role, message_text(&r.message)))
         .collect();
     let time_range = messages_time_range(&msgs, render.zone);
     let shown: Vec<SourceMessage> = if render.timestamps {

@@ -42,11 +42,11 @@ pub struct SourceMessage {
 impl SourceMessage {
     /// Builds a message from a stored timestamp string (SQLite UTC text, ISO or
     /// RFC 3339; unparseable text counts as no timestamp).
-    pub fn new(created_at: &str, role: &str, content: &str) -> SourceMessage {
+    pub fn new(created_at: &str, role: &str, content: impl Into<String>) -> SourceMessage {
         SourceMessage {
             created_at: timestamp::parse(created_at),
             role: role.to_owned(),
-            content: content.to_owned(),
+            content: content.into(),
         }
     }
 }
@@ -93,34 +93,53 @@ pub fn summary_header(s: &SourceSummary, zone: &Zone) -> String {
     }
 }
 
-fn block(header: String, content: &str) -> Option<String> {
-    let body = content.trim();
-    if body.is_empty() {
-        return None;
+/// Blocks (header, body) with text, blank-line separated, written into one string:
+/// a header on its own line above the trimmed body; a block whose body is blank
+/// is left out, and an empty header adds no line.
+fn blocks<'a>(parts: impl Iterator<Item = (String, &'a str)>, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    for (header, content) in parts {
+        let body = content.trim();
+        if body.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        if !header.is_empty() {
+            out.push_str(&header);
+            out.push('\n');
+        }
+        out.push_str(body);
     }
-    Some(if header.is_empty() {
-        body.to_owned()
-    } else {
-        format!("{header}\n{body}")
-    })
+    out
+}
+
+/// Bytes of the texts plus room for a header and separator each.
+fn capacity<'a>(texts: impl Iterator<Item = &'a str>) -> usize {
+    texts.map(|t| t.len() + 40).sum()
 }
 
 /// The leaf source text: one block per message with text, blank-line separated.
 pub fn leaf_source_text(messages: &[SourceMessage], zone: &Zone) -> String {
-    messages
-        .iter()
-        .filter_map(|m| block(message_header(m, zone), &m.content))
-        .collect::<Vec<_>>()
-        .join("\n\n")
+    let size = capacity(messages.iter().map(|m| m.content.as_str()));
+    blocks(
+        messages
+            .iter()
+            .map(|m| (message_header(m, zone), m.content.as_str())),
+        size,
+    )
 }
 
 /// The condensed source text: one block per child summary with text.
 pub fn condensed_source_text(children: &[SourceSummary], zone: &Zone) -> String {
-    children
-        .iter()
-        .filter_map(|s| block(summary_header(s, zone), &s.content))
-        .collect::<Vec<_>>()
-        .join("\n\n")
+    let size = capacity(children.iter().map(|s| s.content.as_str()));
+    blocks(
+        children
+            .iter()
+            .map(|s| (summary_header(s, zone), s.content.as_str())),
+        size,
+    )
 }
 
 /// The formatted range covering every given time, if any (the `time_range` prompt

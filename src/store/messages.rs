@@ -523,11 +523,20 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
 /// ([`MsgRow`]), by id, in the order given (unknown ids are skipped): one query for
 /// the rows, one for the parts. The sources of a leaf's summarizer input.
 pub fn sources_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<(StoredMessage, MsgRow)>> {
-    let mut stmt = conn.prepare_cached(
+    // A leaf chunk's ids ascend: read in id order, the rows come in the order
+    // given without SQLite sorting them (with their texts) in a temporary b-tree.
+    let ascending = ids.windows(2).all(|w| w[0] < w[1]);
+    let sql = if ascending {
+        "SELECT message_id, conversation_id, seq, role, content, token_count,
+                lcm_envelope, created_at
+         FROM messages WHERE message_id IN (SELECT value FROM json_each(?1))
+         ORDER BY message_id"
+    } else {
         "SELECT m.message_id, m.conversation_id, m.seq, m.role, m.content, m.token_count,
                 m.lcm_envelope, m.created_at
-         FROM json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key",
-    )?;
+         FROM json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key"
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt
         .query_map([serde_json::to_string(ids)?], |r| {
             let content: String = r.get(4)?;
@@ -557,7 +566,13 @@ pub fn sources_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<(StoredMessa
     Ok(rows
         .into_iter()
         .map(|(mut m, row)| {
-            m.parts = parts.remove(&m.message_id).unwrap_or_default();
+            // Ids that ascend never repeat; a repeated id gets its parts each time.
+            let own = if ascending {
+                parts.remove(&m.message_id)
+            } else {
+                parts.get(&m.message_id).cloned()
+            };
+            m.parts = own.unwrap_or_default();
             (m, row)
         })
         .collect())
@@ -875,5 +890,32 @@ mod tests {
             )
             .unwrap();
         assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn sources_come_in_the_order_given_ascending_or_not() {
+        let mut conn = db();
+        insert_batch(&mut conn, &session("s"), batch(9, "a")).unwrap();
+        let made = batch(9, "a");
+        let content = |id: i64| made[id as usize - 1].content.clone();
+        // Ascending (a leaf chunk: read in id order), shuffled, with repeats and
+        // unknown ids (the general read).
+        for ids in [vec![2, 3, 4, 7, 8], vec![8, 2, 5, 3], vec![4, 4, 99, 1]] {
+            let got = sources_by_ids(&conn, &ids).unwrap();
+            let want: Vec<i64> = ids.iter().copied().filter(|&i| i <= 9).collect();
+            let got_ids: Vec<i64> = got
+                .iter()
+                .map(|(m, r)| {
+                    assert_eq!(m.message_id, r.id);
+                    r.id
+                })
+                .collect();
+            assert_eq!(got_ids, want, "{ids:?}");
+            for (m, _) in &got {
+                assert_eq!(m.content, content(m.message_id));
+                let parts = if m.message_id % 2 == 0 { 2 } else { 0 };
+                assert_eq!(m.parts.len(), parts, "message {}", m.message_id);
+            }
+        }
     }
 }

@@ -10,14 +10,11 @@ use super::{messages, summaries};
 use crate::error::Result;
 use crate::message::rebuild::StoredMessage;
 
-/// One source message: its stored time and role, the message with its parts, and
-/// what a leaf's derived columns need of it.
+/// One source message: the message with its parts (its role is
+/// `message.role`), and what a leaf's derived columns need of it (its stored time
+/// is `row.created_at`, SQLite UTC text).
 #[derive(Debug, Clone)]
 pub struct SourceMessageRow {
-    /// `messages.created_at` (SQLite UTC text).
-    pub created_at: String,
-    /// DB role.
-    pub role: String,
     /// The message with its parts.
     pub message: StoredMessage,
     /// Its columns for [`super::derived::leaf`].
@@ -28,12 +25,7 @@ pub struct SourceMessageRow {
 pub fn messages(conn: &Connection, ids: &[i64]) -> Result<Vec<SourceMessageRow>> {
     Ok(messages::sources_by_ids(conn, ids)?
         .into_iter()
-        .map(|(message, row)| SourceMessageRow {
-            created_at: row.created_at.clone(),
-            role: message.role.clone(),
-            message,
-            row,
-        })
+        .map(|(message, row)| SourceMessageRow { message, row })
         .collect())
 }
 
