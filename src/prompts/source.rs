@@ -93,53 +93,38 @@ pub fn summary_header(s: &SourceSummary, zone: &Zone) -> String {
     }
 }
 
-/// Blocks (header, body) with text, blank-line separated, written into one string:
-/// a header on its own line above the trimmed body; a block whose body is blank
-/// is left out, and an empty header adds no line.
-fn blocks<'a>(parts: impl Iterator<Item = (String, &'a str)>, capacity: usize) -> String {
-    let mut out = String::with_capacity(capacity);
-    for (header, content) in parts {
-        let body = content.trim();
-        if body.is_empty() {
+/// One block per item with text, blank-line separated, written into one string:
+/// the item's header on its own line above its trimmed body; an item whose body
+/// is blank is left out, and an empty header adds no line.
+fn blocks<T>(items: &[T], header: impl Fn(&T) -> String, body: impl Fn(&T) -> &str) -> String {
+    // The texts plus room for a header and a separator each.
+    let mut out = String::with_capacity(items.iter().map(|i| body(i).len() + 40).sum());
+    for item in items {
+        let text = body(item).trim();
+        if text.is_empty() {
             continue;
         }
         if !out.is_empty() {
             out.push_str("\n\n");
         }
-        if !header.is_empty() {
-            out.push_str(&header);
+        let head = header(item);
+        if !head.is_empty() {
+            out.push_str(&head);
             out.push('\n');
         }
-        out.push_str(body);
+        out.push_str(text);
     }
     out
 }
 
-/// Bytes of the texts plus room for a header and separator each.
-fn capacity<'a>(texts: impl Iterator<Item = &'a str>) -> usize {
-    texts.map(|t| t.len() + 40).sum()
-}
-
 /// The leaf source text: one block per message with text, blank-line separated.
 pub fn leaf_source_text(messages: &[SourceMessage], zone: &Zone) -> String {
-    let size = capacity(messages.iter().map(|m| m.content.as_str()));
-    blocks(
-        messages
-            .iter()
-            .map(|m| (message_header(m, zone), m.content.as_str())),
-        size,
-    )
+    blocks(messages, |m| message_header(m, zone), |m| &m.content)
 }
 
 /// The condensed source text: one block per child summary with text.
 pub fn condensed_source_text(children: &[SourceSummary], zone: &Zone) -> String {
-    let size = capacity(children.iter().map(|s| s.content.as_str()));
-    blocks(
-        children
-            .iter()
-            .map(|s| (summary_header(s, zone), s.content.as_str())),
-        size,
-    )
+    blocks(children, |s| summary_header(s, zone), |s| &s.content)
 }
 
 /// The formatted range covering every given time, if any (the `time_range` prompt
@@ -225,5 +210,40 @@ mod tests {
             "2026-02-17 – 2026-02-19"
         );
         assert_eq!(summaries_time_range(&kids[2..], &utc), None);
+    }
+
+    proptest::proptest! {
+        /// The one-buffer source text equals blocks made one by one and joined
+        /// (a header line above each trimmed body, blank bodies left out), on any
+        /// text: Unicode whitespace (U+00A0, U+3000), CJK, RTL, emoji.
+        #[test]
+        fn source_text_is_its_blocks_joined(
+            texts in proptest::collection::vec(
+                proptest::string::string_regex("[ a\n\t\u{a0}\u{3000}漢ש😀]{0,6}").unwrap(),
+                0..8,
+            ),
+            roles in proptest::collection::vec(
+                proptest::sample::select(vec!["user", "", " tool "]),
+                8,
+            ),
+        ) {
+            let utc = Zone::utc();
+            let msgs: Vec<SourceMessage> = texts
+                .iter()
+                .zip(&roles)
+                .map(|(t, r)| SourceMessage::new("2026-02-17 23:37:00", r, t.as_str()))
+                .collect();
+            let joined = msgs
+                .iter()
+                .filter(|m| !m.content.trim().is_empty())
+                .map(|m| {
+                    let h = message_header(m, &utc);
+                    let body = m.content.trim();
+                    if h.is_empty() { body.to_owned() } else { format!("{h}\n{body}") }
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            proptest::prop_assert_eq!(leaf_source_text(&msgs, &utc), joined);
+        }
     }
 }
