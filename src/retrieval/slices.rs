@@ -120,12 +120,8 @@ pub fn store(tx: &rusqlite::Connection, blocks: &SliceRows) -> Result<()> {
     // Blocks another engine on the file has grouped meanwhile are not stored
     // again (their rows would never be read, nor deleted).
     let grouped = stored_groups(tx)? * GROUP_BLOCKS * BUCKETS as i64;
-    let fresh: SliceRows = blocks
-        .iter()
-        .filter(|(k, _)| *k >= grouped)
-        .cloned()
-        .collect();
-    rows::store_slices(tx, LAYOUT, &fresh)?;
+    let fresh = blocks.iter().filter(|(k, _)| *k >= grouped);
+    rows::store_slices(tx, LAYOUT, fresh)?;
     while compact(tx)? {}
     Ok(())
 }

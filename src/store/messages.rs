@@ -526,15 +526,19 @@ pub fn sources_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<(StoredMessa
     // A leaf chunk's ids ascend: read in id order, the rows come in the order
     // given without SQLite sorting them (with their texts) in a temporary b-tree.
     let ascending = ids.windows(2).all(|w| w[0] < w[1]);
+    macro_rules! select_from {
+        ($from:literal) => {
+            concat!(
+                "SELECT m.message_id, m.conversation_id, m.seq, m.role, m.content, m.token_count,
+                        m.lcm_envelope, m.created_at FROM ",
+                $from
+            )
+        };
+    }
     let sql = if ascending {
-        "SELECT message_id, conversation_id, seq, role, content, token_count,
-                lcm_envelope, created_at
-         FROM messages WHERE message_id IN (SELECT value FROM json_each(?1))
-         ORDER BY message_id"
+        select_from!("messages m WHERE m.message_id IN (SELECT value FROM json_each(?1)) ORDER BY m.message_id")
     } else {
-        "SELECT m.message_id, m.conversation_id, m.seq, m.role, m.content, m.token_count,
-                m.lcm_envelope, m.created_at
-         FROM json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key"
+        select_from!("json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key")
     };
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt

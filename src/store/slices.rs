@@ -60,11 +60,11 @@ fn drop_other_layouts(conn: &Connection, table: SliceTable, layout: i64) -> Resu
 
 /// Stores rows of `layout` in `table` (`(key, bytes)`; a key already stored is
 /// kept as it is: its bytes are the same, whoever computed them).
-fn insert_rows(
+fn insert_rows<'a>(
     conn: &Connection,
     table: SliceTable,
     layout: i64,
-    rows: &[(i64, Vec<u8>)],
+    rows: impl IntoIterator<Item = &'a (i64, Vec<u8>)>,
 ) -> Result<()> {
     let sql = format!(
         "INSERT OR IGNORE INTO {} (slice, layout, bits) VALUES (?1, ?2, ?3)",
@@ -80,7 +80,11 @@ fn insert_rows(
 /// Stores block slices of `layout` (`(key, bytes)`; a key already stored is
 /// kept as it is) and deletes the rows of any other layout, in both tables. Run
 /// it inside a write transaction.
-pub fn store_slices(conn: &Connection, layout: i64, slices: &[(i64, Vec<u8>)]) -> Result<()> {
+pub fn store_slices<'a>(
+    conn: &Connection,
+    layout: i64,
+    slices: impl IntoIterator<Item = &'a (i64, Vec<u8>)>,
+) -> Result<()> {
     drop_other_layouts(conn, SliceTable::Blocks, layout)?;
     drop_other_layouts(conn, SliceTable::Groups, layout)?;
     insert_rows(conn, SliceTable::Blocks, layout, slices)
