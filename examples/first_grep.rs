@@ -9,7 +9,8 @@
 //! Prints, per run (each on a new connection), the time of the message and of the
 //! summary search and how each was answered (`declined` when it needs a catalog).
 //! With `warm`, it then builds both catalogs on one more connection (timed: what a
-//! declined first call waits for) and times the catalog paths' answers.
+//! declined first call waits for) and times the catalog paths' answers. `MMAP`
+//! sets the connections' `mmap_size` (default: the engine's read connections').
 
 use std::time::Instant;
 
@@ -54,7 +55,10 @@ fn main() {
             c.execute_batch(&format!(
                 "PRAGMA cache_size = -{}; PRAGMA mmap_size = {};",
                 lcm_native::store::READER_CACHE_KIB,
-                lcm_native::store::MMAP_BYTES
+                std::env::var("MMAP")
+                    .ok()
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(lcm_native::store::MMAP_BYTES)
             ))?;
             Ok(c)
         })
@@ -130,7 +134,7 @@ fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Fea
         let t2 = Instant::now();
         conn.execute_batch("COMMIT").expect("commit");
         println!(
-            "warm: messages {:.2} ms {} ({} hits, {} scanned) | summaries {:.2} ms {} ({} hits, {} candidates)",
+            "warm: messages {:.2} ms {} ({} hits, {} scanned) | summaries {:.2} ms {} ({} hits, {} candidates, {} scanned)",
             (t1 - t0).as_secs_f64() * 1e3,
             ms.strategy,
             m.len(),
@@ -138,7 +142,8 @@ fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Fea
             (t2 - t1).as_secs_f64() * 1e3,
             ss.strategy,
             s.len(),
-            ss.candidates
+            ss.candidates,
+            ss.scanned
         );
     }
 }

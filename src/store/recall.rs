@@ -438,6 +438,27 @@ pub enum WalkStep {
     Stop,
 }
 
+/// One row of a full-text table as [`summary_fts_rows_desc`] streams it.
+pub struct FtsRow<'r> {
+    /// The row's rowid.
+    pub rowid: i64,
+    /// The summary id it indexes.
+    pub summary_id: &'r str,
+    /// Whether the expression matches it.
+    pub matched: bool,
+    row: &'r rusqlite::Row<'r>,
+}
+
+impl<'r> FtsRow<'r> {
+    /// The indexed text, read from the table's own stored copy of the summary's
+    /// content (every writer stores the summary's content there, byte for byte):
+    /// read only when asked, and for a row already at hand, so a walk that checks
+    /// content reads no second copy by rowid. Empty when the text is not UTF-8.
+    pub fn text(&self) -> Result<&'r str> {
+        Ok(self.row.get_ref(2)?.as_str().unwrap_or(""))
+    }
+}
+
 /// Streams the rows of `index` from the highest rowid down to `f`, each with its
 /// summary id and whether it matches `expr`, until `f` says stop (every row,
 /// matching or not: a walk needs to know which summaries it has read). Returns
@@ -448,7 +469,7 @@ pub fn summary_fts_rows_desc(
     index: SummaryIndex,
     expr: &str,
     more_than: usize,
-    mut f: impl FnMut(i64, &str, bool) -> Result<WalkStep>,
+    mut f: impl FnMut(FtsRow) -> Result<WalkStep>,
 ) -> Result<bool> {
     let table = index.table();
     let mut m = conn.prepare_cached(&format!(
@@ -462,8 +483,10 @@ pub fn summary_fts_rows_desc(
             None => return Ok(false),
         }
     }
+    // The text too: on a page, SQLite hands it over in place, without a copy
+    // (only a text spilling onto overflow pages is assembled).
     let mut all = conn.prepare_cached(&format!(
-        "SELECT id, c0 FROM {} ORDER BY id DESC",
+        "SELECT id, c0, c1 FROM {} ORDER BY id DESC",
         index.stored_rows()
     ))?;
     let mut rows = all.query([])?;
@@ -475,7 +498,13 @@ pub fn summary_fts_rows_desc(
             drop_matches_above(&mut matches, &mut ahead, &mut ended, rowid)?;
             ahead.front() == Some(&rowid)
         };
-        match f(rowid, r.get_ref(1)?.as_str().unwrap_or(""), matched)? {
+        let row = FtsRow {
+            rowid,
+            summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
+            matched,
+            row: r,
+        };
+        match f(row)? {
             WalkStep::Next => {}
             WalkStep::NextUnfiltered => unfiltered = true,
             WalkStep::Stop => break,
@@ -546,21 +575,6 @@ fn drop_matches_above(
             _ => return Ok(()),
         }
     }
-}
-
-/// Calls `f` with the rowid and content of each summary in `rowids` that exists
-/// (in no particular order), the content borrowed from the row: for checks that
-/// keep nothing of the text.
-pub fn summary_contents(
-    conn: &Connection,
-    rowids: &[i64],
-    mut f: impl FnMut(i64, &str),
-) -> Result<()> {
-    let select = "SELECT rowid, content FROM summaries WHERE rowid IN";
-    for_each_by_id(conn, select, rowids, -1, |r| {
-        f(r.get(0)?, r.get_ref(1)?.as_str().unwrap_or(""));
-        Ok(())
-    })
 }
 
 /// A substring search over summaries without a usable full-text index.

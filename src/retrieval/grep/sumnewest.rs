@@ -11,8 +11,6 @@
 //! table, as every writer keeps it). Past its budget the query goes to the path
 //! that reads every match.
 
-use std::collections::HashMap;
-
 use rusqlite::Connection;
 
 use super::{Query, Regex, TopK};
@@ -64,25 +62,23 @@ pub fn newest(
         q,
         top: TopK::new(q.limit),
         seen: vec![false; sc.len()],
-        page: Vec::with_capacity(PAGE),
         rows: 0,
         matched: 0,
         unfiltered: false,
         done: false,
         stopped: false,
     };
-    let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_, id, matched| {
+    let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |row| {
         w.rows += 1;
-        w.matched += usize::from(matched);
-        if let Some(ord) = w.see(id) {
-            if matched && w.in_scope(ord) {
-                w.page.push(ord);
+        w.matched += usize::from(row.matched);
+        if let Some(ord) = w.see(row.summary_id) {
+            if row.matched && w.in_scope(ord) && content_matches(regex, &row)? {
+                w.push(ord);
             }
         }
         if !w.rows.is_multiple_of(PAGE) {
             return Ok(WalkStep::Next);
         }
-        w.keep(conn, regex)?;
         w.done = w.settled();
         w.stopped = w.done || w.rows >= MAX_WALK_ROWS;
         Ok(if w.stopped {
@@ -99,7 +95,6 @@ pub fn newest(
     }
     if !w.stopped {
         // The rows ended: everything was read.
-        w.keep(conn, regex)?;
         w.done = true;
     }
     let (rows, unfiltered) = (w.rows, w.unfiltered);
@@ -110,6 +105,14 @@ pub fn newest(
     }))
 }
 
+/// Whether a row's text matches `regex` (always, without one).
+fn content_matches(regex: Option<&Regex>, row: &recall::FtsRow) -> Result<bool> {
+    match regex {
+        Some(re) => Ok(re.is_match(row.text()?)),
+        None => Ok(true),
+    }
+}
+
 /// The state of one walk.
 struct Walk<'a> {
     sc: &'a SummaryCatalog,
@@ -117,8 +120,6 @@ struct Walk<'a> {
     top: TopK,
     /// Catalog positions whose full-text row was read.
     seen: Vec<bool>,
-    /// Matches in scope not yet kept.
-    page: Vec<usize>,
     rows: usize,
     /// Rows reported as matching.
     matched: usize,
@@ -142,29 +143,6 @@ impl Walk<'_> {
         self.q
             .filter
             .accepts_at(self.sc.conversation(ord), self.sc.time(ord))
-    }
-
-    /// Keeps the page's matches (with a regex, those whose content it matches).
-    fn keep(&mut self, conn: &Connection, regex: Option<&Regex>) -> Result<()> {
-        let ords = std::mem::take(&mut self.page);
-        let Some(re) = regex else {
-            for ord in ords {
-                self.push(ord);
-            }
-            return Ok(());
-        };
-        let by_rowid: HashMap<i64, usize> = ords.iter().map(|&o| (self.sc.rowid(o), o)).collect();
-        let ids: Vec<i64> = by_rowid.keys().copied().collect();
-        let mut matched = Vec::new();
-        recall::summary_contents(conn, &ids, |rowid, content| {
-            if re.is_match(content) {
-                matched.extend(by_rowid.get(&rowid).copied());
-            }
-        })?;
-        for ord in matched {
-            self.push(ord);
-        }
-        Ok(())
     }
 
     /// Whether the full-text expression lets through so many rows that reading its
