@@ -440,35 +440,28 @@ pub enum WalkStep {
 
 /// One row of a full-text table as [`summary_fts_rows_desc`] streams it.
 pub struct FtsRow<'r> {
-    /// The row's rowid.
-    pub rowid: i64,
     /// The summary id it indexes.
     pub summary_id: &'r str,
     /// Whether the expression matches it.
     pub matched: bool,
-    row: &'r rusqlite::Row<'r>,
-}
-
-impl<'r> FtsRow<'r> {
-    /// The indexed text, read from the table's own stored copy of the summary's
-    /// content (every writer stores the summary's content there, byte for byte):
-    /// read only when asked, and for a row already at hand, so a walk that checks
-    /// content reads no second copy by rowid. Empty when the text is not UTF-8.
-    pub fn text(&self) -> Result<&'r str> {
-        Ok(self.row.get_ref(2)?.as_str().unwrap_or(""))
-    }
+    /// With `with_text`, the indexed text: the table's own stored copy of the
+    /// summary's content (every writer stores it there byte for byte), so a walk
+    /// that checks content reads no second copy by rowid. Empty when not UTF-8.
+    pub text: Option<&'r str>,
 }
 
 /// Streams the rows of `index` from the highest rowid down to `f`, each with its
 /// summary id and whether it matches `expr`, until `f` says stop (every row,
 /// matching or not: a walk needs to know which summaries it has read). Returns
 /// false without calling `f` when no more than `more_than` rows match (the
-/// matches are read lazily, newest first, alongside the rows).
+/// matches are read lazily, newest first, alongside the rows). Each row's text
+/// is read only `with_text` (SQLite reads every selected column of every row).
 pub fn summary_fts_rows_desc(
     conn: &Connection,
     index: SummaryIndex,
     expr: &str,
     more_than: usize,
+    with_text: bool,
     mut f: impl FnMut(FtsRow) -> Result<WalkStep>,
 ) -> Result<bool> {
     let table = index.table();
@@ -483,10 +476,11 @@ pub fn summary_fts_rows_desc(
             None => return Ok(false),
         }
     }
-    // The text too: on a page, SQLite hands it over in place, without a copy
-    // (only a text spilling onto overflow pages is assembled).
+    // A text on its page comes in place, without a copy; one spilling onto
+    // overflow pages is assembled.
+    let text_col = if with_text { ", c1" } else { "" };
     let mut all = conn.prepare_cached(&format!(
-        "SELECT id, c0, c1 FROM {} ORDER BY id DESC",
+        "SELECT id, c0{text_col} FROM {} ORDER BY id DESC",
         index.stored_rows()
     ))?;
     let mut rows = all.query([])?;
@@ -498,11 +492,15 @@ pub fn summary_fts_rows_desc(
             drop_matches_above(&mut matches, &mut ahead, &mut ended, rowid)?;
             ahead.front() == Some(&rowid)
         };
+        let text = if with_text {
+            Some(r.get_ref(2)?.as_str().unwrap_or(""))
+        } else {
+            None
+        };
         let row = FtsRow {
-            rowid,
             summary_id: r.get_ref(1)?.as_str().unwrap_or(""),
             matched,
-            row: r,
+            text,
         };
         match f(row)? {
             WalkStep::Next => {}

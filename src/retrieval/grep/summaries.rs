@@ -138,7 +138,7 @@ fn walked(
 
 /// Whether `index` has more than [`WALK_ABOVE`] matches for `expr`.
 fn many_matches(conn: &Connection, index: SummaryIndex, expr: &str) -> Result<bool> {
-    recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |_| {
+    recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, false, |_| {
         Ok(recall::WalkStep::Stop)
     })
 }

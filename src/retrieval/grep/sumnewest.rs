@@ -68,11 +68,12 @@ pub fn newest(
         done: false,
         stopped: false,
     };
-    let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, |row| {
+    let with_text = regex.is_some();
+    let walked = recall::summary_fts_rows_desc(conn, index, expr, WALK_ABOVE, with_text, |row| {
         w.rows += 1;
         w.matched += usize::from(row.matched);
         if let Some(ord) = w.see(row.summary_id) {
-            if row.matched && w.in_scope(ord) && content_matches(regex, &row)? {
+            if row.matched && w.in_scope(ord) && content_matches(regex, &row) {
                 w.push(ord);
             }
         }
@@ -105,12 +106,10 @@ pub fn newest(
     }))
 }
 
-/// Whether a row's text matches `regex` (always, without one).
-fn content_matches(regex: Option<&Regex>, row: &recall::FtsRow) -> Result<bool> {
-    match regex {
-        Some(re) => Ok(re.is_match(row.text()?)),
-        None => Ok(true),
-    }
+/// Whether a row's text matches `regex` (always, without one; the walk reads the
+/// text whenever it has a regex).
+fn content_matches(regex: Option<&Regex>, row: &recall::FtsRow) -> bool {
+    regex.is_none_or(|re| re.is_match(row.text.unwrap_or("")))
 }
 
 /// The state of one walk.
