@@ -6,7 +6,7 @@
 //! cargo run --profile fastrelease --example leaf_read -- <db> [chunk] [runs]
 //! ```
 //! Prints, per run, the time and µs per message of the rows alone
-//! (`store::messages::sources_by_ids`) and of the whole input.
+//! (`store::messages::for_each_source`, every part visited) and of the whole input.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -44,9 +44,12 @@ fn main() {
         let t = Instant::now();
         let mut n = 0;
         for c in ids.chunks(chunk) {
-            n += lcm_native::store::messages::sources_by_ids(&conn, c)
-                .expect("rows")
-                .len();
+            lcm_native::store::messages::for_each_source(&conn, c, |_, parts| {
+                n += 1;
+                while parts.next_part()?.is_some() {}
+                Ok(())
+            })
+            .expect("rows");
         }
         let rows = t.elapsed();
         let t = Instant::now();

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::message::rebuild::StoredMessage;
+use crate::message::rebuild::{PartText, StoredMessage};
 use crate::prompts::source::{
     condensed_source_text, leaf_source_text, messages_time_range, summaries_time_range,
 };
@@ -63,14 +63,31 @@ fn leaf_input(
     ids: &[i64],
     render: Render<'_>,
 ) -> Result<(SummarizeInput, Vec<MsgRow>)> {
-    let rows = sources::messages(conn, ids)?;
-    // A message the host keeps out of the model's context stays out of its summary
-    // too (the leaf still covers it).
-    let msgs: Vec<SourceMessage> = rows
-        .iter()
-        .filter(|r| !crate::message::envelope_excluded_from_context(r.message.envelope.as_deref()))
-        .map(|r| SourceMessage::new(&r.row.created_at, &r.message.role, message_text(&r.message)))
-        .collect();
+    // Each source once, in id order, with its text; `None` for a message the host
+    // keeps out of the model's context, which stays out of its summary too (the
+    // leaf still covers it).
+    let mut read: Vec<(MsgRow, Option<SourceMessage>)> = Vec::with_capacity(ids.len());
+    sources::messages(conn, ids, |source, parts| {
+        let shown = if crate::message::envelope_excluded_from_context(source.envelope) {
+            None
+        } else {
+            let mut text = MessageText::with_capacity(source.content.len());
+            while let Some(part) = parts.next_part()? {
+                text.push(part);
+            }
+            let text = text.finish(source.content);
+            Some(SourceMessage::new(
+                &source.row.created_at,
+                source.role,
+                text,
+            ))
+        };
+        read.push((source.row, shown));
+        Ok(())
+    })?;
+    let (rows, msgs): (Vec<MsgRow>, Vec<Option<SourceMessage>>) =
+        in_order_given(read, ids).into_iter().unzip();
+    let msgs: Vec<SourceMessage> = msgs.into_iter().flatten().collect();
     let time_range = messages_time_range(&msgs, render.zone);
     let shown: Vec<SourceMessage> = if render.timestamps {
         msgs
@@ -89,7 +106,23 @@ fn leaf_input(
         time_range,
         ..SummarizeInput::default()
     };
-    Ok((input, rows.into_iter().map(|r| r.row).collect()))
+    Ok((input, rows))
+}
+
+/// Sources read in id order, put in the order of `ids` (unknown ids skipped, a
+/// repeated one repeated): a leaf chunk's ids ascend and need nothing done.
+fn in_order_given<T: Clone>(read: Vec<(MsgRow, T)>, ids: &[i64]) -> Vec<(MsgRow, T)> {
+    if ids.windows(2).all(|w| w[0] < w[1]) {
+        return read;
+    }
+    let at: HashMap<i64, usize> = read
+        .iter()
+        .enumerate()
+        .map(|(i, (r, _))| (r.id, i))
+        .collect();
+    ids.iter()
+        .filter_map(|id| at.get(id).map(|&i| read[i].clone()))
+        .collect()
 }
 
 fn condensed_input(
@@ -128,39 +161,73 @@ fn condensed_input(
     })
 }
 
-/// The readable text of a stored message: text blocks, tool calls with their
-/// arguments, tool results and media markers, in block order. Reasoning is left out
-/// (it is not part of what the conversation said). Falls back to the content column.
+/// The readable text of a stored message (see [`MessageText`]).
 pub fn message_text(m: &StoredMessage) -> String {
-    let mut out: Vec<String> = Vec::new();
+    let mut text = MessageText::default();
     for p in &m.parts {
-        let text = p.text_content.as_deref().unwrap_or("").trim();
-        match p.part_type.as_str() {
-            "text" if !text.is_empty() => out.push(text.to_owned()),
-            "tool" => out.push(tool_text(p)),
-            "file" => out.push("[Media attachment]".into()),
+        text.push(p.text_view());
+    }
+    text.finish(&m.content)
+}
+
+/// The readable text of a stored message, built part by part in block order: text
+/// blocks, tool calls with their arguments, tool results and media markers, one
+/// per line. Reasoning is left out (it is not part of what the conversation said).
+/// With none of those, the content column. The one rule, for parts held in a
+/// [`StoredMessage`] ([`message_text`]) or borrowed from the rows being read.
+#[derive(Debug, Default)]
+pub struct MessageText {
+    out: String,
+}
+
+impl MessageText {
+    /// A builder with room for about `bytes` of text.
+    pub fn with_capacity(bytes: usize) -> MessageText {
+        MessageText {
+            out: String::with_capacity(bytes),
+        }
+    }
+
+    /// Adds a part's text, if it has any.
+    pub fn push(&mut self, p: PartText<'_>) {
+        let text = p.text_content.unwrap_or("").trim();
+        match p.part_type {
+            "text" if !text.is_empty() => self.line(&[text]),
+            "tool" => self.tool(p),
+            "file" => self.line(&["[Media attachment]"]),
             _ => {}
         }
     }
-    let joined = out
-        .into_iter()
-        .filter(|s| !s.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
-    if joined.trim().is_empty() {
-        m.content.trim().to_owned()
-    } else {
-        joined
-    }
-}
 
-fn tool_text(p: &crate::message::rebuild::StoredPart) -> String {
-    let name = p.tool_name.as_deref().unwrap_or("tool");
-    match (&p.tool_input, &p.tool_output, &p.text_content) {
-        (Some(input), None, _) => format!("[tool call {name}] {input}"),
-        (_, Some(output), _) => format!("[tool result {name}] {output}"),
-        (_, _, Some(t)) if !t.trim().is_empty() => t.trim().to_owned(),
-        _ => format!("[tool {name}]"),
+    fn tool(&mut self, p: PartText<'_>) {
+        let name = p.tool_name.unwrap_or("tool");
+        match (p.tool_input, p.tool_output, p.text_content) {
+            (Some(input), None, _) => self.line(&["[tool call ", name, "] ", input]),
+            (_, Some(output), _) => self.line(&["[tool result ", name, "] ", output]),
+            (_, _, Some(t)) if !t.trim().is_empty() => self.line(&[t.trim()]),
+            _ => self.line(&["[tool ", name, "]"]),
+        }
+    }
+
+    /// One line made of `pieces`; a blank one adds nothing.
+    fn line(&mut self, pieces: &[&str]) {
+        if pieces.iter().all(|p| p.trim().is_empty()) {
+            return;
+        }
+        if !self.out.is_empty() {
+            self.out.push('\n');
+        }
+        for p in pieces {
+            self.out.push_str(p);
+        }
+    }
+
+    /// The text: the lines added, else the trimmed `content`.
+    pub fn finish(mut self, content: &str) -> String {
+        if self.out.is_empty() {
+            self.out.push_str(content.trim());
+        }
+        self.out
     }
 }
 
@@ -219,5 +286,135 @@ mod tests {
             ..m
         };
         assert_eq!(message_text(&bare), "plain");
+    }
+
+    /// The rule as first written: each part's piece, blank ones dropped, joined by
+    /// new lines; the trimmed content when nothing is left.
+    fn model(parts: &[StoredPart], content: &str) -> String {
+        let mut out: Vec<String> = Vec::new();
+        for p in parts {
+            let text = p.text_content.as_deref().unwrap_or("").trim();
+            let name = p.tool_name.as_deref().unwrap_or("tool");
+            match p.part_type.as_str() {
+                "text" if !text.is_empty() => out.push(text.to_owned()),
+                "tool" => out.push(match (&p.tool_input, &p.tool_output, &p.text_content) {
+                    (Some(i), None, _) => format!("[tool call {name}] {i}"),
+                    (_, Some(o), _) => format!("[tool result {name}] {o}"),
+                    (_, _, Some(t)) if !t.trim().is_empty() => t.trim().to_owned(),
+                    _ => format!("[tool {name}]"),
+                }),
+                "file" => out.push("[Media attachment]".into()),
+                _ => {}
+            }
+        }
+        let joined = out
+            .into_iter()
+            .filter(|s| !s.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if joined.trim().is_empty() {
+            content.trim().to_owned()
+        } else {
+            joined
+        }
+    }
+
+    fn text_strategy() -> impl proptest::strategy::Strategy<Value = Option<String>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(None),
+            Just(Some(String::new())),
+            Just(Some(" \u{a0}\u{3000}\n".to_owned())),
+            crate::text::strategies::text(12).prop_map(Some),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn message_text_is_the_rule_on_any_parts(
+            parts in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["text", "tool", "file", "reasoning", "patch"]),
+                    text_strategy(),
+                    text_strategy(),
+                    text_strategy(),
+                    text_strategy(),
+                ),
+                0..6,
+            ),
+            content in text_strategy(),
+        ) {
+            let parts: Vec<StoredPart> = parts
+                .into_iter()
+                .map(|(ty, text, name, input, output)| StoredPart {
+                    part_type: ty.into(),
+                    text_content: text,
+                    tool_name: name,
+                    tool_input: input,
+                    tool_output: output,
+                    ..StoredPart::default()
+                })
+                .collect();
+            let content = content.unwrap_or_default();
+            let m = StoredMessage {
+                message_id: 1,
+                role: "assistant".into(),
+                content: content.clone(),
+                envelope: None,
+                created_at: None,
+                parts,
+            };
+            proptest::prop_assert_eq!(message_text(&m), model(&m.parts, &content));
+        }
+    }
+
+    #[test]
+    fn leaf_sources_come_in_the_order_given_and_hidden_ones_are_counted() {
+        use crate::store::conversations::SessionRef;
+        use serde_json::json;
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::store::migrate::migrate(&mut conn).unwrap();
+        let msgs: Vec<_> = (0..6)
+            .map(|i| {
+                let m = json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+                    "content": format!("message {i}"), "timestamp": 1771313820000i64 + i * 60_000});
+                crate::message::ingest::map_message(&m, None).unwrap()
+            })
+            .collect();
+        let s = SessionRef {
+            session_id: "s".into(),
+            session_key: None,
+        };
+        let out = crate::store::messages::insert_batch(&mut conn, &s, msgs).unwrap();
+        let id: Vec<i64> = out.messages.iter().map(|m| m.message_id.unwrap()).collect();
+        let zone = Zone::utc();
+        let render = Render {
+            zone: &zone,
+            timestamps: false,
+        };
+        let read = |ids: Vec<i64>| {
+            input_with_rows(&conn, &Sources::Messages(ids), render, &HashMap::new()).unwrap()
+        };
+        let (input, rows) = read(vec![id[3], id[1], id[3], 999, id[0]]);
+        let got: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        assert_eq!(got, [id[3], id[1], id[3], id[0]]);
+        assert_eq!(
+            input.source_text,
+            "[assistant]\nmessage 3\n\n[assistant]\nmessage 1\n\n[assistant]\nmessage 3\n\n[user]\nmessage 0"
+        );
+        assert_eq!((input.child_count, input.hidden_count), (4, 0));
+        // A message kept out of the model's context stays out of the text, counted.
+        conn.execute(
+            "UPDATE messages SET lcm_envelope = ?1 WHERE message_id = ?2",
+            rusqlite::params![r#"{"v":1,"excludeFromContext":true}"#, id[2]],
+        )
+        .unwrap();
+        let (input, rows) = read(id[1..4].to_vec());
+        assert_eq!(rows.len(), 3);
+        assert_eq!(
+            input.source_text,
+            "[assistant]\nmessage 1\n\n[assistant]\nmessage 3"
+        );
+        assert_eq!((input.child_count, input.hidden_count), (2, 1));
     }
 }

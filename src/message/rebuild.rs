@@ -46,7 +46,35 @@ pub struct StoredPart {
     pub metadata: Option<String>,
 }
 
+/// The columns of a `message_parts` row that a message's readable text is made of
+/// (`compaction::source::MessageText`), borrowed from a [`StoredPart`] or straight
+/// from the row being read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PartText<'a> {
+    /// Reference part type.
+    pub part_type: &'a str,
+    /// text_content column.
+    pub text_content: Option<&'a str>,
+    /// tool_name column.
+    pub tool_name: Option<&'a str>,
+    /// tool_input column.
+    pub tool_input: Option<&'a str>,
+    /// tool_output column.
+    pub tool_output: Option<&'a str>,
+}
+
 impl StoredPart {
+    /// The columns its text is made of, borrowed.
+    pub fn text_view(&self) -> PartText<'_> {
+        PartText {
+            part_type: &self.part_type,
+            text_content: self.text_content.as_deref(),
+            tool_name: self.tool_name.as_deref(),
+            tool_input: self.tool_input.as_deref(),
+            tool_output: self.tool_output.as_deref(),
+        }
+    }
+
     /// True for a part the reference's reader leaves out of the content (it carries
     /// metadata only; see [`NO_CONTENT_BLOCK`]).
     fn holds_no_block(&self) -> bool {

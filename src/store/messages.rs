@@ -2,14 +2,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql};
+use rusqlite::fallible_streaming_iterator::FallibleStreamingIterator;
+use rusqlite::types::Type;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Rows, ToSql};
 use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
 use super::derived::{file_ids_in, MsgRow};
 use crate::error::Result;
 use crate::message::ingest::{NewMessage, NewPart};
-use crate::message::rebuild::{StoredMessage, StoredPart};
+use crate::message::rebuild::{PartText, StoredMessage, StoredPart};
 use crate::timestamp;
 
 /// Outcome of one message of a batch.
@@ -519,67 +521,183 @@ pub fn stored_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<StoredMessage
     Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
 }
 
-/// Messages with their parts, and what a leaf's derived columns need of each
-/// ([`MsgRow`]), by id, in the order given (unknown ids are skipped): one query for
-/// the rows, one for the parts. The sources of a leaf's summarizer input.
-pub fn sources_by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<(StoredMessage, MsgRow)>> {
-    // A leaf chunk's ids ascend: read in id order, the rows come in the order
-    // given without SQLite sorting them (with their texts) in a temporary b-tree.
-    let ascending = ids.windows(2).all(|w| w[0] < w[1]);
-    macro_rules! select_from {
-        ($from:literal) => {
-            concat!(
-                "SELECT m.message_id, m.conversation_id, m.seq, m.role, m.content, m.token_count,
-                        m.lcm_envelope, m.created_at FROM ",
-                $from
-            )
-        };
+/// A source message's columns, borrowed from its row while the visitor of
+/// [`for_each_source`] runs.
+#[derive(Debug)]
+pub struct SourceRow<'a> {
+    /// What a leaf's derived columns need of it (its stored time is
+    /// `row.created_at`, SQLite UTC text).
+    pub row: MsgRow,
+    /// `user`, `assistant`, `tool`, `system`.
+    pub role: &'a str,
+    /// The content column.
+    pub content: &'a str,
+    /// Its envelope, when this engine wrote it.
+    pub envelope: Option<&'a str>,
+}
+
+/// The parts of the message being visited, in part order, each borrowed from its
+/// row until the next is asked for.
+pub struct SourceParts<'c, 's> {
+    cursor: &'c mut PartCursor<'s>,
+    message_id: i64,
+}
+
+impl SourceParts<'_, '_> {
+    /// The visited message's next part, if any.
+    pub fn next_part(&mut self) -> Result<Option<PartText<'_>>> {
+        loop {
+            match self.cursor.head()? {
+                // A part of a message not asked for (a dense range's gap).
+                Some(id) if id < self.message_id => self.cursor.consumed = true,
+                Some(id) if id == self.message_id => {
+                    self.cursor.consumed = true;
+                    return match self.cursor.rows.get() {
+                        Some(r) => Ok(Some(part_text(r)?)),
+                        None => Ok(None),
+                    };
+                }
+                _ => return Ok(None),
+            }
+        }
     }
-    let sql = if ascending {
-        select_from!("messages m WHERE m.message_id IN (SELECT value FROM json_each(?1)) ORDER BY m.message_id")
-    } else {
-        select_from!("json_each(?1) j JOIN messages m ON m.message_id = j.value ORDER BY j.key")
+}
+
+/// The parts query's rows, read alongside the messages' (both in message id order).
+struct PartCursor<'s> {
+    rows: Rows<'s>,
+    /// Whether the current row was handed out (the cursor moves on before the next).
+    consumed: bool,
+}
+
+impl<'s> PartCursor<'s> {
+    fn new(mut rows: Rows<'s>) -> Result<Self> {
+        rows.advance()?;
+        Ok(PartCursor {
+            rows,
+            consumed: false,
+        })
+    }
+
+    /// The message id of the current part row (`None` past the last).
+    fn head(&mut self) -> Result<Option<i64>> {
+        if std::mem::take(&mut self.consumed) {
+            self.rows.advance()?;
+        }
+        Ok(match self.rows.get() {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        })
+    }
+}
+
+/// Visits the given messages (unknown ids skipped) once each, in ascending id
+/// order, with their parts: the sources of a leaf's summarizer input. One query
+/// for the rows and one for the parts, stepped side by side; texts are borrowed
+/// from the rows, not copied. A dense run of ids (a leaf chunk of a conversation
+/// ingested turn by turn) is read as one range, skipping the rows of other
+/// conversations in it ([`dense_range`]).
+pub fn for_each_source(
+    conn: &Connection,
+    ids: &[i64],
+    mut visit: impl FnMut(SourceRow<'_>, &mut SourceParts<'_, '_>) -> Result<()>,
+) -> Result<()> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let range = dense_range(&ids);
+    let filter = match range {
+        Some(_) => "message_id BETWEEN ?1 AND ?2",
+        None => "message_id IN (SELECT value FROM json_each(?1))",
     };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt
-        .query_map([serde_json::to_string(ids)?], |r| {
-            let content: String = r.get(4)?;
-            let created_at: String = r.get(7)?;
-            let mut file_ids = Vec::new();
-            file_ids_in(&content, &mut file_ids);
-            let row = MsgRow {
-                id: r.get(0)?,
+    let mut rows_stmt = conn.prepare_cached(&format!(
+        "SELECT message_id, conversation_id, seq, role, content, token_count, lcm_envelope,
+                created_at
+         FROM messages WHERE {filter} ORDER BY message_id"
+    ))?;
+    let mut parts_stmt = conn.prepare_cached(&format!(
+        "SELECT message_id, part_type, text_content, tool_name, tool_input, tool_output
+         FROM message_parts WHERE {filter} ORDER BY message_id, ordinal"
+    ))?;
+    let json = serde_json::to_string(&ids)?;
+    let (mut rows, parts) = match range {
+        Some((lo, hi)) => (
+            rows_stmt.query(params![lo, hi])?,
+            parts_stmt.query(params![lo, hi])?,
+        ),
+        None => (rows_stmt.query([&json])?, parts_stmt.query([&json])?),
+    };
+    let mut parts = PartCursor::new(parts)?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        if ids.binary_search(&id).is_err() {
+            continue;
+        }
+        let content = text_at(r, 4)?;
+        let mut file_ids = Vec::new();
+        file_ids_in(content, &mut file_ids);
+        let source = SourceRow {
+            row: MsgRow {
+                id,
                 conversation_id: r.get(1)?,
                 seq: r.get(2)?,
                 tokens: r.get(5)?,
-                created_at: created_at.clone(),
+                created_at: text_at(r, 7)?.to_owned(),
                 file_ids,
-            };
-            let message = StoredMessage {
-                message_id: row.id,
-                role: r.get(3)?,
-                content,
-                envelope: r.get(6)?,
-                created_at: Some(created_at),
-                parts: Vec::new(),
-            };
-            Ok((message, row))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut parts = parts_of(conn, ids)?;
-    Ok(rows
-        .into_iter()
-        .map(|(mut m, row)| {
-            // Ids that ascend never repeat; a repeated id gets its parts each time.
-            let own = if ascending {
-                parts.remove(&m.message_id)
-            } else {
-                parts.get(&m.message_id).cloned()
-            };
-            m.parts = own.unwrap_or_default();
-            (m, row)
-        })
-        .collect())
+            },
+            role: text_at(r, 3)?,
+            content,
+            envelope: opt_text_at(r, 6)?,
+        };
+        visit(
+            source,
+            &mut SourceParts {
+                cursor: &mut parts,
+                message_id: id,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// A text column of a row, borrowed.
+fn text_at<'r>(r: &'r Row, i: usize) -> rusqlite::Result<&'r str> {
+    r.get_ref(i)?
+        .as_str()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, Box::new(e)))
+}
+
+/// A nullable text column of a row, borrowed.
+fn opt_text_at<'r>(r: &'r Row, i: usize) -> rusqlite::Result<Option<&'r str>> {
+    r.get_ref(i)?
+        .as_str_or_null()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Text, Box::new(e)))
+}
+
+/// A part row of [`for_each_source`]'s query, borrowed.
+fn part_text<'r>(r: &'r Row) -> rusqlite::Result<PartText<'r>> {
+    Ok(PartText {
+        part_type: text_at(r, 1)?,
+        text_content: opt_text_at(r, 2)?,
+        tool_name: opt_text_at(r, 3)?,
+        tool_input: opt_text_at(r, 4)?,
+        tool_output: opt_text_at(r, 5)?,
+    })
+}
+
+/// How many ids a dense range may span per id asked for: beyond that, the rows
+/// skipped would cost more than the `json_each` lookups saved.
+const DENSE_SPAN: i64 = 2;
+
+/// The range `lo..=hi` of ids that strictly ascend and span at most
+/// [`DENSE_SPAN`] times their number: read as one range scan that skips the ids
+/// not asked for, instead of one lookup per id through `json_each`.
+fn dense_range(ids: &[i64]) -> Option<(i64, i64)> {
+    let (&lo, &hi) = (ids.first()?, ids.last()?);
+    let span = hi.checked_sub(lo)?.checked_add(1)?;
+    let dense =
+        span <= DENSE_SPAN.saturating_mul(ids.len() as i64) && ids.windows(2).all(|w| w[0] < w[1]);
+    dense.then_some((lo, hi))
 }
 
 /// The `message_parts` columns [`part_from_row`] decodes.
@@ -603,10 +721,25 @@ fn part_from_row(r: &Row) -> rusqlite::Result<(i64, StoredPart)> {
     ))
 }
 
-/// The parts of the given messages, keyed by message id, in part order (one query).
+/// The parts of the given messages, keyed by message id, in part order (one query;
+/// a dense ascending run of ids as one range, see [`dense_range`]).
 pub fn parts_of(conn: &Connection, message_ids: &[i64]) -> Result<HashMap<i64, Vec<StoredPart>>> {
     let mut out: HashMap<i64, Vec<StoredPart>> = HashMap::new();
     if message_ids.is_empty() {
+        return Ok(out);
+    }
+    if let Some((lo, hi)) = dense_range(message_ids) {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {PART_COLUMNS} FROM message_parts
+             WHERE message_id BETWEEN ?1 AND ?2 ORDER BY message_id, ordinal"
+        ))?;
+        let mut rows = stmt.query(params![lo, hi])?;
+        while let Some(r) = rows.next()? {
+            if message_ids.binary_search(&r.get(0)?).is_ok() {
+                let (id, part) = part_from_row(r)?;
+                out.entry(id).or_default().push(part);
+            }
+        }
         return Ok(out);
     }
     let mut stmt = conn.prepare_cached(&format!(
@@ -896,30 +1029,129 @@ mod tests {
         assert_eq!(n, 0);
     }
 
-    #[test]
-    fn sources_come_in_the_order_given_ascending_or_not() {
-        let mut conn = db();
-        insert_batch(&mut conn, &session("s"), batch(9, "a")).unwrap();
-        let made = batch(9, "a");
-        let content = |id: i64| made[id as usize - 1].content.clone();
-        // Ascending (a leaf chunk: read in id order), shuffled, with repeats and
-        // unknown ids (the general read).
-        for ids in [vec![2, 3, 4, 7, 8], vec![8, 2, 5, 3], vec![4, 4, 99, 1]] {
-            let got = sources_by_ids(&conn, &ids).unwrap();
-            let want: Vec<i64> = ids.iter().copied().filter(|&i| i <= 9).collect();
-            let got_ids: Vec<i64> = got
-                .iter()
-                .map(|(m, r)| {
-                    assert_eq!(m.message_id, r.id);
-                    r.id
-                })
-                .collect();
-            assert_eq!(got_ids, want, "{ids:?}");
-            for (m, _) in &got {
-                assert_eq!(m.content, content(m.message_id));
-                let parts = if m.message_id % 2 == 0 { 2 } else { 0 };
-                assert_eq!(m.parts.len(), parts, "message {}", m.message_id);
+    /// Two conversations ingested in alternating batches of three, so a run of one
+    /// conversation's ids has the other's rows in its gaps; returns (a's ids, b's ids).
+    fn interleaved(conn: &mut Connection) -> (Vec<i64>, Vec<i64>) {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for round in 0..4 {
+            for (name, ids) in [("a", &mut a), ("b", &mut b)] {
+                let tag = format!("{name}{round}");
+                let out = insert_batch(conn, &session(name), batch(3, &tag)).unwrap();
+                ids.extend(out.messages.iter().map(|m| m.message_id.unwrap()));
             }
         }
+        (a, b)
+    }
+
+    /// What [`for_each_source`] hands out, owned: (id, role, content, parts' texts).
+    fn visit(conn: &Connection, ids: &[i64]) -> Vec<(i64, String, String, Vec<String>)> {
+        let mut out = Vec::new();
+        for_each_source(conn, ids, |s, parts| {
+            let mut texts = Vec::new();
+            while let Some(p) = parts.next_part()? {
+                texts.push(format!("{}:{}", p.part_type, p.text_content.unwrap_or("")));
+            }
+            out.push((s.row.id, s.role.to_owned(), s.content.to_owned(), texts));
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn sources_are_visited_once_each_in_id_order_with_their_own_parts() {
+        let mut conn = db();
+        let (a, b) = interleaved(&mut conn);
+        let stored = |ids: &[i64]| {
+            let mut ids = ids.to_vec();
+            ids.sort_unstable();
+            ids.dedup();
+            stored_by_ids(&conn, &ids)
+                .unwrap()
+                .into_iter()
+                .map(|m| {
+                    let texts = m
+                        .parts
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "{}:{}",
+                                p.part_type,
+                                p.text_content.as_deref().unwrap_or("")
+                            )
+                        })
+                        .collect();
+                    (m.message_id, m.role, m.content, texts)
+                })
+                .collect::<Vec<_>>()
+        };
+        let cases: Vec<Vec<i64>> = vec![
+            // One conversation's run with the other's rows in its gaps (a range).
+            a[..6].to_vec(),
+            // Every other message of a run (still a range, half of it skipped).
+            a.iter().step_by(2).copied().collect(),
+            // Sparse ids (one lookup each), shuffled, repeated, unknown.
+            vec![a[0], a[11]],
+            vec![b[5], a[2], b[0], a[7]],
+            vec![a[4], a[4], 999, a[1]],
+            vec![],
+        ];
+        for ids in cases {
+            let got = visit(&conn, &ids);
+            assert_eq!(got, stored(&ids), "{ids:?}");
+        }
+        // A message whose parts the visitor leaves unread does not lend them to the next.
+        let mut seen = Vec::new();
+        for_each_source(&conn, &a[..4], |s, parts| {
+            if s.row.id != a[1] {
+                seen.push((
+                    s.row.id,
+                    parts
+                        .next_part()?
+                        .map(|p| p.text_content.map(str::to_owned)),
+                ));
+            }
+            Ok(())
+        })
+        .unwrap();
+        let first_part = |id: i64| {
+            stored(&[id])[0]
+                .3
+                .first()
+                .map(|t| Some(t.split_once(':').unwrap().1.to_owned()))
+        };
+        for (id, part) in seen {
+            assert_eq!(part, first_part(id), "message {id}");
+        }
+    }
+
+    #[test]
+    fn parts_of_a_range_with_gaps_are_only_the_ones_asked_for() {
+        let mut conn = db();
+        let (a, _) = interleaved(&mut conn);
+        for ids in [a[..6].to_vec(), vec![a[3], a[1]], vec![a[2], a[9]]] {
+            let got = parts_of(&conn, &ids).unwrap();
+            let mut keys: Vec<i64> = got.keys().copied().collect();
+            keys.sort_unstable();
+            let mut want: Vec<i64> = ids
+                .iter()
+                .copied()
+                .filter(|id| !stored_by_ids(&conn, &[*id]).unwrap()[0].parts.is_empty())
+                .collect();
+            want.sort_unstable();
+            assert_eq!(keys, want, "{ids:?}");
+        }
+    }
+
+    #[test]
+    fn dense_ranges_are_ascending_runs_at_most_twice_their_length() {
+        assert_eq!(dense_range(&[3, 4, 5]), Some((3, 5)));
+        assert_eq!(dense_range(&[3, 5, 7]), Some((3, 7)));
+        assert_eq!(dense_range(&[3, 9]), None);
+        assert_eq!(dense_range(&[5, 4, 6]), None);
+        assert_eq!(dense_range(&[4, 4, 5]), None);
+        assert_eq!(dense_range(&[i64::MIN, i64::MAX]), None);
+        assert_eq!(dense_range(&[]), None);
+        assert_eq!(dense_range(&[7]), Some((7, 7)));
     }
 }

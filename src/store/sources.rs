@@ -5,28 +5,19 @@
 use rusqlite::Connection;
 
 use super::dag::Sources;
-use super::derived::MsgRow;
 use super::{messages, summaries};
 use crate::error::Result;
-use crate::message::rebuild::StoredMessage;
 
-/// One source message: the message with its parts (its role is
-/// `message.role`), and what a leaf's derived columns need of it (its stored time
-/// is `row.created_at`, SQLite UTC text).
-#[derive(Debug, Clone)]
-pub struct SourceMessageRow {
-    /// The message with its parts.
-    pub message: StoredMessage,
-    /// Its columns for [`super::derived::leaf`].
-    pub row: MsgRow,
-}
+pub use super::messages::{SourceParts, SourceRow};
 
-/// Source messages by id, in the order given (unknown ids are skipped).
-pub fn messages(conn: &Connection, ids: &[i64]) -> Result<Vec<SourceMessageRow>> {
-    Ok(messages::sources_by_ids(conn, ids)?
-        .into_iter()
-        .map(|(message, row)| SourceMessageRow { message, row })
-        .collect())
+/// Visits source messages by id, once each in id order, with their parts
+/// (unknown ids are skipped; see [`messages::for_each_source`]).
+pub fn messages(
+    conn: &Connection,
+    ids: &[i64],
+    visit: impl FnMut(SourceRow<'_>, &mut SourceParts<'_, '_>) -> Result<()>,
+) -> Result<()> {
+    messages::for_each_source(conn, ids, visit)
 }
 
 /// Child summaries by id, in the order given (unknown ids are skipped).
