@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::pairing::{call_id, is_tool_call, result_id, role};
+use super::pairing::{call_id, field, is_tool_call, result_id, role};
 
 /// What the clamp keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub fn clamp(messages: &[&Value], costs: &[i64], budget: i64) -> Clamp {
 }
 
 fn call_ids(m: &Value) -> impl Iterator<Item = &str> {
-    m.get("content")
+    field(m, "content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

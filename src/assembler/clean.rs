@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Value};
 
 use super::pairing::{
-    call_id, is_blank_text, is_thinking_like, is_tool_call, result_id, role, RepairStats,
+    call_id, field, is_blank_text, is_thinking_like, is_tool_call, result_id, role, RepairStats,
 };
 use super::Entry;
 use crate::error::Result;
@@ -42,7 +42,7 @@ pub fn strip_unpaired_calls(
     for e in entries.iter() {
         let mut unpaired = Vec::new();
         if role(&e.message) == "assistant" {
-            if let Some(blocks) = e.message.get("content").and_then(Value::as_array) {
+            if let Some(blocks) = field(&e.message, "content").and_then(Value::as_array) {
                 for (i, b) in blocks.iter().enumerate() {
                     let Some(id) = call_id(b).filter(|_| is_tool_call(b)) else {
                         continue;
@@ -107,7 +107,7 @@ pub fn normalize_assistants(entries: &mut [Entry]) {
         if role(&e.message) != "assistant" {
             continue;
         }
-        let changes = match e.message.get("content") {
+        let changes = match field(&e.message, "content") {
             Some(Value::String(_)) => true,
             Some(Value::Array(blocks)) => blocks.iter().any(is_blank_text),
             _ => false,
@@ -138,7 +138,7 @@ pub fn normalize_assistants(entries: &mut [Entry]) {
 /// True when a provider would reject the message as empty: content missing, null,
 /// blank or `[]`; or an assistant whose blocks are all reasoning or all blank text.
 pub fn is_empty_message(v: &Value) -> bool {
-    match v.get("content") {
+    match field(v, "content") {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => s.trim().is_empty(),
         Some(Value::Array(blocks)) => {
