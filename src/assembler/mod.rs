@@ -628,15 +628,11 @@ fn message_for(
 /// result without a call id (legacy rows) becomes assistant text, since a provider
 /// would reject it as a tool result (returns true then).
 fn present(message: &mut Value, plain_text: &str) -> bool {
+    let role = pairing::role(message).to_owned();
+    let missing = matches!(pairing::field(message, "content"), None | Some(Value::Null));
     let Some(obj) = message.as_object_mut() else {
         return false;
     };
-    let role = obj
-        .get("role")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let missing = matches!(obj.get("content"), None | Some(Value::Null));
     if missing && !plain_text.trim().is_empty() {
         let content = match role.as_str() {
             "user" | "system" => json!(plain_text),
