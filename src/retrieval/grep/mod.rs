@@ -270,7 +270,7 @@ const REGEX_DFA_BYTES: usize = 4 << 20;
 /// Compiles a user regex with size limits; a bad or oversized pattern is
 /// `LCM_INVALID_INPUT` naming the problem. It is built as `regex::Regex` builds
 /// one (same syntax, Unicode and UTF-8 rules, leftmost-first matches) but
-/// without the two automata built ahead of the search, since every grep
+/// without the automata it would build ahead of the search, since every grep
 /// compiles its pattern before reading a row:
 /// - the one-pass DFA, which serves only capture-group searches (grep asks
 ///   whether a text matches and where, never for groups); for a pattern with a
