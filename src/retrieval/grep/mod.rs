@@ -265,7 +265,7 @@ pub fn iso_ms(ms: i64) -> String {
 /// Largest compiled NFA of a user regex, in bytes.
 const REGEX_NFA_BYTES: usize = 2 << 20;
 /// Largest lazy DFA cache of a user regex, in bytes.
-const REGEX_DFA_BYTES: usize = 4 << 20;
+const REGEX_LAZY_DFA_BYTES: usize = 4 << 20;
 
 /// Compiles a user regex with size limits; a bad or oversized pattern is
 /// `LCM_INVALID_INPUT` naming the problem. It is built as `regex::Regex` builds
@@ -292,7 +292,7 @@ pub fn compile_regex(pattern: &str) -> Result<Regex> {
         .onepass(false)
         .dfa(false)
         .nfa_size_limit(Some(REGEX_NFA_BYTES))
-        .hybrid_cache_capacity(REGEX_DFA_BYTES);
+        .hybrid_cache_capacity(REGEX_LAZY_DFA_BYTES);
     meta::Builder::new()
         .configure(config)
         .syntax(syntax::Config::new().nest_limit(100))
