@@ -52,6 +52,37 @@ function toTurns(messages) {
 }
 
 /**
+ * CPU time the hypervisor has taken from this machine's CPUs so far (ms, all CPUs
+ * together: the `steal` column of `/proc/stat`, in USER_HZ ticks of 10 ms), and
+ * the count of CPUs; `null` where there is no `/proc/stat`. A virtual CPU that the
+ * host does not run (a neighbour's load, or a halted vCPU's wake-up waiting for
+ * the host) shows here: a phase that lost a share of its CPU this way ran slower
+ * and with longer event-loop stalls than the same code on a quiet host.
+ */
+function stolenCpuMs() {
+  let stat
+  try {
+    stat = readFileSync('/proc/stat', 'utf8')
+  } catch {
+    return null
+  }
+  const lines = stat.split('\n')
+  const fields = lines[0].trim().split(/\s+/)
+  if (fields[0] !== 'cpu' || fields.length < 9) return null
+  const cpus = lines.filter((l) => /^cpu\d/.test(l)).length
+  return { ms: Number(fields[8]) * 10, cpus }
+}
+
+/**
+ * The share of the CPUs' capacity the host took between two
+ * {@link stolenCpuMs} readings `wallMs` apart (0–1), `undefined` without them.
+ */
+function stolenShare(before, after, wallMs) {
+  if (!before || !after || wallMs <= 0) return undefined
+  return (after.ms - before.ms) / (wallMs * after.cpus)
+}
+
+/**
  * Runs `fn` and reports its wall time and the event loop's max / p99 delay
  * meanwhile (ms). `fn` gets a {@link Spells} recorder; when it marks its waits,
  * the same spells are then replayed without the engine ({@link replayLoop}) and
@@ -59,7 +90,8 @@ function toTurns(messages) {
  *
  * A full garbage collection runs first, so that what the bench allocated to set
  * the phase up (its workload, turns) is not collected inside it; `gcMax` is the
- * longest pause of V8's collector during the phase (ms), to set beside `loopMax`.
+ * longest pause of V8's collector during the phase (ms), to set beside `loopMax`;
+ * `stolen` the share of the CPUs the host took meanwhile ({@link stolenShare}).
  */
 async function measureLoop(fn) {
   collectGarbage()
@@ -69,9 +101,11 @@ async function measureLoop(fn) {
   gc.observe({ entryTypes: ['gc'] })
   const h = monitorEventLoopDelay({ resolution: 1 })
   h.enable()
+  const steal0 = stolenCpuMs()
   const t0 = performance.now()
   const value = await fn(spells)
   const ms = performance.now() - t0
+  const stolen = stolenShare(steal0, stolenCpuMs(), ms)
   h.disable()
   spells.end()
   // Entries are delivered on a later turn of the loop.
@@ -79,7 +113,7 @@ async function measureLoop(fn) {
   gc.disconnect()
   const inPhase = pauses.filter((e) => e.startTime >= t0 && e.startTime <= t0 + ms)
   const gcMax = Math.max(0, ...inPhase.map((e) => e.duration))
-  const out = { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, gcMax }
+  const out = { value, ms, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, gcMax, stolen }
   if (spells.waits() === 0) return out
   const replay = await replayLoop(spells)
   return { ...out, replayMax: replay.loopMax, replayP99: replay.loopP99 }
@@ -307,6 +341,7 @@ async function sweepOnly(engine, sessionId, count) {
     loopMax: m.loopMax,
     loopP99: m.loopP99,
     gcMax: m.gcMax,
+    stolen: m.stolen,
     replayMax: m.replayMax,
     replayP99: m.replayP99,
     // CPU time of every thread of the process meanwhile (steadier than wall time
@@ -344,6 +379,8 @@ module.exports = {
   readJsonl,
   toTurns,
   measureLoop,
+  stolenCpuMs,
+  stolenShare,
   summarizerClock,
   instantSummarizer,
   SWEEP_OPTIONS,

@@ -24,7 +24,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 const { LcmEngine } = require(join(root, 'index.js'))
 const { targetTriple } = require(join(root, 'scripts', 'platform.js'))
-const { generator, readJsonl, toTurns } = require('./common.js')
+const { generator, readJsonl, toTurns, stolenCpuMs, stolenShare } = require('./common.js')
 const argv = process.argv
 const arg = (k, d) => { const i = argv.indexOf(k); return i > 0 ? argv[i + 1] : d }
 const N = Number(arg('--messages', 10000)), SEED = Number(arg('--seed', 1)), RUNS = Number(arg('--runs', 3))
@@ -59,6 +59,7 @@ async function run(turns, bytes, sessions, work) {
   const engine = await LcmEngine.open({ dbPath })
   const h = monitorEventLoopDelay({ resolution: 1 })
   h.enable()
+  const steal0 = stolenCpuMs()
   const t0 = performance.now()
   let count = 0
   const marks = []
@@ -70,12 +71,13 @@ async function run(turns, bytes, sessions, work) {
     if (marks.length < Math.floor(count / ((N * ids.length) / 4))) marks.push({ count, ms: performance.now() - t0 })
   }
   const secs = (performance.now() - t0) / 1000
+  const stolen = stolenShare(steal0, stolenCpuMs(), secs * 1000)
   h.disable()
   await engine.close()
   const size = dbBytes(dbPath)
   const perTable = tables(dbPath, count)
   rmSync(dir, { recursive: true })
-  return { msgsPerSec: count / secs, mbPerSec: (bytes * ids.length) / 1e6 / secs, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, bytesPerMsg: size / count, marks, perTable }
+  return { msgsPerSec: count / secs, mbPerSec: (bytes * ids.length) / 1e6 / secs, loopMax: h.max / 1e6, loopP99: h.percentile(99) / 1e6, bytesPerMsg: size / count, marks, perTable, stolenPct: stolen === undefined ? undefined : 100 * stolen }
 }
 
 /** Raw SQLite's rate for the same rows: `args` says how often it commits. */
@@ -112,6 +114,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   row('event-loop max delay ms', ours, 'loopMax', 2)
   row('event-loop p99 delay ms', ours, 'loopP99', 2)
   row('db bytes/message', ours, 'bytesPerMsg')
+  // The hypervisor's steal during the runs (see stolenCpuMs in common.js).
+  if (ours.every((r) => r.stolenPct !== undefined)) row('CPU the host took meanwhile %', ours, 'stolenPct', 1)
   if (SESSIONS) row(`${SESSIONS} sessions concurrently msgs/s`, multi, 'msgsPerSec')
   if (hasRaw) {
     line('raw SQLite, commit per turn msgs/s', stat(rawTurn))

@@ -17,7 +17,7 @@ const { mkdtempSync, mkdirSync, writeFileSync, statSync, existsSync, readdirSync
 const { tmpdir } = require('node:os')
 const { join, dirname } = require('node:path')
 const { targetTriple } = require('../scripts/platform.js')
-const { generator, readJsonl, toTurns, measureLoop, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
+const { generator, readJsonl, toTurns, measureLoop, stolenCpuMs, stolenShare, instantSummarizer, SWEEP_OPTIONS, sweepOnly, sweepRun } = require('./common.js')
 const { grepAfterReopen: reopenBench, closeAfterOpen, formatReopen } = require('./reopen.js')
 
 const root = join(__dirname, '..')
@@ -85,6 +85,9 @@ const stat = (xs) => {
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
   return { min: s[0], median: q(0.5), p99: q(0.99), max: s[s.length - 1] }
 }
+
+/** The median host steal share of runs that measured it (`undefined` off Linux). */
+const stolenMedian = (runs) => (runs.every((r) => r.stolen !== undefined) ? stat(runs.map((r) => r.stolen)).median : undefined)
 
 const rawBin = rawBinPath()
 async function open(dir, extra = {}) {
@@ -215,7 +218,7 @@ async function ingestRun(wl, sessions = 1) {
   const bytes = dirBytes(join(dir, 'lcm.db')) + dirBytes(join(dir, 'lcm.db-wal'))
   const files = dirBytes(join(dir, 'lcm-files'))
   rmSync(dir, { recursive: true, force: true })
-  return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, replayP99: m.replayP99, gcMax: m.gcMax, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count, tables }
+  return { msgsPerSec: count / (m.ms / 1000), mbPerSec: (wl.bytes * sessions) / 1e6 / (m.ms / 1000), loopMax: m.loopMax, loopP99: m.loopP99, replayP99: m.replayP99, gcMax: m.gcMax, stolen: m.stolen, dbBytesPerMsg: bytes / count, totalBytesPerMsg: (bytes + files) / count, tables }
 }
 
 
@@ -237,11 +240,14 @@ async function grepAfterReopen(dir, label, needles, conversationId) {
 }
 
 async function main() {
+  const steal0 = stolenCpuMs()
+  const wall0 = performance.now()
   // ---- idle event loop of this process: the baseline every phase is held to
   const idle = await measureLoop(() => new Promise((r) => setTimeout(r, 3000)))
   rows.push({ name: 'event loop idle (3 s): max / p99', unit: 'ms', min: Number(idle.loopMax.toFixed(2)), median: Number(idle.loopP99.toFixed(2)) })
   results.sections.idle = { loopMax: idle.loopMax, loopP99: idle.loopP99 }
-  // [phase, max, p99, p99 of the same waits replayed without the engine, longest GC pause]
+  // [phase, max, p99, p99 of the same waits replayed without the engine, longest GC
+  // pause, share of the CPUs the host took meanwhile]
   const loops = []
 
   // ---- ingest, 10k
@@ -253,7 +259,7 @@ async function main() {
     row(`ingest 10k: ${k}`, stat(ing.map((r) => r[k])), unit, d)
   }
   results.sections.ingest10k = ing
-  loops.push(['ingest 10k', stat(ing.map((r) => r.loopMax)).median, stat(ing.map((r) => r.loopP99)).median, stat(ing.map((r) => r.replayP99)).median, stat(ing.map((r) => r.gcMax)).median])
+  loops.push(['ingest 10k', stat(ing.map((r) => r.loopMax)).median, stat(ing.map((r) => r.loopP99)).median, stat(ing.map((r) => r.replayP99)).median, stat(ing.map((r) => r.gcMax)).median, stolenMedian(ing)])
   const tables = ing[0].tables
   if (tables) {
     for (const [name, b] of Object.entries(tables)) if (b >= 5) rows.push({ name: `  bytes/msg in ${name}`, unit: 'B/msg', min: b })
@@ -373,7 +379,7 @@ while time.time() < end:
   const multi = await ingestRun(w10, SESSIONS)
   rows.push({ name: 'ingest 8 × 10k concurrently (group commit)', unit: 'msgs/s', min: Math.round(multi.msgsPerSec) })
   results.sections.ingest8x10k = multi
-  loops.push(['ingest 8 × 10k', multi.loopMax, multi.loopP99, multi.replayP99, multi.gcMax])
+  loops.push(['ingest 8 × 10k', multi.loopMax, multi.loopP99, multi.replayP99, multi.gcMax, multi.stolen])
 
   // ---- 4 processes sharing one file, each its own session, vs one process alone:
   // --runs rounds of both, alternating; the target compares the medians (one
@@ -397,7 +403,7 @@ while time.time() < end:
   const sw10 = await sweepRunIn(w10)
   rows.push({ name: 'full sweep 10k: wall − summarizer', unit: 'ms', min: Math.round(sw10.overheadMs) })
   results.sections.sweep10k = sw10
-  loops.push(['sweep 10k', sw10.loopMax, sw10.loopP99, sw10.replayP99, sw10.gcMax])
+  loops.push(['sweep 10k', sw10.loopMax, sw10.loopP99, sw10.replayP99, sw10.gcMax, sw10.stolen])
   // Not a target: the same sweep with the engine's threads kept off one CPU (see
   // confineEngineThreads in common.js), printed beside the event-loop rows.
   confinedSweep(await sweepRunIn(w10, { confined: true }), 'sweep 10k', sw10)
@@ -424,8 +430,8 @@ while time.time() < end:
     }
   })
   rows.push({ name: `ingest ${BIG / 1000}k: rate by tenth`, unit: 'msgs/s', min: Math.min(...deciles), median: deciles[4], max: Math.max(...deciles) })
-  results.sections.ingestBig = { deciles, loopMax: ingestBig.loopMax, loopP99: ingestBig.loopP99, replayP99: ingestBig.replayP99, gcMax: ingestBig.gcMax }
-  loops.push([`ingest ${BIG / 1000}k`, ingestBig.loopMax, ingestBig.loopP99, ingestBig.replayP99, ingestBig.gcMax])
+  results.sections.ingestBig = { deciles, loopMax: ingestBig.loopMax, loopP99: ingestBig.loopP99, replayP99: ingestBig.replayP99, gcMax: ingestBig.gcMax, stolen: ingestBig.stolen }
+  loops.push([`ingest ${BIG / 1000}k`, ingestBig.loopMax, ingestBig.loopP99, ingestBig.replayP99, ingestBig.gcMax, ingestBig.stolen])
   const conv = await engine.getConversation({ sessionId: 'big' })
   // A host does not hold its history in its heap: the parsed workload (≈ 0.9 GB at
   // 1M) goes before the next phases, whose event-loop rows would otherwise show V8
@@ -440,7 +446,7 @@ while time.time() < end:
   console.log(`full sweep ${BIG / 1000}k ended: ${sweep.reason}`)
   rows.push({ name: '  passes / event-loop max', unit: 'n / ms', min: sweep.passes, median: Number(sweep.loopMax.toFixed(2)) })
   results.sections.sweep = sweep
-  loops.push([`sweep ${BIG / 1000}k`, sweep.loopMax, sweep.loopP99, sweep.replayP99, sweep.gcMax])
+  loops.push([`sweep ${BIG / 1000}k`, sweep.loopMax, sweep.loopP99, sweep.replayP99, sweep.gcMax, sweep.stolen])
 
   for (const budget of [32000, 200000]) {
     const lat = []
@@ -453,8 +459,8 @@ while time.time() < end:
     })
     row(`assemble ${BIG / 1000}k @${budget / 1000}k`, stat(lat), 'ms', 3)
     rows.push({ name: '  event-loop max / p99 meanwhile', unit: 'ms', min: Number(m.loopMax.toFixed(2)), median: Number(m.loopP99.toFixed(2)) })
-    results.sections[`assemble${budget}`] = { ...stat(lat), loopMax: m.loopMax }
-    loops.push([`assemble @${budget / 1000}k`, m.loopMax, m.loopP99, m.replayP99, m.gcMax])
+    results.sections[`assemble${budget}`] = { ...stat(lat), loopMax: m.loopMax, stolen: m.stolen }
+    loops.push([`assemble @${budget / 1000}k`, m.loopMax, m.loopP99, m.replayP99, m.gcMax, m.stolen])
   }
 
   await engine.grep({ pattern: 'warm', mode: 'regex', conversationId: conv.conversationId })
@@ -469,8 +475,8 @@ while time.time() < end:
       }
     })
     row(`grep ${BIG / 1000}k ${mode} (needles)`, stat(lat), 'ms', 3)
-    results.sections[`grep_${mode}`] = { ...stat(lat), loopMax: m.loopMax }
-    loops.push([`grep ${mode}`, m.loopMax, m.loopP99, m.replayP99, m.gcMax])
+    results.sections[`grep_${mode}`] = { ...stat(lat), loopMax: m.loopMax, stolen: m.stolen }
+    loops.push([`grep ${mode}`, m.loopMax, m.loopP99, m.replayP99, m.gcMax, m.stolen])
   }
   await engine.close()
   results.sections.grepReopenBig = await grepAfterReopen(dir, `${BIG / 1000}k`, needles, conv.conversationId)
@@ -483,6 +489,9 @@ while time.time() < end:
 
   results.peakRssMb = process.resourceUsage().maxRSS / 1024
   rows.push({ name: 'peak RSS', unit: 'MB', min: Math.round(results.peakRssMb) })
+  const stolen = stolenShare(steal0, stolenCpuMs(), performance.now() - wall0)
+  if (stolen !== undefined) rows.push({ name: 'CPU the host took from this VM, whole bench', unit: '%', min: Number((100 * stolen).toFixed(1)) })
+  results.stolen = stolen
 
   // ---- print
   console.log(`\n${'measurement'.padEnd(44)} ${'unit'.padEnd(8)} ${'min'.padStart(10)} ${'median'.padStart(10)} ${'p99'.padStart(10)} ${'max'.padStart(10)}`)
@@ -501,6 +510,7 @@ while time.time() < end:
 // The issue's targets, each beside its ratio: ours / raw (same run) and ours / target.
 function printTargets(r, loops, idle) {
   const s = r.sections
+  const pct = (share) => (share === undefined ? undefined : 100 * share)
   const ingest = stat(s.ingest10k.map((x) => x.msgsPerSec)).median
   const raw = s.rawSqlite || {}
   const bytes = Math.max(stat(s.ingest10k.map((x) => x.dbBytesPerMsg)).median, s.bytesWithSlices10k || 0)
@@ -510,9 +520,12 @@ function printTargets(r, loops, idle) {
     // Not targets: bounds on the row above (see commitCeiling), beside its target:
     // the engine's rows committed per turn with their FTS at its cheapest, then
     // with the write path's least awaited round trip (a heartbeat's) per turn added.
+    // Not a target: the hypervisor's steal during those runs (median).
+    ['  CPU the host took from this VM meanwhile (%)', pct(stolenMedian(s.ingest10k)), undefined, undefined, false],
     ["  ceiling: the engine's rows per turn + FTS in one batch", raw.perTurnCeiling, raw.perTurnMedian && 2 * raw.perTurnMedian, undefined, true],
     ['  ceiling, + an awaited write round trip per turn', raw.perTurnCeilingWithRoundTrip, raw.perTurnMedian && 2 * raw.perTurnMedian, undefined, true],
     ['8 sessions concurrently (msgs/s) ≥ raw one transaction', s.ingest8x10k.msgsPerSec, raw.oneTxMedian, raw.oneTxMedian, true],
+    ['  CPU the host took from this VM meanwhile (%)', pct(s.ingest8x10k.stolen), undefined, undefined, false],
     // Not targets: the same rows committed as 8 awaiting sessions allow at best,
     // and the engine's rows so committed (with a round trip per 8 turns) beside the target.
     ['  8 sessions beside raw commit per 8 turns (same commits)', s.ingest8x10k.msgsPerSec, raw.per8TurnsMedian, undefined, true],
@@ -540,7 +553,7 @@ function printTargets(r, loops, idle) {
   }
   const warm10k = (s.grepReopen10k || []).find((r) => r.scope === 'conversation' && r.mode === 'full_text')
   if (warm10k) t.push(['warm full text 10k p50 (ms) ≤ reference 0.36', warm10k.nextMs, raw.fullTextP50, 0.36, false])
-  for (const [phase, max, p99, replayP99, gcMax] of loops) {
+  for (const [phase, max, p99, replayP99, gcMax, stolen] of loops) {
     t.push([`event loop ${phase}: p99 (ms) ≤ idle + 0.5`, p99, idle.loopP99, idle.loopP99 + 0.5, false])
     // Not a target: the same waits with no engine (see Spells in common.js), the
     // floor this histogram reports for them.
@@ -551,12 +564,16 @@ function printTargets(r, loops, idle) {
     // Not a target: V8's longest collector pause in the phase, which delays the
     // loop by as much (see measureLoop in common.js).
     t.push([`  beside the longest GC pause meanwhile`, max, gcMax, undefined, false])
+    // Not a target: the hypervisor's steal meanwhile (see stolenCpuMs in
+    // common.js): a phase that lost CPU to the host stalls longer for it.
+    if (stolen !== undefined) t.push([`  CPU the host took from this VM meanwhile (%)`, pct(stolen), undefined, undefined, false])
   }
   // Two decimals below 10 (milliseconds of a call), one above.
   const f = (v, d) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(d ?? (Math.abs(v) < 10 ? 2 : 1))).padStart(10)
   console.log(`\n${'target'.padEnd(64)} ${'ours'.padStart(10)} ${'raw/base'.padStart(10)} ${'ours/raw'.padStart(10)} ${'target'.padStart(10)} ${'ours/tgt'.padStart(10)}  met`)
   r.targets = []
   for (const [name, ours, base, target, higher] of t) {
+    if (ours === undefined && target === undefined) continue // a bound this run could not measure
     const met = target === undefined ? undefined : higher ? ours >= target : ours <= target
     r.targets.push({ name, ours, base, target, met })
     console.log(`${name.padEnd(64)} ${f(ours)} ${f(base)} ${f(base ? ours / base : undefined, 2)} ${f(target)} ${f(target ? ours / target : undefined, 2)}  ${met === undefined ? '' : met ? 'yes' : 'NO'}`)
