@@ -24,13 +24,20 @@
 //!   close, shared memory, mapping) writes out the run first; so does a run reaching
 //!   [`MAX_RUN`] bytes (a large transaction spilling pages);
 //! - a failed write of the run is reported by the write SQLite is in (an I/O error
-//!   it handles as for any failed frame write), and the run is dropped.
+//!   it handles as for any failed frame write), and the run is dropped;
+//! - the run is written out before the connection releases the log's write lock
+//!   (SQLite's `xShmLock` on the database file of the same connection, which is how
+//!   this layer pairs each log with its database handle). A transaction that spills
+//!   frames and then rolls back never reaches a commit frame: without this, its run
+//!   would outlive the lock and land later over frames another connection had
+//!   committed at the same offsets. A log whose database handle is not found is
+//!   not gathered at all.
 //!
 //! The database file, journals and everything else pass through untouched.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rusqlite::ffi;
 
@@ -88,6 +95,19 @@ struct File {
     real: *mut ffi::sqlite3_file,
     /// The gathered run, for the log of a WAL database; null otherwise.
     run: *mut Run,
+    /// The same connection's other handle: a main database's log, or a log's main
+    /// database; null when there is none (yet).
+    peer: *mut File,
+}
+
+/// The main database handles open through this VFS, keyed by the filename pointer
+/// SQLite passed to `xOpen`: each connection's pager owns that memory, and
+/// `sqlite3_filename_database` on its log's name returns the same pointer.
+static MAIN_DBS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// The registry, usable even if a thread panicked while holding it.
+fn main_dbs() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    MAIN_DBS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A run of appended frames not yet written.
@@ -123,6 +143,7 @@ unsafe extern "C" fn x_open(
     (*f).base.pMethods = ptr::null();
     (*f).real = real;
     (*f).run = ptr::null_mut();
+    (*f).peer = ptr::null_mut();
     let Some(open) = (*real_vfs).xOpen else {
         return ffi::SQLITE_CANTOPEN;
     };
@@ -137,11 +158,30 @@ unsafe extern "C" fn x_open(
     if (*real).pMethods.is_null() {
         return ffi::SQLITE_CANTOPEN;
     }
-    if flags & ffi::SQLITE_OPEN_WAL != 0 {
-        (*f).run = Box::into_raw(Box::default());
+    if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 && !name.is_null() {
+        main_dbs().push((name as usize, f as usize));
+    } else if flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null() {
+        pair_log(f, name);
     }
     (*f).base.pMethods = &METHODS;
     ffi::SQLITE_OK
+}
+
+/// Links log `f` with its connection's main database handle and gives it a run;
+/// left ungathered when that handle is not found.
+unsafe fn pair_log(f: *mut File, name: ffi::sqlite3_filename) {
+    let db_name = ffi::sqlite3_filename_database(name) as usize;
+    let db = main_dbs()
+        .iter()
+        .find(|&&(n, _)| n == db_name)
+        .map(|&(_, db)| db as *mut File);
+    #[cfg(test)]
+    tests::count_wal_open(db.is_some());
+    if let Some(db) = db {
+        (*db).peer = f;
+        (*f).peer = db;
+        (*f).run = Box::into_raw(Box::default());
+    }
 }
 
 /// The wrapped handle, its methods and the run (for a WAL file). Callers hold at
@@ -279,7 +319,28 @@ forward!(x_unlock, xUnlock, (level: c_int), ffi::SQLITE_IOERR_UNLOCK);
 forward!(x_check_reserved_lock, xCheckReservedLock, (out: *mut c_int), ffi::SQLITE_IOERR_CHECKRESERVEDLOCK);
 forward!(x_file_control, xFileControl, (op: c_int, arg: *mut c_void), ffi::SQLITE_NOTFOUND);
 forward!(x_shm_map, xShmMap, (page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void), ffi::SQLITE_IOERR_SHMMAP);
-forward!(x_shm_lock, xShmLock, (offset: c_int, n: c_int, flags: c_int), ffi::SQLITE_IOERR_SHMLOCK);
+
+/// Forwards a shared-memory lock change (called on a main database handle). Before
+/// a lock range starting at the log's write lock (slot 0) is released, the paired
+/// log's run is written out: no run outlives the transaction that gathered it.
+unsafe extern "C" fn x_shm_lock(
+    file: *mut ffi::sqlite3_file,
+    offset: c_int,
+    n: c_int,
+    flags: c_int,
+) -> c_int {
+    let f = file as *mut File;
+    if flags & ffi::SQLITE_SHM_UNLOCK != 0 && offset == 0 && !(*f).peer.is_null() {
+        // The frames of a run still gathered here are past every commit: written
+        // or not, they are dead; a failure to write them changes nothing.
+        let _ = flush((*f).peer as *mut ffi::sqlite3_file);
+    }
+    let (real, m, _) = parts(file);
+    match m.xShmLock {
+        Some(lock) => lock(real, offset, n, flags),
+        None => ffi::SQLITE_IOERR_SHMLOCK,
+    }
+}
 forward!(x_shm_unmap, xShmUnmap, (delete: c_int), ffi::SQLITE_OK);
 forward!(x_fetch, xFetch, (off: i64, amt: c_int, out: *mut *mut c_void), {
     *out = ptr::null_mut();
@@ -307,6 +368,7 @@ unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
 unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     let flushed = flush(file);
     let f = file as *mut File;
+    unpair(f);
     if !(*f).run.is_null() {
         drop(Box::from_raw((*f).run));
         (*f).run = ptr::null_mut();
@@ -317,6 +379,24 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
         flushed
     } else {
         closed
+    }
+}
+
+/// Forgets `f` as a main database and unlinks it from its peer. A log whose main
+/// database closes first (SQLite closes the log first) writes out its run and is no
+/// longer gathered: nothing would tell it when the write lock is released.
+unsafe fn unpair(f: *mut File) {
+    main_dbs().retain(|&(_, db)| db != f as usize);
+    let peer = (*f).peer;
+    if peer.is_null() {
+        return;
+    }
+    (*f).peer = ptr::null_mut();
+    (*peer).peer = ptr::null_mut();
+    if !(*peer).run.is_null() {
+        let _ = flush(peer as *mut ffi::sqlite3_file);
+        drop(Box::from_raw((*peer).run));
+        (*peer).run = ptr::null_mut();
     }
 }
 
@@ -351,11 +431,19 @@ mod tests {
 
     thread_local! {
         static WAL_WRITES: Cell<usize> = const { Cell::new(0) };
+        static UNPAIRED_LOGS: Cell<usize> = const { Cell::new(0) };
     }
 
     /// Counts a write reaching a log file on this thread.
     pub(super) fn count_wal_write() {
         WAL_WRITES.set(WAL_WRITES.get() + 1);
+    }
+
+    /// Counts a log opened on this thread without its main database handle.
+    pub(super) fn count_wal_open(paired: bool) {
+        if !paired {
+            UNPAIRED_LOGS.set(UNPAIRED_LOGS.get() + 1);
+        }
     }
 
     fn open(path: &Path, cache_kib: u32) -> Connection {
@@ -511,6 +599,65 @@ mod tests {
             )
             .unwrap();
         assert_eq!(none, 0);
+    }
+
+    #[test]
+    fn a_rolled_back_spill_never_lands_over_another_connections_commits() {
+        for other_is_ours in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("t.db");
+            let a = open(&db, 64);
+            let b = if other_is_ours {
+                open(&db, 2048)
+            } else {
+                Connection::open(&db).unwrap()
+            };
+            a.execute("INSERT INTO t (id, body) VALUES (0, x'00')", [])
+                .unwrap();
+            // An empty log: the rollback below then reads nothing from it, and only
+            // the write lock's release tells this layer the transaction is over.
+            a.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .unwrap();
+            let tx = a.unchecked_transaction().unwrap();
+            for id in 10_000..10_300i64 {
+                tx.execute(
+                    "INSERT INTO t (id, body) VALUES (?1, ?2)",
+                    params![id, body(id, 4000)],
+                )
+                .unwrap();
+            }
+            tx.rollback().unwrap();
+            let mut rows = vec![(0, 1)];
+            for id in 1..200i64 {
+                b.execute(
+                    "INSERT INTO t (id, body) VALUES (?1, ?2)",
+                    params![id, body(id, 3000)],
+                )
+                .unwrap();
+                rows.push((id, 3000));
+            }
+            // The first connection reads and writes again: nothing of its spill lands.
+            let n: i64 = a
+                .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(n, 200, "other connection ours: {other_is_ours}");
+            a.execute(
+                "INSERT INTO t (id, body) VALUES (?1, ?2)",
+                params![500, body(500, 7000)],
+            )
+            .unwrap();
+            rows.push((500, 7000));
+            assert_image_holds(&db, &rows);
+            let ok: String = b
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(ok, "ok");
+        }
+        assert_eq!(
+            UNPAIRED_LOGS.get(),
+            0,
+            "every log found its database handle"
+        );
     }
 
     #[test]
