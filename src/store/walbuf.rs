@@ -661,6 +661,77 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_writers_spilling_rolling_back_and_checkpointing_keep_every_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        drop(open(&db, 2048));
+        let writers: Vec<_> = (0..4i64)
+            .map(|w| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    let c = open(&db, 64);
+                    c.busy_timeout(std::time::Duration::from_secs(20)).unwrap();
+                    let mut kept = Vec::new();
+                    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (w as u64 + 1);
+                    let mut next = move |m: u64| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed % m
+                    };
+                    for t in 0..120i64 {
+                        let tx = c.unchecked_transaction().unwrap();
+                        c.execute_batch("SELECT 1").unwrap();
+                        let rows = 1 + next(if t % 10 == 3 { 400 } else { 12 }) as i64;
+                        let mut these = Vec::new();
+                        for k in 0..rows {
+                            let id = w * 1_000_000 + t * 1000 + k;
+                            let len = 200 + next(7000) as usize;
+                            tx.execute(
+                                "INSERT INTO t (id, body) VALUES (?1, ?2)",
+                                params![id, body(id, len)],
+                            )
+                            .unwrap();
+                            these.push((id, len));
+                        }
+                        if next(5) == 0 {
+                            tx.rollback().unwrap();
+                        } else {
+                            tx.commit().unwrap();
+                            kept.extend(these);
+                        }
+                        match next(12) {
+                            0 => {
+                                let _ =
+                                    c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                            }
+                            1 => {
+                                let _ =
+                                    c.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+                            }
+                            2 => {
+                                let _ =
+                                    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+                            }
+                            _ => {
+                                let _: i64 = c
+                                    .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+                                    .unwrap();
+                            }
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        let mut rows: Vec<(i64, usize)> = Vec::new();
+        for h in writers {
+            rows.extend(h.join().unwrap());
+        }
+        assert_image_holds(&db, &rows);
+    }
+
+    #[test]
     fn a_plain_sqlite_writer_on_the_same_file_interleaves_safely() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("t.db");
