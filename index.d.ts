@@ -1312,8 +1312,10 @@ export declare class LcmEngine {
   rewrite(params: RewriteParams): Promise<RewriteReport>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
-   * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,
-   * `LCM_INVALID_INPUT` for unknown or out-of-range options.
+   * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite, or
+   * when another copy of the addon, loaded into this process from another path,
+   * has it open (two SQLite libraries on one file corrupt it; `native.js` shares
+   * one copy per version); `LCM_INVALID_INPUT` for unknown or out-of-range options.
    */
   static open(options?: LcmOptions): Promise<LcmEngine>
   /**

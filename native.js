@@ -8,13 +8,30 @@ const { join } = require('node:path')
 const { platformSuffix } = require('./scripts/platform.js')
 
 /**
- * The addon's exports; an error with code `LCM_NATIVE_MISSING` when it does not
- * load, naming the install script under `packageDir` (where the package is
- * installed: OpenClaw runs a plugin from a copy, so it passes the original).
+ * Where the first addon loaded in this process is kept, for every copy of the
+ * package: a host may load the package from several folders (OpenClaw's gateway
+ * builds each plugin into staging copies and loads each), and every addon copy
+ * carries its own SQLite. Two SQLite libraries on one file in one process corrupt
+ * it (their POSIX locks do not see each other), so a copy of the same version takes
+ * the addon loaded first. A copy of another version loads its own; the engine then
+ * refuses (`LCM_DB_OPEN`) to open a file another copy has open.
+ */
+const SHARED = Symbol.for('lcm-native.addon')
+
+/**
+ * The addon's exports (the first copy of this version loaded in the process); an
+ * error with code `LCM_NATIVE_MISSING` when it does not load, naming the install
+ * script under `packageDir` (where the package is installed: OpenClaw runs a
+ * plugin from a copy, so it passes the original).
  */
 function loadNative(packageDir = __dirname) {
+  const version = require('./package.json').version
+  const first = globalThis[SHARED]
+  if (first && first.version === version) return first.addon
   try {
-    return require('./index.js')
+    const addon = require('./index.js')
+    if (!first) globalThis[SHARED] = Object.freeze({ version, addon, dir: __dirname })
+    return addon
   } catch (cause) {
     const build = `\`node ${join(packageDir, 'scripts', 'install.js')}\` (needs a Rust toolchain, https://rustup.rs; a few minutes), then restart the gateway or rerun the command.`
     const why = loadError(cause)

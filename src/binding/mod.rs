@@ -51,8 +51,10 @@ struct SessionParams {
 #[napi]
 impl LcmEngine {
     /// Opens (creating and migrating when needed) the database and returns an engine.
-    /// Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite,
-    /// `LCM_INVALID_INPUT` for unknown or out-of-range options.
+    /// Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite, or
+    /// when another copy of the addon, loaded into this process from another path,
+    /// has it open (two SQLite libraries on one file corrupt it; `native.js` shares
+    /// one copy per version); `LCM_INVALID_INPUT` for unknown or out-of-range options.
     #[napi(
         ts_args_type = "options?: LcmOptions",
         ts_return_type = "Promise<LcmEngine>"

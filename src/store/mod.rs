@@ -13,6 +13,7 @@
 
 pub mod browse;
 pub mod checkpoint;
+pub mod claim;
 pub mod context;
 pub mod conversations;
 pub mod copy;
@@ -106,6 +107,8 @@ struct Inner {
     checkpoints: Arc<checkpoint::Checkpoints>,
     guard: Arc<guard::Guard>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// This copy of the addon's claim on the file ([`claim`]), given up at close.
+    claim: Mutex<Option<claim::Claim>>,
 }
 
 /// Which read connection a read runs on.
@@ -318,8 +321,19 @@ impl Store {
     pub fn open(opts: StoreOptions) -> Result<Store> {
         let in_memory = opts.path == ":memory:";
         prepare_parent_dir(&opts.path)?;
+        let claimed = if in_memory {
+            None
+        } else {
+            claim::acquire(&opts.path)?
+        };
         let checkpoints = Arc::new(checkpoint::Checkpoints::default());
         let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
+        // A file this open created is claimed now that it has an identity.
+        let claim = match claimed {
+            Some(c) => c,
+            None if !in_memory => claim::acquire(&opts.path)?.unwrap_or_else(claim::Claim::none),
+            None => claim::Claim::none(),
+        };
         if !in_memory {
             enable_wal(&mut writer, &opts.path, &checkpoints)?;
         }
@@ -363,6 +377,7 @@ impl Store {
                 checkpoints,
                 guard,
                 threads: Mutex::new(threads),
+                claim: Mutex::new(Some(claim)),
             }),
         })
     }
@@ -642,6 +657,8 @@ impl Store {
         })
         .await
         .map_err(|e| LcmError::internal(format!("close failed: {e}")))?;
+        // Every connection is closed: another copy of the addon may open the file.
+        drop(self.inner.claim.lock().ok().and_then(|mut c| c.take()));
         Ok(())
     }
 

@@ -681,7 +681,6 @@ mod tests {
                     };
                     for t in 0..120i64 {
                         let tx = c.unchecked_transaction().unwrap();
-                        c.execute_batch("SELECT 1").unwrap();
                         let rows = 1 + next(if t % 10 == 3 { 400 } else { 12 }) as i64;
                         let mut these = Vec::new();
                         for k in 0..rows {
