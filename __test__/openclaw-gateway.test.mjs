@@ -5,8 +5,11 @@
 // lands byte-exact in its own conversation, each compacts through the host's LLM,
 // the model server (which refuses unpaired tool calls the way OpenAI does) sees our
 // summaries, and a SIGTERM stops the gateway cleanly with a consistent database.
+// The gateway loads the plugin from several staging copies: one addon (one SQLite)
+// serves them all.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { join } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
 import { LcmEngine } from './helpers.mjs'
 import { gatewayState, openclawCliAsync, openclawSkipReason, startGateway } from './openclaw-installed.mjs'
 import { chatCompletionsServer, textOf } from './openclaw-model.mjs'
@@ -34,6 +37,17 @@ function unpaired(messages) {
 }
 
 const refusals = []
+
+/**
+ * The addon files mapped into process `pid` (Linux), else null. OpenClaw loads the
+ * plugin from several staging copies; they must share one addon, one SQLite.
+ */
+function addonsMapped(pid) {
+  const maps = `/proc/${pid}/maps`
+  if (!existsSync(maps)) return null
+  const paths = readFileSync(maps, 'utf8').split('\n').map((l) => l.split(/\s+/).slice(5).join(' '))
+  return [...new Set(paths.filter((p) => /lcm-native[^/]*\.node$/.test(p)))]
+}
 
 /**
  * Agent turns (requests with tools): a user message `RUN <n> please` gets an `exec`
@@ -77,6 +91,8 @@ describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm-native${skipRe
           }
         }),
       )
+      const addons = addonsMapped(gateway.pid)
+      if (addons !== null) expect(addons, 'addon copies in the gateway process').toHaveLength(1)
     } finally {
       const stopped = await gateway.stop()
       expect(stopped, gateway.log()).toEqual({ code: 0, signal: null, forced: false })

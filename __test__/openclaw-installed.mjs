@@ -103,7 +103,7 @@ export function freePort() {
 
 /**
  * `openclaw gateway run` on `port` with `state`'s config, resolved once it logs
- * that it is ready. Returns `{ log, stop }`: `log()` is its output so far; `stop()`
+ * that it is ready. Returns `{ pid, log, stop }`: `log()` is its output so far; `stop()`
  * sends SIGTERM and resolves `{ code, signal, forced }`, killing it after
  * `graceMs` (then `forced` is true).
  */
@@ -144,7 +144,7 @@ export async function startGateway(state, port, { readyMs = 120_000 } = {}) {
     clearTimeout(timer)
     return { ...r, forced }
   }
-  return { log: () => out, stop }
+  return { pid: child.pid, log: () => out, stop }
 }
 
 /**
