@@ -8,13 +8,14 @@ const { join } = require('node:path')
 const { platformSuffix } = require('./scripts/platform.js')
 
 /**
- * Where the first addon loaded in this process is kept, for every copy of the
- * package: a host may load the package from several folders (OpenClaw's gateway
- * builds each plugin into staging copies and loads each), and every addon copy
- * carries its own SQLite. Two SQLite libraries on one file in one process corrupt
- * it (their POSIX locks do not see each other), so a copy of the same version takes
- * the addon loaded first. A copy of another version loads its own; the engine then
- * refuses (`LCM_DB_OPEN`) to open a file another copy has open.
+ * The first addon of each version loaded in this process (a Map: version →
+ * `{ addon, dir }`), for every copy of the package. A host may load the package
+ * from several folders (OpenClaw's gateway builds each plugin into staging copies
+ * and loads each), and every addon copy carries its own SQLite. Two SQLite
+ * libraries on one file in one process corrupt it (their POSIX locks do not see
+ * each other), so a copy takes the addon its version loaded first. A copy of
+ * another version loads its own; the engine then refuses (`LCM_DB_OPEN`) to open a
+ * file another copy has open.
  */
 const SHARED = Symbol.for('lcm-native.addon')
 
@@ -26,11 +27,12 @@ const SHARED = Symbol.for('lcm-native.addon')
  */
 function loadNative(packageDir = __dirname) {
   const version = require('./package.json').version
-  const first = globalThis[SHARED]
-  if (first && first.version === version) return first.addon
+  const loaded = (globalThis[SHARED] ??= new Map())
+  const first = loaded.get(version)
+  if (first) return first.addon
   try {
     const addon = require('./index.js')
-    if (!first) globalThis[SHARED] = Object.freeze({ version, addon, dir: __dirname })
+    loaded.set(version, Object.freeze({ addon, dir: __dirname }))
     return addon
   } catch (cause) {
     const build = `\`node ${join(packageDir, 'scripts', 'install.js')}\` (needs a Rust toolchain, https://rustup.rs; a few minutes), then restart the gateway or rerun the command.`

@@ -56,17 +56,18 @@ describe('the package loaded from several folders into one process', () => {
     expect(r).toEqual({ same: true, check: ['ok'], counts: [20, 20] })
   })
 
-  it('gives a copy of another version its own addon, which may not open a file the first copy has open', () => {
+  it('gives copies of another version their own addon, which may not open a file the first copy has open', () => {
     const base = tempDir('lcm-copies-')
     const env = {
       A: copyPackage(join(base, 'a')),
       C: copyPackage(join(base, 'c'), '0.0.0-other'),
+      D: copyPackage(join(base, 'd'), '0.0.0-other'),
       DB: join(base, 'lcm.db'),
       OTHER_DB: join(base, 'other.db'),
     }
     const r = inFreshProcess(
       `
-      const a = load(process.env.A), c = load(process.env.C)
+      const a = load(process.env.A), c = load(process.env.C), d = load(process.env.D)
       const ea = await a.LcmEngine.open({ dbPath: process.env.DB })
       const sameFile = await code(c.LcmEngine.open({ dbPath: process.env.DB }).then((e) => e.close()))
       const again = await code(a.LcmEngine.open({ dbPath: process.env.DB }).then((e) => e.close()))
@@ -78,11 +79,12 @@ describe('the package loaded from several folders into one process', () => {
       const kept = (await ec.getMessages(conv.conversationId)).map((m) => m.content)
       const check = await ec.integrityCheck()
       await ec.close()
-      return { distinct: a !== c, sameFile, again, otherFile, kept, check }
+      return { distinct: a !== c, sharedOther: c === d, sameFile, again, otherFile, kept, check }
     `,
       env,
     )
     expect(r.distinct).toBe(true)
+    expect(r.sharedOther, 'copies of the other version share its first addon').toBe(true)
     expect(r.sameFile).toMatch(/^LCM_DB_OPEN: cannot open database .*another copy of the lcm-native addon/)
     expect(r).toMatchObject({ again: 'ok', otherFile: 'ok', kept: ['kept'], check: ['ok'] })
   })
