@@ -1,5 +1,5 @@
 //! The first `grep` after open, without the engine around it: what the cold paths
-//! (`retrieval::grep::cold`, `summaries::search_summaries_cold`) cost on a fresh
+//! (`recall::grep::cold`, `summaries::search_summaries_cold`) cost on a fresh
 //! read connection, for profiling (`valgrind --tool=callgrind` counts the same
 //! instructions on a busy machine as on a quiet one).
 //!
@@ -14,11 +14,11 @@
 
 use std::time::Instant;
 
-use lcm_native::retrieval::catalog::Catalog;
-use lcm_native::retrieval::grep::{
+use lcm_native::recall::catalog::Catalog;
+use lcm_native::recall::grep::{
     build_query, cold, search_messages, search_summaries, summaries, Filter, Mode, ScopeStats, Sort,
 };
-use lcm_native::retrieval::sumcat::SummaryCatalog;
+use lcm_native::recall::summary_catalog::SummaryCatalog;
 use lcm_native::store::Features;
 use rusqlite::{Connection, OpenFlags};
 
@@ -106,7 +106,7 @@ fn main() {
 
 /// Builds both catalogs (timed) and times the catalog paths' answers (`WARM_RUNS`
 /// times, default 3).
-fn warm(conn: &Connection, q: &lcm_native::retrieval::grep::Query, features: Features) {
+fn warm(conn: &Connection, q: &lcm_native::recall::grep::Query, features: Features) {
     let t0 = Instant::now();
     let mut sc = SummaryCatalog::default();
     sc.sync(conn).expect("summary catalog");

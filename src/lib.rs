@@ -24,7 +24,7 @@ pub mod largefiles;
 pub mod message;
 pub mod params;
 pub mod prompts;
-pub mod retrieval;
+pub mod recall;
 pub mod rewrite;
 pub mod store;
 pub mod summarize;

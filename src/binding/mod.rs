@@ -4,17 +4,17 @@
 //! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
 
-mod cli_fns;
+mod cli;
 mod compaction;
-mod dagops_fns;
+mod dagops;
 mod hooks;
 mod js;
 mod live;
 mod log;
 mod offthread;
-mod prompt_fns;
+mod prompts;
 mod recall;
-mod rewrite_fns;
+mod rewrite;
 mod summarizer;
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use napi_derive::napi;
 use crate::config::EngineOptions;
 use crate::engine::Engine;
 use crate::params::parse_params;
-use crate::retrieval::types::GetMessagesOptions;
+use crate::recall::types::GetMessagesOptions;
 use crate::store::conversations::SessionRef;
 use js::{
     arg_json, call_engine, call_engine_json, coded, id_arg, resolve_json, string_arg, stringify,

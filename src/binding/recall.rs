@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use super::js::{arg_json, call_engine, call_engine_json, parse, resolve_json, string_arg};
 use super::LcmEngine;
-use crate::retrieval::types::DescribeOptions;
+use crate::recall::types::DescribeOptions;
 
 #[napi]
 impl LcmEngine {

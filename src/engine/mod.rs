@@ -51,8 +51,8 @@ pub struct Engine {
     zone: Zone,
     compaction: Arc<crate::compaction::Coordinator>,
     callback: Option<Arc<dyn Summarizer>>,
-    /// Recall state: in-memory grants and message catalog (see `retrieval`).
-    recall: Arc<crate::retrieval::RecallState>,
+    /// Recall state: in-memory grants and message catalog (see `recall`).
+    recall: Arc<crate::recall::RecallState>,
     assembly_cache: Arc<crate::assembler::Cache>,
 }
 
@@ -85,7 +85,7 @@ impl Engine {
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))
             .await
             .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
-        let recall = Arc::new(crate::retrieval::RecallState::default());
+        let recall = Arc::new(crate::recall::RecallState::default());
         recall.store_slices_in(&store);
         Ok(Engine {
             store,

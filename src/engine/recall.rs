@@ -1,17 +1,17 @@
 //! Recall: `grep`, `describe`, `expand`, grants, `warmRecallIndex`, the tool
 //! definitions and `getMessages` with large files re-inlined — thin methods over
-//! [`crate::retrieval::Recall`].
+//! [`crate::recall::Recall`].
 
 use serde_json::Value;
 
 use super::Engine;
 use crate::error::Result;
-use crate::retrieval::grants::{CreateGrantParams, GrantInfo};
-use crate::retrieval::types::{
+use crate::recall::grants::{CreateGrantParams, GrantInfo};
+use crate::recall::types::{
     DescribeOptions, DescribeResult, ExpandParams, ExpandResult, GetMessagesOptions, GrepParams,
     GrepResult, IndexInfo,
 };
-use crate::retrieval::Recall;
+use crate::recall::Recall;
 
 impl Engine {
     fn recall(&self) -> Recall<'_> {
@@ -73,7 +73,7 @@ impl Engine {
 
     /// The agent tool definitions.
     pub fn recall_tool_definitions(&self) -> Value {
-        crate::retrieval::tools::definitions()
+        crate::recall::tools::definitions()
     }
 
     /// Every message of a conversation in seq order: as ingested (large files
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
     use crate::config::EngineOptions;
     use crate::engine::IngestBatchParams;
-    use crate::retrieval::grep::{Mode, Scope, Sort};
+    use crate::recall::grep::{Mode, Scope, Sort};
     use serde_json::{json, Value};
 
     /// Regex grep returns exactly what a naive scan returns (newest `limit` by time,

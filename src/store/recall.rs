@@ -1,7 +1,7 @@
 //! The reads recall is made of, as named operations: the message stream that
 //! builds the in-memory catalogs, full-text matches (`messages_fts`,
 //! `summaries_fts`, `summaries_fts_cjk`), content by id, LIKE over summaries, and
-//! the summary-graph reads of `describe`. `retrieval` decides what to ask and in
+//! the summary-graph reads of `describe`. `crate::recall` decides what to ask and in
 //! which order; only this module knows the SQL.
 
 use std::collections::HashMap;

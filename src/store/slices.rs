@@ -1,6 +1,6 @@
 //! The rows of `lcm_trigram_slices` (one per slice of a block) and of
 //! `lcm_trigram_groups` (one per slice of a group of blocks, which replaces its
-//! blocks' rows): an integer key and its bytes, in a layout `retrieval::slices`
+//! blocks' rows): an integer key and its bytes, in a layout `recall::slices`
 //! defines (this module only stores and reads bytes, under the layout number the
 //! caller gives). Rows of another layout are never read, and are deleted by the
 //! next write, so a file holds one layout's rows after every write.

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::ingest_messages;
 use crate::config::EngineOptions;
 use crate::engine::Engine;
-use crate::retrieval::types::GrepParams;
+use crate::recall::types::GrepParams;
 
 fn opts(path: &std::path::Path) -> EngineOptions {
     EngineOptions {
@@ -22,7 +22,7 @@ fn opts(path: &std::path::Path) -> EngineOptions {
 /// Blocks stored in the file (read on a connection of its own).
 fn stored_blocks(path: &std::path::Path) -> i64 {
     let conn = rusqlite::Connection::open(path).unwrap();
-    crate::store::slices::stored_count(&conn).unwrap() / crate::retrieval::slices::BUCKETS as i64
+    crate::store::slices::stored_count(&conn).unwrap() / crate::recall::slices::BUCKETS as i64
 }
 
 /// Waits (at most 20 s) until `n` blocks are stored.
@@ -38,7 +38,7 @@ async fn until_stored(path: &std::path::Path, n: i64) {
 }
 
 /// Hits as (message id, snippet).
-fn ids(h: &[crate::retrieval::grep::MessageHit]) -> Vec<(i64, String)> {
+fn ids(h: &[crate::recall::grep::MessageHit]) -> Vec<(i64, String)> {
     h.iter()
         .map(|m| (m.message_id, m.snippet.clone()))
         .collect()
@@ -97,7 +97,7 @@ async fn the_first_regex_after_a_restart_answers_through_stored_slices() {
 fn stored_groups(path: &std::path::Path) -> i64 {
     use crate::store::slices::{stored_count_in, SliceTable};
     let conn = rusqlite::Connection::open(path).unwrap();
-    stored_count_in(&conn, SliceTable::Groups).unwrap() / crate::retrieval::slices::BUCKETS as i64
+    stored_count_in(&conn, SliceTable::Groups).unwrap() / crate::recall::slices::BUCKETS as i64
 }
 
 /// A file whose blocks were all stored as blocks (by a version before groups):
@@ -105,7 +105,7 @@ fn stored_groups(path: &std::path::Path) -> i64 {
 /// engine's first regex answers through the group as the catalog does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocks_stored_before_groups_become_a_group_after_open() {
-    use crate::retrieval::slices::{missing_blocks, BLOCK_IDS, GROUP_BLOCKS, LAYOUT};
+    use crate::recall::slices::{missing_blocks, BLOCK_IDS, GROUP_BLOCKS, LAYOUT};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lcm.db");
     let n = (GROUP_BLOCKS * BLOCK_IDS + 10) as usize;

@@ -489,7 +489,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::literals;
+    use crate::recall::literals;
 
     fn row<'a>(id: i64, content: &'a str) -> NewRow<'a> {
         NewRow {

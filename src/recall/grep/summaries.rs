@@ -9,14 +9,14 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use super::sumnewest::{self, WALK_ABOVE};
+use super::summaries_newest::{self, WALK_ABOVE};
 use super::{
     iso_ms, Mode, Query, ScopeStats, Sort, SummaryHit, BATCH, MAX_SCAN_ROWS, SNIPPET_CHARS,
 };
 use crate::error::{LcmError, Result};
-use crate::retrieval::catalog::parse_time_ms;
-use crate::retrieval::sumcat::SummaryCatalog;
-use crate::retrieval::text::{term_snippet, window};
+use crate::recall::catalog::parse_time_ms;
+use crate::recall::summary_catalog::SummaryCatalog;
+use crate::recall::text::{term_snippet, window};
 use crate::store::recall::{self, SummaryIndex, SummaryLike, SummaryMatch};
 use crate::store::Features;
 use rusqlite::Connection;
@@ -28,7 +28,7 @@ struct Plan<'q> {
     expr: &'q str,
     ranked: bool,
     strategy: &'static str,
-    /// The strategy's name when a newest-first walk answers ([`sumnewest`]).
+    /// The strategy's name when a newest-first walk answers ([`summaries_newest`]).
     walked: &'static str,
 }
 
@@ -83,7 +83,9 @@ pub fn search_summaries(
     let plan = plan(q, features);
     if let Some(p) = plan.as_ref().filter(|p| !p.ranked) {
         // A damaged index is left to the path below.
-        if let Ok(Some(w)) = sumnewest::newest(conn, sc, q, p.index, p.expr, q.regex.as_ref()) {
+        if let Ok(Some(w)) =
+            summaries_newest::newest(conn, sc, q, p.index, p.expr, q.regex.as_ref())
+        {
             return walked(conn, sc, q, p, w);
         }
     }
@@ -121,7 +123,7 @@ fn walked(
     sc: &SummaryCatalog,
     q: &Query,
     p: &Plan,
-    w: sumnewest::Walked,
+    w: summaries_newest::Walked,
 ) -> Result<(Vec<SummaryHit>, ScopeStats)> {
     let (hits, mut stats) = match &q.regex {
         Some(re) => check_summaries(conn, sc, q, w.ords, p.walked, |c: &str| {
@@ -257,7 +259,7 @@ fn ranked_summary_hits(
         .filter(|(o, _)| q.filter.accepts_at(sc.conversation(*o), sc.time(*o)))
         .collect();
     let candidates = c.len();
-    let now = crate::retrieval::grants::now_ms();
+    let now = crate::recall::grants::now_ms();
     let score = |(o, r): &(usize, Option<f64>)| {
         let rank = r.unwrap_or(0.0);
         match q.sort {

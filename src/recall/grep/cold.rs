@@ -22,10 +22,10 @@ use super::messages::substring_match;
 use super::newest::{self, MAX_CANDIDATES};
 use super::{iso_ms, score, MessageHit, Mode, Query, ScopeStats, Sort, TopK, SNIPPET_CHARS};
 use crate::error::Result;
-use crate::retrieval::catalog::parse_time_ms;
-use crate::retrieval::literals::Req;
-use crate::retrieval::slices;
-use crate::retrieval::text::{term_snippet, window};
+use crate::recall::catalog::parse_time_ms;
+use crate::recall::literals::Req;
+use crate::recall::slices;
+use crate::recall::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta, MessageRow};
 use crate::store::Features;
 
@@ -58,7 +58,7 @@ fn substrings(conn: &Connection, q: &Query) -> Result<Option<(Vec<MessageHit>, S
     let needles: Vec<String> = q
         .terms
         .iter()
-        .map(|t| crate::retrieval::text::normalize(t).into_owned())
+        .map(|t| crate::recall::text::normalize(t).into_owned())
         .collect();
     let found = newest::scan_newest(conn, q, |r| substring_match(r.content(), &needles))?;
     Ok(found.map(|(f, stats)| (newest::hits(f, |_| String::new()), stats)))
@@ -145,7 +145,7 @@ fn full_text(
         candidates: found.len(),
         ..ScopeStats::default()
     };
-    let now = crate::retrieval::grants::now_ms();
+    let now = crate::recall::grants::now_ms();
     let mut scored: Vec<(f64, &Candidate)> = found
         .iter()
         .map(|c| (score(q.sort, c.rank.unwrap_or(0.0), now, c.time), c))
@@ -406,7 +406,7 @@ fn words_of(s: &str) -> (Vec<&str>, Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::literals;
+    use crate::recall::literals;
 
     #[test]
     fn words_are_taken_only_when_whole() {

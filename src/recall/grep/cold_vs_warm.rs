@@ -12,8 +12,8 @@ use super::{
     build_query, search_messages, search_summaries, Filter, MessageHit, Mode, Sort, SummaryHit,
 };
 use crate::message::ingest::map_message;
-use crate::retrieval::catalog::Catalog;
-use crate::retrieval::sumcat::SummaryCatalog;
+use crate::recall::catalog::Catalog;
+use crate::recall::summary_catalog::SummaryCatalog;
 use crate::store::conversations::SessionRef;
 use crate::store::dag::{persist_summary, NewSummary, Sources};
 use crate::store::fts_lag::FtsLag;
@@ -207,7 +207,7 @@ fn cold_answers_equal_warm_answers() {
                 let cold = search_summaries_cold(&conn, &q, features).unwrap();
                 // Recency-ordered searches of the trigram table (regexes, CJK terms)
                 // are left to the catalog's path.
-                let trigram = mode == Mode::Regex || crate::retrieval::text::has_cjk(pattern);
+                let trigram = mode == Mode::Regex || crate::recall::text::has_cjk(pattern);
                 let Some((cold, _)) = cold else {
                     assert!(trigram && sort == Sort::Recency, "cold declined {pattern}");
                     continue;
@@ -349,7 +349,7 @@ fn newest_first_walks_answer_like_the_catalog() {
 }
 
 /// Summaries with many matches are answered by a newest-first walk over the
-/// full-text table's rows ([`super::sumnewest`]), exactly as reading every match
+/// full-text table's rows ([`super::summaries_newest`]), exactly as reading every match
 /// answers: times out of rowid order, two conversations (the second one older),
 /// rewritten summaries whose full-text rows moved to the top (some gaining, some
 /// losing the words), time filters, full text and regexes (checked against the
@@ -429,9 +429,16 @@ fn summary_walks_answer_like_reading_every_match() {
         let pattern = r"code for staging is NEEDLE-[12]-\d*7\.";
         let q = build_query(pattern, Mode::Regex, Sort::Recency, 50, f.clone()).unwrap();
         let (expr, re) = (q.trigram.clone().unwrap(), q.regex.clone());
-        let w = super::sumnewest::newest(&conn, &sc, &q, SummaryIndex::Trigram, &expr, re.as_ref())
-            .unwrap()
-            .expect("walked");
+        let w = super::summaries_newest::newest(
+            &conn,
+            &sc,
+            &q,
+            SummaryIndex::Trigram,
+            &expr,
+            re.as_ref(),
+        )
+        .unwrap()
+        .expect("walked");
         assert!(w.unfiltered, "{f:?}");
     }
     // A selective one keeps reading them.
@@ -444,7 +451,8 @@ fn summary_walks_answer_like_reading_every_match() {
     )
     .unwrap();
     let (expr, re) = (q.trigram.clone().unwrap(), q.regex.clone());
-    let w = super::sumnewest::newest(&conn, &sc, &q, SummaryIndex::Trigram, &expr, re.as_ref());
+    let w =
+        super::summaries_newest::newest(&conn, &sc, &q, SummaryIndex::Trigram, &expr, re.as_ref());
     assert!(!w.unwrap().is_some_and(|w| w.unfiltered));
 }
 
@@ -642,7 +650,7 @@ fn content_that_is_not_utf8_searches_as_no_text() {
 /// Stores the slices of every complete block, as the engine's background pass
 /// does (groups of complete blocks replace them): how many blocks were stored.
 fn store_all_slices(conn: &mut Connection) -> usize {
-    use crate::retrieval::slices::{missing_blocks, store, BUCKETS};
+    use crate::recall::slices::{missing_blocks, store, BUCKETS};
     let rows = missing_blocks(conn, usize::MAX, || Ok(())).unwrap();
     let tx = conn.transaction().unwrap();
     store(&tx, &rows).unwrap();
@@ -780,7 +788,7 @@ fn the_trigram_slices_are_read_only_when_they_cover_the_file() {
     // Another layout's block is not read.
     let tx = conn.transaction().unwrap();
     let other: Vec<(i64, Vec<u8>)> = (0..1024).map(|k| (k, vec![0xff; 256])).collect();
-    crate::store::slices::store_slices(&tx, crate::retrieval::slices::LAYOUT + 1, &other).unwrap();
+    crate::store::slices::store_slices(&tx, crate::recall::slices::LAYOUT + 1, &other).unwrap();
     tx.commit().unwrap();
     assert_eq!(
         strategy(&conn).as_deref(),

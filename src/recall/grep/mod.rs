@@ -2,14 +2,14 @@
 //! compiled regex or FTS expression and the literal requirement) and the hit
 //! types. The two searches are [`messages`] (through the in-memory catalog, or
 //! [`cold`] from SQLite alone while the catalog is being built) and
-//! [`summaries`] (with [`sumnewest`]: newest-first walks over a summary
+//! [`summaries`] (with [`summaries_newest`]: newest-first walks over a summary
 //! full-text table when it has many matches).
 
 pub mod cold;
 pub mod messages;
 pub mod newest;
 pub mod summaries;
-pub mod sumnewest;
+pub mod summaries_newest;
 
 #[cfg(test)]
 mod cold_vs_warm;

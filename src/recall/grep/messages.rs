@@ -15,8 +15,8 @@ use super::{
     SNIPPET_CHARS,
 };
 use crate::error::{LcmError, Result};
-use crate::retrieval::catalog::Catalog;
-use crate::retrieval::text::{self, term_snippet, window};
+use crate::recall::catalog::Catalog;
+use crate::recall::text::{self, term_snippet, window};
 use crate::store::recall;
 use crate::store::Features;
 
@@ -212,7 +212,7 @@ fn fts_messages(
             top.into_sorted()
         }
         Sort::Relevance | Sort::Hybrid => {
-            let now = crate::retrieval::grants::now_ms();
+            let now = crate::recall::grants::now_ms();
             let mut scored: Vec<(f64, usize)> = Vec::new();
             recall::fts_message_ids_by_rank(conn, expr, |id, rank| {
                 let Some(ord) = cat.position(id) else {

@@ -17,9 +17,9 @@ use rusqlite::Connection;
 
 use super::{iso_ms, MessageHit, Query, ScopeStats, TopK, SNIPPET_CHARS};
 use crate::error::Result;
-use crate::retrieval::catalog::{parse_time_ms, Compiled};
-use crate::retrieval::slices;
-use crate::retrieval::text::{term_snippet, window};
+use crate::recall::catalog::{parse_time_ms, Compiled};
+use crate::recall::slices;
+use crate::recall::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta, MessageRow};
 
 /// Rows after which a newest-first scan (regex / substring walk) reads no

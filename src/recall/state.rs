@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::catalog::Catalog;
 use super::grants::Registry;
 use super::grep::{self, MessageHit, ScopeStats, SummaryHit};
-use super::sumcat::SummaryCatalog;
+use super::summary_catalog::SummaryCatalog;
 use crate::error::{LcmError, Result};
 use crate::store::{messages, Store};
 
@@ -644,7 +644,7 @@ mod tests {
     /// build (else the build would give way to the search waiting for it).
     #[test]
     fn a_search_that_needs_the_catalog_stops_counting_before_it_waits() {
-        use crate::retrieval::grep::{build_query, Filter, Mode, Sort};
+        use crate::recall::grep::{build_query, Filter, Mode, Sort};
         let (conn, features) = database_of(1_100);
         let state = RecallState::default();
         let mut in_flight = state.cold_search();

@@ -147,7 +147,7 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::expand::tests::dag;
+    use crate::recall::expand::tests::dag;
 
     #[test]
     fn follows_inserts_and_deletions() {

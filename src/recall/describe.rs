@@ -377,7 +377,7 @@ pub fn fit_tokens(text: &str, budget: i64) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::expand::tests::dag;
+    use crate::recall::expand::tests::dag;
 
     #[test]
     fn lineage_and_manifest_follow_sources() {

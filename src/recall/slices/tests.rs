@@ -2,7 +2,7 @@ use proptest::prelude::*;
 use rusqlite::Connection;
 
 use super::*;
-use crate::retrieval::literals;
+use crate::recall::literals;
 
 /// A migrated in-memory database holding `texts` as user messages (ids 1..).
 fn database_of(texts: &[String]) -> Connection {
@@ -132,7 +132,7 @@ fn a_catalog_build_stores_what_the_background_pass_would() {
     assert_eq!(max, 4 * BLOCK_IDS, "block 3 ends at its last id: complete");
     let built = |from_stored: bool| {
         let mut got = Vec::new();
-        let mut cat = crate::retrieval::catalog::Catalog::default();
+        let mut cat = crate::recall::catalog::Catalog::default();
         let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
         if from_stored {
             b.from = 2;
@@ -162,7 +162,7 @@ fn a_catalog_build_stores_what_the_background_pass_would() {
     // An incomplete last block is not handed on.
     let mut conn = database_of(&texts[..BLOCK_IDS as usize + 3]);
     let mut got = Vec::new();
-    let mut cat = crate::retrieval::catalog::Catalog::default();
+    let mut cat = crate::recall::catalog::Catalog::default();
     let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
     cat.catch_up_into(&conn, || Ok(()), &mut b).unwrap();
     b.finish(cat.last_id());
@@ -179,7 +179,7 @@ fn a_far_jump_of_ids_stops_the_slices_instead_of_filling_the_gap() {
     crate::store::messages::skip_message_ids_to(&conn, 1_000_000_000_000).unwrap();
     append(&mut conn, &texts[(BLOCK_IDS + 2) as usize..]);
     let mut got = Vec::new();
-    let mut cat = crate::retrieval::catalog::Catalog::default();
+    let mut cat = crate::recall::catalog::Catalog::default();
     let mut b = BlockBuilder::new(&conn, |rows| got.extend(rows)).unwrap();
     cat.catch_up_into(&conn, || Ok(()), &mut b).unwrap();
     b.finish(cat.last_id());

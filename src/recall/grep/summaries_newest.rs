@@ -15,7 +15,7 @@ use rusqlite::Connection;
 
 use super::{Query, Regex, TopK};
 use crate::error::Result;
-use crate::retrieval::sumcat::SummaryCatalog;
+use crate::recall::summary_catalog::SummaryCatalog;
 use crate::store::recall::{self, SummaryIndex, WalkStep};
 
 /// Matches at or below which reading every match's summary id is cheaper than a
