@@ -222,7 +222,7 @@ describe('closing and collecting an engine', () => {
     await first.close()
     for (let k = 0; k < 3; k++) {
       // The catalog of 3,000 messages is being built in the background when close is
-      // called (that close stops the build is tested in retrieval::state).
+      // called (that close stops the build is tested in recall::state).
       const e = await LcmEngine.open({ dbPath })
       await e.close()
       await rejectsWithCode(e.grep({ pattern: 'quarterly', allConversations: true }), 'LCM_CLOSED')

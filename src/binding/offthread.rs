@@ -1,7 +1,7 @@
 //! Dropping an engine off the JavaScript thread. The host's garbage collector
 //! finalizes an `LcmEngine` on the JavaScript thread, and whatever the engine still
 //! holds is freed there: the recall catalogs of an engine never closed (≈ 100 MiB
-//! per million messages; ≈ 10 ms of the event loop to free), its read
+//! per million messages; milliseconds of the event loop to free), its read
 //! connections' caches and memory maps. An engine is handed to a short-lived
 //! thread of its own to be dropped instead.
 

@@ -6,7 +6,10 @@
 //! - [`source`]: the text the summarizer reads (timestamped blocks).
 //! - [`pass`]: one pass — read, summarize with no connection held, one write job.
 //! - [`run`]: the modes (`incremental`, `sweep`, `untilUnder`), bounds and results.
+//! - [`list`]: [`list::ContextList`], the in-memory context list a run plans from
+//!   (stored ordinals, a running token sum).
 //! - [`control`]: per-conversation lock and cancel tokens.
+//! - [`turn`]: `afterTurn`'s params and their split into an ingest batch + a sweep.
 
 pub mod control;
 pub mod list;

@@ -258,7 +258,7 @@ impl Engine {
         // What the engine keeps in memory (the recall catalogs, ≈ 100 MiB per
         // million messages; the last assemblies) is freed now, on a blocking-pool
         // thread: not when the host's garbage collector gets to the engine, on the
-        // JavaScript thread (≈ 10 ms of its event loop per million messages).
+        // JavaScript thread (milliseconds of its event loop at a million messages).
         let held = (self.recall.release(), self.assembly_cache.drain());
         let freed = tokio::task::spawn_blocking(move || drop(held)).await;
         closed?;

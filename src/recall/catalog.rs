@@ -440,8 +440,8 @@ impl TrigramSink for () {
     fn hash(&mut self, _: u64) {}
 }
 
-/// Messages read between two calls of a build's `between` (≈ 0.4 ms of building
-/// on the shared workload).
+/// Messages read between two calls of a build's `between`: bounds how long a
+/// build runs before it yields its core or gives way to a search.
 pub const YIELD_EVERY: usize = 256;
 
 /// Epoch milliseconds of a stored time (`YYYY-MM-DD HH:MM:SS` fast path, any other

@@ -98,9 +98,8 @@ impl Recall<'_> {
     }
 
     /// The message and summary searches `scope` asks for, at once, each on its
-    /// own pooled read connection and snapshot (on two cores a "both" grep then
-    /// costs its slower half, not the sum: 0.43 → 0.36 ms p50 for a warm
-    /// full-text needle at 100k). Messages are never changed or removed, so the
+    /// own pooled read connection and snapshot (a "both" grep then costs its
+    /// slower half, not the sum). Messages are never changed or removed, so the
     /// halves can differ only by a summary committed between their starts. The
     /// message half holds `in_flight`, the count the background catalog build
     /// gives way to.

@@ -67,15 +67,14 @@ pub struct Released {
 }
 
 /// Longest a first catalog build pauses, in all, for searches that answer from
-/// SQLite alone: on two cores a build running beside such a search (≈ 2–15 ms)
-/// doubles its time, and the first `grep` after a restart is the one that
-/// matters; the budget bounds how much later the catalog is ready for the
-/// searches that wait for it.
+/// SQLite alone: a build competing for the cores with such a search slows it,
+/// and the first `grep` after a restart is the one that matters; the budget
+/// bounds how much later the catalog is ready for the searches that wait for
+/// it (docs/decisions/recall-catalog.md).
 pub const MAX_GIVE_WAY: Duration = Duration::from_millis(50);
 /// How long a build keeps pausing after a search's answer: the reply still has
-/// to be written and cross to the JS thread (on two cores, a build running then
-/// delayed a first grep's reply by up to 6 ms after its 1 ms search), and an
-/// agent's next call usually follows within a few milliseconds.
+/// to be written and cross to the JS thread, which a build running then can
+/// delay, and an agent's next call usually follows within a few milliseconds.
 pub const GIVE_WAY_AFTER: Duration = Duration::from_millis(10);
 
 /// The count of searches answering from SQLite alone, which a background build
@@ -296,8 +295,9 @@ fn compact_slices(pass: &SlicePass, runtime: &tokio::runtime::Handle) -> bool {
     }
 }
 
-/// Blocks a background pass computes per read job (≈ 3 ms of hashing each on the
-/// shared workload; 1,024 rows of 256 bytes each to write).
+/// Blocks a background pass computes per read job: bounds how long one job
+/// holds a read connection hashing, and the rows one write carries (1,024 rows
+/// of 256 bytes per block).
 const SLICE_BLOCKS_PER_PASS: usize = 4;
 
 /// The error for a poisoned recall lock.
@@ -319,10 +319,9 @@ impl RecallState {
     /// The build reads on a connection of its own ([`Store::read_apart`]), so
     /// both pooled read connections are free for the first `grep`'s two halves.
     /// It runs on a thread of the runtime's blocking pool, not on one of
-    /// its workers: on two cores, a worker busy building is one the kernel queues
-    /// the workers it wakes behind, and a call made meanwhile waits for its first
-    /// poll (the first `grep` after open started up to 4 ms late while the other
-    /// core sat idle).
+    /// its workers: a worker busy building is one the kernel may queue the
+    /// workers it wakes behind, and a call made meanwhile would wait for its
+    /// first poll.
     pub fn build_in_background(self: &Arc<Self>, store: &Store) {
         let state = self.clone();
         let store = store.clone();
@@ -515,7 +514,7 @@ impl RecallState {
             // The first build gives way to searches answering without it, and
             // yields its core every few hundred rows: a thread the kernel queued
             // behind it (a runtime worker woken for a new call) runs then, not at
-            // the next tick's rebalancing, ≈ 4 ms later on two cores.
+            // the scheduler's next rebalancing.
             let mut fresh = Catalog::default();
             let mut budget = MAX_GIVE_WAY;
             let between = || {

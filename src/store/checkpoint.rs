@@ -6,16 +6,12 @@
 //! after each commit on the writer's connection, rings a bell
 //! ([`Checkpoints::committed`]); a rung checkpointer runs a PASSIVE pass at most
 //! every [`Pace::gap`] (10 ms), so each pass copies about that long of commits
-//! (under a millisecond of work under back-to-back ingest). On two cores the
-//! JavaScript thread waits for a core whenever the writer and the checkpointer
-//! both run: with one pass per 100 ms (≈ 2 ms each) those waits set the event
-//! loop's p99 during ingest (2.1–2.8 ms against an idle 1.2 ms); with 10 ms
-//! passes, 1.8–2.1 ms, at the same ingest rate and a smaller WAL. (That rest is
-//! mostly the measurement's floor for the ingest's waits, which the bench
-//! replays without the engine; passes on the writer thread, never beside it,
-//! gave no gain and a 10 % lower ingest rate.) When the writer is idle the
-//! thread sleeps and wakes once per [`Pace::idle`] (100 ms) for frames other
-//! processes committed to the same file. (Lowering the thread's priority instead, Linux's
+//! (the gap bounds how long one pass runs). When the writer and the
+//! checkpointer both run, the JavaScript thread may wait for a core, so short
+//! passes keep its waits short; passes on the writer thread instead gave no
+//! gain and a lower ingest rate (docs/decisions/wal-checkpointing.md). When the
+//! writer is idle the thread sleeps and wakes once per [`Pace::idle`] (100 ms)
+//! for frames other processes committed to the same file. (Lowering the thread's priority instead, Linux's
 //! `SCHED_IDLE`, gave about the same p99, but under a saturated CPU it stalled
 //! mid-pass holding the checkpoint lock and the WAL grew to 178 MB; an
 //! unprivileged thread cannot raise its priority back.)

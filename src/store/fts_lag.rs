@@ -70,25 +70,19 @@ pub(super) const CATCH_UP: &str = "INSERT INTO messages_fts (rowid, content) SEL
 
 /// Index once this many messages are pending. Each catch-up writes a new index
 /// segment that FTS5 later merges, and the catch-up holds the one write lock, so
-/// turns wait behind it: fewer, larger batches cost less per message in total
-/// (FTS5 alone on the 100k workload: 13.6–14.2 µs per message in batches of 512,
-/// 11.2–12.4 in batches of 2048, 12.0 in 4096). Against 512, one awaited
-/// `ingestBatch` per turn went from a median 23.5k to 25.6k msgs/s (15 runs each,
-/// with [`AUTOMERGE`]) and 8 concurrent sessions from 38.1k to 42.3k (12 runs). The
-/// price is paid by a search while messages are still pending (it indexes them
-/// first, `Store::flush_fts`): up to ≈ 15 ms right after a burst of ingest,
-/// against ≈ 4 ms (a full-text grep after 8,191 messages ingested turn by turn:
-/// 28 ms against 17.5); once the writer has been idle for 100 ms nothing is
-/// pending.
+/// turns wait behind it: fewer, larger batches cost less per message in total.
+/// The price is paid by a search while messages are still pending (it indexes
+/// them first, `Store::flush_fts`), so this bounds the indexing one search may
+/// have to do; once the writer has been idle for 100 ms nothing is pending.
+/// Figures: docs/decisions/full-text-indexing.md.
 pub const BATCH: i64 = 2048;
 
 /// FTS5's `automerge` setting for `messages_fts` (its default is 4): how many
 /// segments of one size it lets pile up before merging them into one. Merging is
-/// most of what indexing a batch costs beyond the tokenizing (FTS5 alone on the 100k
-/// workload, batches of 2048: 10.3 → 9.0 µs per message), and a query opens each
-/// segment: 9 at 100k messages with 4, 12–16 with 8, queries within their noise
-/// (0.05–0.2 ms for a word or a phrase, ≈ 2 ms for `"1 32"*`). A table setting,
-/// stored in `messages_fts_config`; set at every open ([`configure`]).
+/// most of what indexing a batch costs beyond the tokenizing, and a query opens
+/// each segment: a higher setting merges less and leaves a few more segments,
+/// which queries did not feel. A table setting, stored in `messages_fts_config`;
+/// set at every open ([`configure`]).
 pub const AUTOMERGE: i64 = 8;
 
 /// Gives `messages_fts` its [`AUTOMERGE`] setting when it has another one (a new

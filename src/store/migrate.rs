@@ -56,9 +56,8 @@ pub fn migrate(conn: &mut Connection) -> Result<Features> {
 /// plugin runs the latter at close, and so did this engine until it measured
 /// this): taken on a small file, they told the planner `messages` holds one row,
 /// and the writer's full-text catch-up read the whole table and sorted it at
-/// every batch instead of seeking its new rows (8 sessions × 10k reopened after
-/// one message: 24.4k msgs/s against 30.6k fresh; 100k per turn: 16.0k against
-/// 19.4k). A file without statistics is left untouched.
+/// every batch instead of seeking its new rows (docs/decisions/sqlite-settings.md).
+/// A file without statistics is left untouched.
 fn clear_planner_statistics(tx: &Transaction) -> Result<()> {
     let tables: Vec<String> = tx
         .prepare(

@@ -224,7 +224,7 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
     // with a partial index (`conversations`, `messages`) marks the statement to be
     // re-prepared on every new binding (SQLite checks whether the value implies the
     // index's WHERE), so every cached statement was parsed and planned again on
-    // each execution (≈ 15 µs each, several per ingest).
+    // each execution (several per ingest).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
         .map_err(|e| open_error(path, e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -544,8 +544,8 @@ impl Store {
     /// (indexing is batched off the ingest path; see [`fts_lag`]). Searches call
     /// this first. A read answers whether anything is unindexed (any process's
     /// messages: the watermark is the file's), so the writer is asked only then:
-    /// a read costs a fraction of the round trip through the writer thread
-    /// (0.1–0.3 ms before a first grep after open). Resolves with the number of
+    /// a read costs a fraction of the round trip through the writer thread, which
+    /// may be busy with other jobs. Resolves with the number of
     /// messages indexed now.
     pub fn flush_fts(&self) -> impl std::future::Future<Output = Result<usize>> + Send + 'static {
         let store = self.clone();
@@ -569,7 +569,7 @@ impl Store {
     /// runtime (the addon's) it runs in place (`block_in_place`: the worker hands
     /// its other tasks to another thread first), which spares the two thread
     /// hand-offs of a blocking task — half of a small read's round trip from
-    /// JavaScript (getConversation 0.08 → 0.04 ms, assemble at 100k 0.45 → 0.35 ms).
+    /// JavaScript.
     /// Elsewhere it runs as a blocking task. Either way the caller's task waits:
     /// reads meant to run side by side are spawned as tasks of their own.
     pub async fn read<T, F>(&self, job: F) -> Result<T>
@@ -585,7 +585,7 @@ impl Store {
     /// catalogs' build right after open) that must not hold a pooled connection
     /// the calls made meanwhile need. A `grep` of both scopes runs its halves side
     /// by side on two pooled connections; with one held by the build, the first
-    /// `grep` after open opened a third on its own path (0.1–0.5 ms of it).
+    /// `grep` after open opened a third on its own path.
     pub async fn read_apart<T, F>(&self, job: F) -> Result<T>
     where
         T: Send + 'static,
@@ -676,10 +676,10 @@ const IDLE: Duration = Duration::from_millis(100);
 /// An agent's turn loop sends the next job a few tens of microseconds after the
 /// last one resolved (the JS side parses the answer and stringifies the next
 /// batch). Parked, the writer needs a futex wake from the JS thread and a
-/// scheduler wake-up of its own core, which on a VM costs more than the wait
-/// itself; polling that briefly (yielding the core to anything else runnable on
-/// every round) takes ingest per turn from ≈ 12.5k to ≈ 15k messages/s on the
-/// 2-core bench machine and costs at most this much CPU per job otherwise.
+/// scheduler wake-up of its own core, which can cost more than the wait itself;
+/// polling that briefly (yielding the core to anything else runnable on every
+/// round) covers that turnaround, and bounds the CPU a job costs otherwise
+/// (docs/decisions/writer-and-group-commit.md).
 const POLL_BEFORE_PARK: Duration = Duration::from_micros(100);
 
 /// The next message for the writer: polled for [`POLL_BEFORE_PARK`], then waited

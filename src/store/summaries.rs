@@ -385,13 +385,11 @@ pub fn index_summary(tx: &Transaction, id: &str, content: &str, features: Featur
 /// full-text rows ends with, in each summary table. Every write adds a segment
 /// to each table, and every search opens each of its terms in every segment.
 /// FTS5's own merging works in proportion to what a write adds, so with one
-/// summary per transaction (compaction after each turn; `bench/grep.mjs` at 100k:
-/// 1,100 summaries of ≈ 4 kB) the trigram table held 22 segments and the word
-/// table 14, and a regex walk over summaries spent about a third of its time
-/// opening them. With 64 pages per write both hold 5: the first both-scope regex
-/// grep after open 0.25–1.1 ms faster (medians of 20 opens per pattern); each
-/// `insertSummary` 2–6 % slower (≈ 0.1 ms of 3.3), never more than 64 pages
-/// (256 KiB) more per table whatever its size; sweeps unchanged.
+/// summary per transaction (compaction after each turn) segments pile up, and a
+/// regex walk over summaries spent much of its time opening them. This bounds
+/// the extra merging a write does: never more than 64 pages (256 KiB) per table
+/// whatever its size, enough to keep the segment count low
+/// (docs/decisions/summary-search.md).
 pub const MERGE_PAGES_PER_WRITE: i64 = 64;
 
 /// Ends a write of summaries' full-text rows (see [`MERGE_PAGES_PER_WRITE`]).
@@ -407,8 +405,7 @@ fn merge_after_write(tx: &Transaction, features: Features) -> Result<()> {
 
 /// Deletes a summary's rows from the full-text tables. Its rows are found in each
 /// table's stored rows ([`super::schema::stored_rows`], the id in `c0`): a delete
-/// by the unindexed `summary_id` column reads every row's text (≈ 9 ms per delete
-/// at 11,000 summaries, against ≈ 1 ms).
+/// by the unindexed `summary_id` column would read every row's text.
 pub fn delete_fts_rows(tx: &Transaction, id: &str, features: Features) -> Result<()> {
     for table in summary_tables(features) {
         let stored = super::schema::stored_rows(table);

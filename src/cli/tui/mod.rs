@@ -166,8 +166,8 @@ async fn load_sources(e: &Engine, message_ids: Vec<i64>) -> crate::error::Result
 }
 
 /// How much of one source message the detail pane shows: the pane is copied and
-/// wrapped at every frame, and tool outputs of megabytes stalled the browser (a 5
-/// and a 2 MB one: 223 ms a frame, release build; capped: 0.6 ms). The rest is
+/// wrapped at every frame, and tool outputs of megabytes stalled the browser: the
+/// cap bounds the work of one frame whatever the message's size. The rest is
 /// named, not drawn.
 const SOURCE_LINES: usize = 200;
 /// See [`SOURCE_LINES`].

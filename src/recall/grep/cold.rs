@@ -30,10 +30,9 @@ use crate::store::recall::{self, MessageMeta, MessageRow};
 use crate::store::Features;
 
 /// [`MAX_CANDIDATES`] for the last resort ([`last_resort_expression`]): by the time its
-/// matches are counted, FTS5 has already merged the prefix's doclists (≈ 210 ms
-/// at a million messages for `"1 1" *`, 1,118 matches), so reading and checking a
-/// few thousand candidates (≈ 10 ms) is cheaper than throwing that away and
-/// waiting for the catalog build (≈ 1.5 s at a million).
+/// matches are counted, FTS5 has already merged the prefix's doclists (the bulk
+/// of the cost), so reading and checking a few thousand candidates is cheaper
+/// than throwing that away and waiting for the catalog build.
 pub const MAX_LAST_RESORT_CANDIDATES: usize = 4_000;
 
 /// Searches messages without the catalog when that can be done exactly and
@@ -179,9 +178,9 @@ fn regex(
     let Some(re) = q.regex.as_ref() else {
         return Ok(None);
     };
-    // Words without a two-character prefix token are cheap to look up (≈ 2 ms at
-    // a million messages); a two-character prefix costs ≈ 20 ms there, more than
-    // the walk through the trigram slices.
+    // Words without a two-character prefix token are cheap to look up; a
+    // two-character prefix merges many terms' doclists and costs more than the
+    // walk through the trigram slices.
     let words = q.words.as_ref().filter(|_| features.fts5);
     if let Some(expr) = words.filter(|_| q.cheap_words) {
         if let Some(found) = regex_words(conn, q, re, expr, MAX_CANDIDATES)? {
@@ -215,9 +214,9 @@ fn regex(
     if let Some((f, stats)) = newest::scan_newest(conn, q, verify)? {
         return Ok(Some((newest::hits(f, |_| String::new()), stats)));
     }
-    // The last resort before waiting for the catalog (≈ 150 ms per 100k messages
-    // right after open): a one-character last word as a prefix token. `"1 4" *`
-    // costs ≈ 20 ms at 100k, against the catalog build's ≈ 150 ms.
+    // The last resort before waiting for the catalog (whose build reads every
+    // message): a one-character last word as a prefix token (`"1 4" *`), costly
+    // but still cheaper than that build.
     match (&q.short_words, features.fts5) {
         (Some(expr), true) => regex_words(conn, q, re, expr, MAX_LAST_RESORT_CANDIDATES),
         _ => Ok(None),
@@ -323,8 +322,8 @@ pub fn word_expression(r: &Req) -> Option<String> {
 
 /// Whether [`word_expression`] needs no prefix token shorter than three
 /// characters: FTS5 merges the doclists of every term a prefix covers, and a
-/// two-character one covers a hundredth of all numbers (`"1 32" *`: ≈ 19 ms at
-/// a million messages, against ≈ 2 ms with `"1 325" *`).
+/// two-character one covers a hundredth of all numbers (`"1 32" *` costs about
+/// ten times `"1 325" *`; docs/decisions/cold-grep.md).
 pub fn words_are_cheap(r: &Req) -> bool {
     expression(r, CHEAP_PREFIX) == expression(r, MIN_PREFIX)
 }
@@ -334,8 +333,8 @@ const CHEAP_PREFIX: usize = 3;
 
 /// [`word_expression`] with one-character prefix tokens allowed: FTS5 then reads
 /// the doclist of every term starting with that character (a tenth of all
-/// numbers for a digit), ≈ 20 ms at 100k messages; worth it only where the
-/// alternative is waiting for the catalog.
+/// numbers for a digit); worth it only where the alternative is waiting for the
+/// catalog.
 pub fn last_resort_expression(r: &Req) -> Option<String> {
     expression(r, 1)
 }

@@ -274,13 +274,11 @@ const REGEX_LAZY_DFA_BYTES: usize = 4 << 20;
 /// compiles its pattern before reading a row:
 /// - the one-pass DFA, which serves only capture-group searches (grep asks
 ///   whether a text matches and where, never for groups); for a pattern with a
-///   group and a Unicode class it was most of the compile
-///   (`deploy(ed)? \w+ build`: 0.55 → 0.22 ms);
+///   group and a Unicode class it was most of the compile;
 /// - the full DFAs (forward and reverse) of a small pattern: the lazy DFA
 ///   builds the same states as the search visits them and scans as fast,
 ///   while determinizing up front cost more than the rest of the compile
-///   (`invoice (draft|report)`: 120 → 22 µs, `hotel[.!?]`: 54 → 17 µs;
-///   searching 4 MiB of text took the same time either way).
+///   (docs/decisions/cold-grep.md).
 pub fn compile_regex(pattern: &str) -> Result<Regex> {
     if pattern.len() > MAX_PATTERN_BYTES {
         return Err(LcmError::invalid(format!(

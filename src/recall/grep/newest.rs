@@ -23,16 +23,15 @@ use crate::recall::text::{term_snippet, window};
 use crate::store::recall::{self, MessageMeta, MessageRow};
 
 /// Rows after which a newest-first scan (regex / substring walk) reads no
-/// further page. A rare regex on the shared workload (`rollback \w+ incident`:
-/// one message in 300) needs ≈ 6,000–8,000 rows for its newest 20 (≈ 5 ms at
-/// any history length), against the ≈ 150 ms per 100k messages of the catalog
-/// build it would otherwise wait for. With its last page and the catalog path's
+/// further page: enough for the newest 20 of a regex matching about one message
+/// in 300, a walk that costs less than waiting for the catalog build, whatever
+/// the history's length. With its last page and the catalog path's
 /// last batch, a walk stays under that path's scan budget
 /// ([`super::MAX_SCAN_ROWS`]; asserted below), so the catalog path is never
 /// truncated where the walk answers.
 pub const MAX_WALK_ROWS: usize = 8_192;
-/// Content bytes after which a newest-first scan reads no further page (large
-/// tool results): ≈ 10 ms of reading and matching.
+/// Content bytes after which a newest-first scan reads no further page: bounds
+/// the reading and matching a walk over large tool results may do.
 pub const MAX_WALK_BYTES: usize = 16 << 20;
 /// The largest page a scan reads (pages double from [`PAGE`]).
 const MAX_PAGE: usize = 1_024;
@@ -355,11 +354,11 @@ where
 /// read.
 pub const MAX_SLICE_TAIL: usize = 4 * slices::BLOCK_IDS as usize;
 /// What a walk through the trigram slices reads at most, in rows (a row read by
-/// id counts 4): the tail, and ≈ 4,000 candidates read by id (2–9 µs each) for
-/// a needle id at a million messages, whose few hundred candidates (the ids of
-/// other needles holding the same trigrams) are spread over every block; the
-/// alternatives cost more (a two-character prefix token ≈ 20 ms, the last resort
-/// ≈ 200 ms, the catalog's build seconds).
+/// id counts 4): the tail, and ≈ 4,000 candidates read by id, enough for a
+/// needle id at a million messages, whose few hundred candidates (the ids of
+/// other needles holding the same trigrams) are spread over every block; past
+/// it the next step of the ladder (a two-character prefix token, the last
+/// resort, the catalog's build) costs less.
 pub const MAX_SLICE_WALK_COST: usize = MAX_SLICE_TAIL + 4 * 4_000;
 /// Candidates a walk through the slices reads at a time.
 const CHUNK: usize = 32;
