@@ -19,6 +19,8 @@ pub mod conversations;
 pub mod copy;
 pub mod dag;
 pub mod derived;
+#[cfg(test)]
+mod durability;
 pub mod fts_check;
 pub mod fts_lag;
 pub mod graph;
@@ -40,7 +42,6 @@ pub mod sources;
 pub mod summaries;
 pub mod turns;
 pub mod tx;
-pub mod walbuf;
 
 mod busy;
 pub mod group;
@@ -199,12 +200,7 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    let opened = if walbuf::register() {
-        Connection::open_with_flags_and_vfs(path, flags, walbuf::NAME)
-    } else {
-        Connection::open_with_flags(path, flags)
-    };
-    let mut conn = opened.map_err(|e| open_error(path, e))?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
     if read_only {
         conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
     } else {
