@@ -15,7 +15,7 @@ use rusqlite::{params, Connection};
 /// (small enough, a transaction spills pages to the log before its commit).
 fn open(path: &Path, cache_kib: u32) -> Connection {
     let path = path.to_string_lossy();
-    let c = super::open_connection(&path, Duration::from_secs(20), false).unwrap();
+    let c = super::open_connection(&path, Duration::from_secs(20), false, 0).unwrap();
     c.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
          PRAGMA cache_size = -{cache_kib};
