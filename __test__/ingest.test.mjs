@@ -160,6 +160,12 @@ describe('bad input never crashes and never loses earlier data', () => {
     }
     await rejectsWithCode(LcmEngine.open({ dbPath: ':memory:', freshTailCount: -1 }), 'LCM_INVALID_INPUT')
     await rejectsWithCode(LcmEngine.open({ dbPath: ':memory:', notAnOption: true }), 'LCM_INVALID_INPUT')
+    // The memory map is opt-in and bounded by SQLite's ceiling (just under 2 GiB).
+    for (const bad of [-1, 2 ** 31, 1.5, '1']) {
+      await rejectsWithCode(LcmEngine.open({ dbPath: ':memory:', mmapSizeBytes: bad }), 'LCM_INVALID_INPUT')
+    }
+    const mapped = await LcmEngine.open({ dbPath: join(dir, 'mapped.db'), mmapSizeBytes: 64 * 1024 * 1024 })
+    await mapped.close()
   })
 })
 

@@ -167,7 +167,7 @@ function confinedSweep(r, phase, base) {
  * commit holds what `rowsCommitted` commits (msgs/s of those rows with no FTS),
  * with their full-text indexing at its cheapest: one-transaction time with FTS
  * minus without (one segment for everything). Fed by `raw_sqlite replay` (the
- * rows the engine itself stored, byte for byte, in its schema, through its VFS,
+ * rows the engine itself stored, byte for byte, in its schema,
  * no checkpoint), it is SQLite's own least work for what the engine stores, the
  * way the engine writes it: no JavaScript, parsing,
  * mapping or savepoint. `extraPerMsgMs` adds what else every message pays (a
@@ -311,8 +311,7 @@ async function main() {
     row('raw SQLite, commit per turn, no FTS (the rows)', stat(rowsPerTurn), 'msgs/s', 0)
     row('raw SQLite, one transaction, no FTS', stat(rowsOneTx), 'msgs/s', 0)
     // The engine's own rows (fewer bytes than the rows above: 1.5 against 2.8 kB
-    // per message) re-inserted by bare SQLite through the engine's VFS (one WAL
-    // write per commit, as the engine writes): what storing them costs at least.
+    // per message) re-inserted by bare SQLite: what storing them costs at least.
     const replay = { perTurn: [], oneTx: [], rowsPerTurn: [], rowsOneTx: [], rowsPer8Turns: [] }
     const replayRate = (name, args) => Number(/msgs_per_sec=(\d+)/.exec(sh(rawBin, ['replay', engineDb10k, join(rawDir, name), ...args], { quiet: true }))[1])
     for (let i = 0; i < RUNS; i++) {
@@ -322,11 +321,11 @@ async function main() {
       replay.rowsOneTx.push(replayRate(`ero${i}.db`, ['--no-fts']))
       replay.rowsPer8Turns.push(replayRate(`erk${i}.db`, ['--turns-per-commit', String(SESSIONS), '--no-fts']))
     }
-    row("engine's rows, bare SQLite (engine's VFS), per turn", stat(replay.perTurn), 'msgs/s', 0)
-    row("engine's rows, bare SQLite (engine's VFS), one transaction", stat(replay.oneTx), 'msgs/s', 0)
-    row("engine's rows, bare SQLite (engine's VFS), per turn, no FTS", stat(replay.rowsPerTurn), 'msgs/s', 0)
-    row("engine's rows, bare SQLite (engine's VFS), one tx, no FTS", stat(replay.rowsOneTx), 'msgs/s', 0)
-    row("engine's rows, bare SQLite (engine's VFS), 8 turns, no FTS", stat(replay.rowsPer8Turns), 'msgs/s', 0)
+    row("engine's rows, bare SQLite, per turn", stat(replay.perTurn), 'msgs/s', 0)
+    row("engine's rows, bare SQLite, one transaction", stat(replay.oneTx), 'msgs/s', 0)
+    row("engine's rows, bare SQLite, per turn, no FTS", stat(replay.rowsPerTurn), 'msgs/s', 0)
+    row("engine's rows, bare SQLite, one tx, no FTS", stat(replay.rowsOneTx), 'msgs/s', 0)
+    row("engine's rows, bare SQLite, 8 turns, no FTS", stat(replay.rowsPer8Turns), 'msgs/s', 0)
     const trips = await awaitedRoundTrips()
     const roundTrip = trips.write
     rows.push({ name: 'an awaited read from JS (getConversation), p50', unit: 'µs', min: Number((trips.read * 1000).toFixed(1)) })

@@ -10,7 +10,7 @@
 //! summary search and how each was answered (`declined` when it needs a catalog).
 //! With `warm`, it then builds both catalogs on one more connection (timed: what a
 //! declined first call waits for) and times the catalog paths' answers. `MMAP`
-//! sets the connections' `mmap_size` (default: the engine's read connections').
+//! sets the connections' `mmap_size` (default 0, as the engine's own default).
 
 use std::time::Instant;
 
@@ -51,14 +51,14 @@ fn main() {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .and_then(|c| {
-            // The engine's read connections' page cache and memory map.
+            // The engine's read connections' page cache; no memory map unless `MMAP`.
             c.execute_batch(&format!(
                 "PRAGMA cache_size = -{}; PRAGMA mmap_size = {};",
                 lcm_native::store::READER_CACHE_KIB,
                 std::env::var("MMAP")
                     .ok()
                     .and_then(|m| m.parse().ok())
-                    .unwrap_or(lcm_native::store::MMAP_BYTES)
+                    .unwrap_or(0i64)
             ))?;
             Ok(c)
         })

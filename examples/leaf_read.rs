@@ -29,8 +29,6 @@ fn main() {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .expect("open");
-    conn.pragma_update(None, "mmap_size", 1i64 << 30)
-        .expect("mmap");
     let ids: Vec<i64> = conn
         .prepare("SELECT message_id FROM messages ORDER BY message_id")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())

@@ -21,9 +21,8 @@
 //! INSERTs of those rows, byte for byte, plus each message's `messages_fts` row
 //! unless `--no-fts`, committed as `insert` commits them. Nothing else runs: no
 //! parsing, no checkpoint (`wal_autocheckpoint = 0`), a 256 MiB page cache. It
-//! writes through the engine's own VFS (`store::walbuf`: a commit's WAL frames in
-//! one write; `insert` keeps SQLite's default), so it is the least SQLite itself
-//! needs to store what the engine stores, the way the engine stores it.
+//! is the least SQLite itself needs to store what the engine stores, the way the
+//! engine stores it.
 //! `hold-lock` takes the write lock (`BEGIN IMMEDIATE`) and keeps it for the given
 //! time, to measure the engine while another process writes. `dbstat` prints the
 //! bytes of every table and index (SQLite's `dbstat` virtual table), one
@@ -250,16 +249,7 @@ fn replay(src: &str, db: &str, turns_per_commit: Option<usize>, fts: bool) {
             items.insert(id, c);
         }
     }
-    assert!(
-        lcm_native::store::walbuf::register(),
-        "the engine's VFS needs SQLite's default VFS"
-    );
-    let conn = Connection::open_with_flags_and_vfs(
-        db,
-        rusqlite::OpenFlags::default(),
-        lcm_native::store::walbuf::NAME,
-    )
-    .expect("open db");
+    let conn = Connection::open(db).expect("open db");
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
          PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -262144;",

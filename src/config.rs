@@ -30,6 +30,18 @@ pub struct EngineOptions {
     pub db_path: Option<String>,
     /// `busyTimeoutMs`: how long a write waits for another process's lock.
     pub busy_timeout_ms: u64,
+    /// `mmapSizeBytes`: how much of the database file each SQLite connection reads
+    /// through a memory map (`PRAGMA mmap_size`), from 0 to
+    /// [`MMAP_MAX_BYTES`](crate::store::MMAP_MAX_BYTES) (just under 2 GiB).
+    /// Default 0: no map, every page is read with a system call into the
+    /// connection's page cache. A map saves that copy on reads of a large
+    /// database, at two costs: an I/O error on a mapped page (a failing disk, a
+    /// network file system, a file truncated underneath) raises `SIGBUS`, which
+    /// kills the host process (no error reaches JavaScript and panic containment
+    /// cannot catch it); and the mapped pages count in the process's RSS. With
+    /// several processes writing one file, each commit of another process also
+    /// makes SQLite unmap and map the file again.
+    pub mmap_size_bytes: i64,
     /// `timezone`: IANA zone for timestamps in prompts and XML; else `TZ`, else UTC.
     pub timezone: Option<String>,
     /// `freshTailCount`: newest raw messages never compacted or evicted.
@@ -107,6 +119,7 @@ impl Default for EngineOptions {
         EngineOptions {
             db_path: None,
             busy_timeout_ms: 30_000,
+            mmap_size_bytes: 0,
             timezone: None,
             fresh_tail_count: 64,
             fresh_tail_max_tokens: None,
@@ -197,6 +210,13 @@ impl EngineOptions {
                 )));
             }
         }
+        if !(0..=crate::store::MMAP_MAX_BYTES).contains(&self.mmap_size_bytes) {
+            return Err(LcmError::invalid(format!(
+                "mmapSizeBytes must be between 0 and {} (SQLite's ceiling), got {}",
+                crate::store::MMAP_MAX_BYTES,
+                self.mmap_size_bytes
+            )));
+        }
         if self.fresh_tail_count < 0 {
             return Err(LcmError::invalid("freshTailCount must not be negative"));
         }
@@ -261,5 +281,21 @@ mod tests {
             EngineOptions::from_json(json!({"dbPath": ":memory:", "freshTailCount": 8})).unwrap();
         assert_eq!(o.fresh_tail_count, 8);
         assert_eq!(o.resolved_db_path(), ":memory:");
+    }
+
+    #[test]
+    fn the_memory_map_is_off_by_default_and_bounded_by_sqlites_ceiling() {
+        assert_eq!(EngineOptions::default().mmap_size_bytes, 0);
+        let max = crate::store::MMAP_MAX_BYTES;
+        for ok in [0, 1 << 20, max] {
+            let o = EngineOptions::from_json(json!({ "mmapSizeBytes": ok })).unwrap();
+            assert_eq!(o.mmap_size_bytes, ok);
+        }
+        for bad in [json!(-1), json!(max + 1), json!(1.5), json!("1")] {
+            let e = EngineOptions::from_json(json!({ "mmapSizeBytes": bad })).unwrap_err();
+            assert_eq!(e.code, crate::error::ErrorCode::InvalidInput, "{bad}");
+        }
+        let e = EngineOptions::from_json(json!({ "mmapSizeBytes": max + 1 })).unwrap_err();
+        assert!(e.message.contains("mmapSizeBytes"), "{}", e.message);
     }
 }

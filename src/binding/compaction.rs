@@ -79,6 +79,7 @@ fn string_member(obj: &Object, name: &str) -> Result<Option<String>> {
     if v.get_type()? != ValueType::String {
         return Ok(None);
     }
+    // SAFETY: `v` is a value of this env, checked above to be a string.
     Ok(Some(unsafe { v.cast::<String>()? }))
 }
 
@@ -97,16 +98,20 @@ fn slice_turn(copy: &mut Object) -> Result<()> {
     if !messages.is_array()? || pre.get_type()? != ValueType::Number {
         return Ok(());
     }
+    // SAFETY: `pre` is a value of this env, checked above to be a number.
     let pre: f64 = unsafe { pre.cast::<f64>()? };
     if !(pre >= 0.0 && pre.fract() == 0.0 && pre <= 9_007_199_254_740_991.0) {
         return Ok(());
     }
+    // SAFETY: `messages` is a value of this env, checked above to be an array (an
+    // object).
     let array: Object = unsafe { messages.cast()? };
     let len = array.get_array_length()?;
     copy.set_named_property("messages", slice(&array, pre)?)?;
     copy.set_named_property("prePromptMessageCount", 0)?;
     let ids: Unknown = copy.get_named_property("entryIds")?;
     if ids.is_array()? {
+        // SAFETY: `ids` is a value of this env, checked just above to be an array.
         let ids: Object = unsafe { ids.cast()? };
         if ids.get_array_length()? == len {
             copy.set_named_property("entryIds", slice(&ids, pre)?)?;
@@ -133,6 +138,7 @@ fn read_call(env: &Env, params: Unknown, turn: bool) -> Result<Call> {
         Ok(f) => hooks.on_progress = f,
         Err(e) => bad_hook = Some(e),
     }
+    // SAFETY: `params` is a value of this env, checked above to be an object.
     let obj: Object = unsafe { params.cast()? };
     abort = hooks::hook_signal(env, &obj, &hooks.cancel)?;
     session.session_id = string_member(&obj, "sessionId")?.unwrap_or_default();

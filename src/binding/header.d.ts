@@ -35,6 +35,17 @@ export interface LcmOptions {
   largeFileThresholdTokens?: number
   /** How long a write waits for another process's lock (default 30000). */
   busyTimeoutMs?: number
+  /**
+   * Bytes of the database file each SQLite connection reads through a memory map
+   * (`PRAGMA mmap_size`), 0 to 2147418112 (SQLite's ceiling); outside that range
+   * `open` fails with LCM_INVALID_INPUT. Default 0: no map, pages are read with
+   * system calls. A map saves a copy per page read on large databases, but an I/O
+   * error on a mapped page (failing disk, network file system, file truncated
+   * underneath) raises SIGBUS, which kills the host process without any error
+   * reaching JavaScript, and the mapped pages count in the process's RSS. Leave it
+   * at 0 in long-lived hosts such as a gateway.
+   */
+  mmapSizeBytes?: number
   /** IANA timezone for prompts and XML (default `TZ`, else UTC). */
   timezone?: string
   /** Newest raw messages never compacted or evicted (default 64). */

@@ -47,13 +47,15 @@ where
     if p.get_type().map_err(napi_err)? != ValueType::Object {
         return Ok(None);
     }
-    // SAFETY: `p` is a live object value of this env.
+    // SAFETY: `p` is a live value of this env (the call's argument), checked
+    // above to be an object, which is what `Object` wraps.
     let obj = unsafe { Object::from_napi_value(env.raw(), p.raw()) }.map_err(napi_err)?;
     let prop: Unknown = obj.get_named_property(name).map_err(napi_err)?;
     match prop.get_type().map_err(napi_err)? {
         ValueType::Undefined | ValueType::Null => Ok(None),
         ValueType::Function => {
-            // SAFETY: checked to be a function of this env.
+            // SAFETY: `prop` is a live value of this env, checked by the match to be
+            // a function, which is what `Function` wraps.
             let f: Function<Arg, Ret> =
                 unsafe { Function::from_napi_value(env.raw(), prop.raw()) }.map_err(napi_err)?;
             let tsfn = f
@@ -105,6 +107,7 @@ pub fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Optio
     if v.get_type()? != ValueType::Object {
         return Ok(None);
     }
+    // SAFETY: `v` is a value of this env, checked above to be an object.
     let signal: Object = unsafe { v.cast()? };
     if signal.get_named_property::<Option<bool>>("aborted")? == Some(true) {
         token.cancel();
@@ -114,6 +117,8 @@ pub fn hook_signal(env: &Env, obj: &Object, token: &CancelToken) -> Result<Optio
     if add.get_type()? != ValueType::Function {
         return Ok(None);
     }
+    // SAFETY: `add` is a value of this env, checked above to be a function; the
+    // argument and return types only shape how it is called.
     let add: Function<FnArgs<(Unknown, Unknown, Unknown)>, Unknown> = unsafe { add.cast()? };
     let t = token.clone();
     let listener = env.create_function_from_closure::<(), (), _>("lcmAbort", move |_| {

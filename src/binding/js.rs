@@ -45,6 +45,8 @@ fn json_function<'env>(
     // SAFETY: `r` is a live reference created in this environment (instance data
     // is per environment and lives as long as it does).
     check_status!(unsafe { napi::sys::napi_get_reference_value(env.raw(), r, &mut value) })?;
+    // SAFETY: `value` is what the reference holds, `JSON.parse` or `JSON.stringify`
+    // of this env (a strong reference: never collected), so a live function.
     unsafe { Function::from_napi_value(env.raw(), value) }
 }
 
@@ -71,6 +73,7 @@ pub fn stringify<'env>(env: &'env Env, value: Unknown<'env>) -> Result<String> {
     let f = json_function(env, Json::Stringify)?;
     let out = f.call(value)?;
     match out.get_type()? {
+        // SAFETY: `out` is a live value of this env, matched to be a string.
         ValueType::String => unsafe { String::from_napi_value(env.raw(), out.raw()) },
         _ => Ok("null".to_owned()),
     }
@@ -120,6 +123,7 @@ fn type_name(v: &Unknown) -> &'static str {
 /// Anything but a string is `LCM_INVALID_INPUT`, never converted.
 pub fn string_arg(v: Unknown, what: &str, name: &str) -> crate::error::Result<String> {
     if v.get_type().ok() == Some(ValueType::String) {
+        // SAFETY: `v` is a value of this env, checked just above to be a string.
         if let Ok(s) = unsafe { v.cast::<String>() } {
             return Ok(s);
         }
@@ -150,6 +154,7 @@ pub fn opt_string_arg(
 pub fn id_arg(v: Unknown, what: &str, name: &str) -> crate::error::Result<i64> {
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
     if v.get_type().ok() == Some(ValueType::Number) {
+        // SAFETY: `v` is a value of this env, checked just above to be a number.
         if let Ok(n) = unsafe { v.cast::<f64>() } {
             if n.fract() == 0.0 && n.abs() <= MAX_SAFE {
                 return Ok(n as i64);
@@ -181,6 +186,8 @@ pub fn copy_without<'env>(
 ) -> Result<Object<'env>> {
     // `Object` is a function; read it untyped to reach `Object.assign`.
     let object_ctor: Unknown = env.get_global()?.get_named_property("Object")?;
+    // SAFETY: the global `Object` is a function, and a function is an object:
+    // the property reads `Object` makes through Node-API accept it.
     let object_ctor: Object = unsafe { object_ctor.cast()? };
     let assign: Function<FnArgs<(Object, Object)>, Object> =
         object_ctor.get_named_property("assign")?;
@@ -235,6 +242,11 @@ where
 pub struct JsonText(String);
 
 impl ToNapiValue for JsonText {
+    /// `JSON.parse` of the text.
+    ///
+    /// # Safety
+    ///
+    /// The trait's contract: `env` is live, on the JS thread.
     unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(env);
         Ok(parse(&env, &val.0)?.raw())

@@ -34,11 +34,13 @@ pub fn split_messages<'env>(
     if params.get_type()? != ValueType::Object {
         return Ok((stringify(env, params)?, None));
     }
+    // SAFETY: `params` is a value of this env, checked above to be an object.
     let obj: Object = unsafe { params.cast()? };
     let messages: Unknown = obj.get_named_property("messages")?;
     if !messages.is_array()? {
         return Ok((stringify(env, params)?, None));
     }
+    // SAFETY: `messages` is a value of this env, checked above to be an array.
     let array: Array = unsafe { messages.cast()? };
     let len = array.len() as usize;
     let copy = copy_without(env, &obj, &["messages"])?;
@@ -86,6 +88,8 @@ fn restore_summaries(env: &Env, value: &Unknown, summaries: &[(usize, String)]) 
     if summaries.is_empty() {
         return Ok(());
     }
+    // SAFETY: `value` is `JSON.parse` of a serialized `AssembleResult` struct
+    // (`build`), so an object of this env.
     let obj: Object = unsafe { value.cast()? };
     let messages: Object = obj.get_named_property("messages")?;
     for (i, text) in summaries {
@@ -124,11 +128,15 @@ fn build<'env>(
     let values: Vec<serde_json::Value> =
         serde_json::from_str(&stringify(env, array)?).unwrap_or_default();
     let c = assembler::clamp_live(&values, p.token_budget);
+    // SAFETY: `value` is `JSON.parse` of a serialized `AssembleResult` struct,
+    // so an object of this env.
     let mut obj: Object = unsafe { value.cast()? };
     if c.dropped == 0 {
         obj.set_named_property("messages", array)?;
     } else {
         // The kept messages, by identity, in a new array.
+        // SAFETY: `array` is the value `l.array` references: the host's `messages`,
+        // checked to be an array in `split_messages` when the reference was made.
         let source: Array = unsafe { array.cast()? };
         let mut kept = env.create_array(0)?;
         for (i, _) in c.keep.iter().enumerate().filter(|(_, k)| **k) {

@@ -2,7 +2,7 @@
 //! finalizes an `LcmEngine` on the JavaScript thread, and whatever the engine still
 //! holds is freed there: the recall catalogs of an engine never closed (≈ 100 MiB
 //! per million messages; milliseconds of the event loop to free), its read
-//! connections' caches and memory maps. An engine is handed to a short-lived
+//! connections and their caches. An engine is handed to a short-lived
 //! thread of its own to be dropped instead.
 
 use std::ops::Deref;

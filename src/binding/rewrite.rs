@@ -28,6 +28,7 @@ fn read_params(env: &Env, params: Unknown<'_>) -> Result<(String, CancelToken, O
     if params.get_type()? != ValueType::Object {
         return Ok((stringify(env, params)?, token, None));
     }
+    // SAFETY: `params` is a value of this env, checked above to be an object.
     let obj: Object = unsafe { params.cast()? };
     let hook = hooks::hook_signal(env, &obj, &token)?;
     let copy = copy_without(env, &obj, &["onProgress", "signal"])?;

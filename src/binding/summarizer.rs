@@ -35,6 +35,11 @@ impl TypeName for AnyJson {
 }
 
 impl ValidateNapiValue for AnyJson {
+    /// Accepts any value (nothing is read).
+    ///
+    /// # Safety
+    ///
+    /// The trait's contract: `env` and `value` are live, on the JS thread.
     unsafe fn validate(
         _env: napi::sys::napi_env,
         _value: napi::sys::napi_value,
@@ -44,11 +49,19 @@ impl ValidateNapiValue for AnyJson {
 }
 
 impl FromNapiValue for AnyJson {
+    /// The value as JSON, or why it is not JSON.
+    ///
+    /// # Safety
+    ///
+    /// The trait's contract: `env` is live and `value` a live value of it, on the
+    /// JS thread.
     unsafe fn from_napi_value(
         env: napi::sys::napi_env,
         value: napi::sys::napi_value,
     ) -> Result<Self> {
-        // SAFETY: called by napi on the JS thread with a live value.
+        // SAFETY: `env` and `value` are live, on the JS thread (this function's
+        // own contract), and `serde_json::Value` converts a value of any type, so
+        // no type needs checking first.
         let v = unsafe { Value::from_napi_value(env, value) };
         Ok(AnyJson(v.map_err(|e| e.reason)))
     }
@@ -93,9 +106,15 @@ impl TypeName for Request {
 }
 
 /// A JavaScript string of `s`.
+///
+/// # Safety
+///
+/// `env` is a live env and this runs on its JS thread.
 unsafe fn js_string(env: sys::napi_env, s: &str) -> Result<sys::napi_value> {
     let mut v = std::ptr::null_mut();
-    // SAFETY: a live env on the JS thread; `s` is valid UTF-8 of that length.
+    // SAFETY: `env` is live, on its JS thread (this function's contract); `s` is
+    // valid UTF-8 and its pointer is readable for `s.len()` bytes, which is
+    // what `napi_create_string_utf8` reads; `v` is a valid out-pointer.
     check_status!(unsafe {
         sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v)
     })?;
@@ -103,10 +122,17 @@ unsafe fn js_string(env: sys::napi_env, s: &str) -> Result<sys::napi_value> {
 }
 
 /// `head.concat(middle, tail)`.
+///
+/// # Safety
+///
+/// `env` is a live env, this runs on its JS thread, and `parts` are live string
+/// values of it.
 unsafe fn concat(env: sys::napi_env, parts: [sys::napi_value; 3]) -> Result<sys::napi_value> {
     let (mut f, mut out) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: live values of this env; a string primitive's properties are its
-    // prototype's (`String.prototype.concat`).
+    // SAFETY: `env` and `parts` are live, on the JS thread (this function's
+    // contract); a string primitive's named properties are its prototype's, so
+    // `f` is `String.prototype.concat`; `parts[1..]` points to the 2 arguments
+    // passed; `f` and `out` are valid out-pointers.
     unsafe {
         check_status!(sys::napi_get_named_property(
             env,
@@ -127,9 +153,17 @@ unsafe fn concat(env: sys::napi_env, parts: [sys::napi_value; 3]) -> Result<sys:
 }
 
 impl ToNapiValue for Request {
+    /// The request as an object whose `prompt` is a rope over `sourceText`.
+    ///
+    /// # Safety
+    ///
+    /// The trait's contract: `env` is live, on the JS thread.
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
         let (r, source_at) = (val.req, val.source_at);
-        // SAFETY (whole body): called by napi on the JS thread with a live env.
+        // SAFETY: `env` is live, on the JS thread (this function's contract), which
+        // is what `js_string` and `concat` require; `source`, `head` and `tail`
+        // are live strings made here in `env`, so `concat` gets live strings and
+        // `Unknown::from_raw_unchecked` wraps live values of `env`.
         unsafe {
             let source = js_string(env, &r.source_text)?;
             let prompt = match source_at {

@@ -80,6 +80,7 @@ impl Engine {
         let store_opts = StoreOptions {
             path: opts.resolved_db_path(),
             busy_timeout: Duration::from_millis(opts.busy_timeout_ms),
+            mmap_bytes: opts.mmap_size_bytes,
             ..StoreOptions::default()
         };
         let store = tokio::task::spawn_blocking(move || Store::open(store_opts))

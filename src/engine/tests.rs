@@ -34,3 +34,43 @@ pub(crate) async fn ingest_messages(
     let ids = r.results.iter().map(|m| m.message_id.unwrap()).collect();
     (r.conversation_id.unwrap(), ids)
 }
+
+/// `PRAGMA mmap_size` of an engine's writer and of its read connections (pooled,
+/// and opened after the engine).
+async fn mmap_sizes(engine: &Engine) -> Vec<i64> {
+    fn q(c: &rusqlite::Connection) -> crate::error::Result<i64> {
+        Ok(c.query_row("PRAGMA mmap_size", [], |r| r.get(0))?)
+    }
+    let store = engine.store();
+    vec![
+        store.write(|c| q(c)).await.unwrap(),
+        store.read(q).await.unwrap(),
+        store.read_apart(q).await.unwrap(),
+    ]
+}
+
+/// No connection of a default engine maps the database file (an I/O error on a
+/// mapped page would kill the host with `SIGBUS`); `mmapSizeBytes` turns it on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_engine_maps_nothing_and_mmap_size_bytes_maps_that_much() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db").to_string_lossy().into_owned();
+    for (options, expected) in [
+        (serde_json::json!({ "dbPath": path }), 0),
+        (
+            serde_json::json!({ "dbPath": path, "mmapSizeBytes": 256 << 20 }),
+            256 << 20,
+        ),
+    ] {
+        let opts = crate::config::EngineOptions::from_json(options).unwrap();
+        let engine = Engine::open(opts).await.unwrap();
+        ingest_messages(
+            &engine,
+            "s",
+            vec![serde_json::json!({"role": "user", "content": "hello"})],
+        )
+        .await;
+        assert_eq!(mmap_sizes(&engine).await, vec![expected; 3]);
+        engine.close().await.unwrap();
+    }
+}

@@ -110,7 +110,7 @@ fn stored_in(conn: &rusqlite::Connection, table: SliceTable) -> Result<i64> {
 /// replaced by one row per bucket holding the group's slices one after the
 /// other (15 × 256 bytes: one row per 4 KiB page), so that a query reads 15×
 /// fewer rows, and pages, in the blocks of the group (the pages a fresh
-/// connection's memory map faults in are most of a first query's cost).
+/// connection reads in are most of a first query's cost).
 pub const GROUP_BLOCKS: i64 = 15;
 
 /// Stores block rows (see [`missing_blocks`], [`BlockBuilder`]) inside the write

@@ -19,6 +19,8 @@ pub mod conversations;
 pub mod copy;
 pub mod dag;
 pub mod derived;
+#[cfg(test)]
+mod durability;
 pub mod fts_check;
 pub mod fts_lag;
 pub mod graph;
@@ -27,7 +29,6 @@ pub mod inspect;
 pub mod integrity;
 pub mod largefiles;
 pub mod links;
-pub mod mapping;
 pub mod messages;
 pub mod migrate;
 pub mod operator;
@@ -40,7 +41,6 @@ pub mod sources;
 pub mod summaries;
 pub mod turns;
 pub mod tx;
-pub mod walbuf;
 
 mod busy;
 pub mod group;
@@ -70,6 +70,10 @@ pub struct StoreOptions {
     pub readers: usize,
     /// When the background WAL checkpointer runs.
     pub checkpoint: checkpoint::Pace,
+    /// `PRAGMA mmap_size` of every connection, bytes: how much of the database
+    /// file each reads through a memory map. 0 (the default) maps nothing; at most
+    /// [`MMAP_MAX_BYTES`].
+    pub mmap_bytes: i64,
 }
 
 impl Default for StoreOptions {
@@ -79,6 +83,7 @@ impl Default for StoreOptions {
             busy_timeout: Duration::from_secs(30),
             readers: 2,
             checkpoint: checkpoint::Pace::default(),
+            mmap_bytes: 0,
         }
     }
 }
@@ -94,6 +99,8 @@ enum Msg {
 
 struct Inner {
     path: String,
+    /// `PRAGMA mmap_size` of read connections opened later ([`StoreOptions::mmap_bytes`]).
+    mmap_bytes: i64,
     in_memory: bool,
     features: Features,
     closed: AtomicBool,
@@ -139,7 +146,7 @@ impl Inner {
         };
         let conn = match pooled {
             Some(c) => c,
-            None => open_connection(&self.path, Duration::from_secs(30), true)?,
+            None => open_connection(&self.path, Duration::from_secs(30), true, self.mmap_bytes)?,
         };
         let out = self.guard.run(op, JobKind::Read, || job(&conn));
         if out.is_err() {
@@ -160,27 +167,18 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
-/// How much of the database file each connection reads through a memory map
-/// (`PRAGMA mmap_size`; SQLite's own ceiling is just under 2 GiB). Pages are read
-/// straight from the OS page cache instead of being copied into each connection's
-/// cache with a `pread` per page: a 100k-message sweep spends ≈ 15 % less CPU, most
-/// of it in first reads of long context lists and source rows. Writes still go
-/// through SQLite's normal path, and the WAL is never mapped. The mapped pages
-/// count in the process's RSS as shared, reclaimable file cache.
-pub const MMAP_BYTES: i64 = 0x7fff_0000;
+/// The largest `PRAGMA mmap_size` SQLite accepts (its default `SQLITE_MAX_MMAP_SIZE`
+/// on Linux, macOS and Windows, just under 2 GiB); larger requests are clamped to it.
+pub const MMAP_MAX_BYTES: i64 = 0x7fff_0000;
 
-/// Page cache of a read connection, KiB: WAL frames (the pages written since the
-/// last checkpoint) are read into it, everything else through the map.
+/// Page cache of a read connection, KiB.
 pub const READER_CACHE_KIB: i64 = 65_536;
 
-/// Page cache of a write connection, KiB. Every commit ends with SQLite truncating
-/// the cache to the file's size, which walks the cache's whole hash table when it
-/// holds pages past the end, and that table grows with the cache: with 64 MiB, the
-/// walk took ≈ 3.5 % of the writer's time under group commit. The writer's working
-/// set is the right-hand edges of a dozen B-trees (the rest comes through the map),
-/// so 2 MiB serve it as well: 8 sessions' group-committed ingest 23.6k → 25.5k
-/// messages/s (writer alone, `examples/ingest_profile`), per turn and sweeps
-/// unchanged, one 50,000-message batch within 2 %.
+/// Page cache of a write connection, KiB. Kept small: every commit ends with
+/// SQLite truncating the cache to the file's size, which walks the cache's whole
+/// hash table when it holds pages past the end, and that table grows with the
+/// cache. The writer's working set is the right-hand edges of a dozen B-trees;
+/// pages it misses are read back from the OS page cache.
 const WRITER_CACHE_KIB: i64 = 2_048;
 
 /// Prepared statements kept per connection: an ingest alone uses about 40 (its
@@ -188,7 +186,14 @@ const WRITER_CACHE_KIB: i64 = 2_048;
 /// recall as many again.
 const STATEMENT_CACHE: usize = 128;
 
-fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connection> {
+/// Opens one connection with the engine's settings; `mmap_bytes` is its
+/// `PRAGMA mmap_size` ([`StoreOptions::mmap_bytes`]).
+fn open_connection(
+    path: &str,
+    busy: Duration,
+    read_only: bool,
+    mmap_bytes: i64,
+) -> Result<Connection> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -199,12 +204,7 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI
     };
-    let opened = if walbuf::register() {
-        Connection::open_with_flags_and_vfs(path, flags, walbuf::NAME)
-    } else {
-        Connection::open_with_flags(path, flags)
-    };
-    let mut conn = opened.map_err(|e| open_error(path, e))?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e))?;
     if read_only {
         conn.busy_timeout(busy).map_err(|e| open_error(path, e))?;
     } else {
@@ -217,7 +217,7 @@ fn open_connection(path: &str, busy: Duration, read_only: bool) -> Result<Connec
     };
     conn.execute_batch(&format!(
         "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; \
-         PRAGMA cache_size = -{cache_kib}; PRAGMA mmap_size = {MMAP_BYTES};"
+         PRAGMA cache_size = -{cache_kib}; PRAGMA mmap_size = {mmap_bytes};"
     ))
     .map_err(|e| open_error(path, e))?;
     // Plans that never depend on bound values: otherwise a `col = ?` against a table
@@ -327,7 +327,7 @@ impl Store {
             claim::acquire(&opts.path)?
         };
         let checkpoints = Arc::new(checkpoint::Checkpoints::default());
-        let mut writer = open_connection(&opts.path, opts.busy_timeout, false)?;
+        let mut writer = open_connection(&opts.path, opts.busy_timeout, false, opts.mmap_bytes)?;
         // A file this open created is claimed now that it has an identity.
         let claim = match claimed {
             Some(c) => c,
@@ -341,7 +341,12 @@ impl Store {
         let mut readers = Vec::new();
         if !in_memory {
             for _ in 0..opts.readers.max(1) {
-                readers.push(open_connection(&opts.path, opts.busy_timeout, true)?);
+                readers.push(open_connection(
+                    &opts.path,
+                    opts.busy_timeout,
+                    true,
+                    opts.mmap_bytes,
+                )?);
             }
         }
         let (tx, rx) = mpsc::channel::<Msg>();
@@ -358,7 +363,7 @@ impl Store {
             })
             .map_err(LcmError::from)?];
         if !in_memory {
-            let ckpt = open_connection(&opts.path, opts.busy_timeout, false)?;
+            let ckpt = open_connection(&opts.path, opts.busy_timeout, false, opts.mmap_bytes)?;
             threads.push(checkpoint::spawn(
                 ckpt,
                 opts.checkpoint,
@@ -368,6 +373,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 path: opts.path,
+                mmap_bytes: opts.mmap_bytes,
                 in_memory,
                 features,
                 closed: AtomicBool::new(false),
@@ -722,18 +728,13 @@ fn writer_loop(
         }
         r
     };
-    // Between two jobs: index if enough is pending, start the WAL over if asked,
-    // and map the file only while no other connection writes it. The map is an
-    // optimization: a failed check leaves it as it was.
-    let after_write =
-        |conn: &mut Connection, lag: &mut fts_lag::FtsLag, map: &mut mapping::WriterMap| {
-            if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
-                let _ = catch_up(conn, lag);
-            }
-            checkpoint::top_up(conn, checkpoints);
-            let _ = map.after_write(conn);
-        };
-    let mut map = mapping::WriterMap::new(mapping::QUIET);
+    // Between two jobs: index if enough is pending, start the WAL over if asked.
+    let after_write = |conn: &mut Connection, lag: &mut fts_lag::FtsLag| {
+        if lag.pending(conn).unwrap_or(0) >= fts_lag::BATCH {
+            let _ = catch_up(conn, lag);
+        }
+        checkpoint::top_up(conn, checkpoints);
+    };
     let mut next: Option<Msg> = None;
     loop {
         let msg = match next.take() {
@@ -750,11 +751,11 @@ fn writer_loop(
         match msg {
             Msg::Job(job) => {
                 job(&mut conn);
-                after_write(&mut conn, &mut lag, &mut map);
+                after_write(&mut conn, &mut lag);
             }
             Msg::Grouped(first) => {
                 next = group::run_arriving(&mut conn, first, &rx);
-                after_write(&mut conn, &mut lag, &mut map);
+                after_write(&mut conn, &mut lag);
             }
             Msg::FlushFts(reply) => {
                 let _ = reply.send(catch_up(&mut conn, &mut lag));
@@ -796,7 +797,7 @@ mod tests {
         use rusqlite::{OptionalExtension, StatementStatus};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("q.db").to_string_lossy().into_owned();
-        let mut conn = open_connection(&path, Duration::from_secs(1), false).unwrap();
+        let mut conn = open_connection(&path, Duration::from_secs(1), false, 0).unwrap();
         migrate::migrate(&mut conn).unwrap();
         // `messages` and `conversations` have partial indexes: without the planner's
         // stability guarantee, SQLite re-prepares these on every new binding.
@@ -822,16 +823,15 @@ mod tests {
     }
 
     #[test]
-    fn every_connection_reads_the_file_through_a_memory_map() {
+    fn mmap_max_bytes_is_sqlites_own_ceiling() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.db").to_string_lossy().into_owned();
-        for read_only in [false, true] {
-            let conn = open_connection(&path, Duration::from_secs(1), read_only).unwrap();
-            let bytes: i64 = conn
-                .query_row("PRAGMA mmap_size", [], |r| r.get(0))
-                .unwrap();
-            assert_eq!(bytes, MMAP_BYTES, "read_only = {read_only}");
-        }
+        let conn =
+            open_connection(&path, Duration::from_secs(1), false, MMAP_MAX_BYTES + 1).unwrap();
+        let bytes: i64 = conn
+            .query_row("PRAGMA mmap_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(bytes, MMAP_MAX_BYTES);
     }
 
     #[test]
@@ -839,7 +839,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db").to_string_lossy().into_owned();
         for (read_only, kib) in [(false, WRITER_CACHE_KIB), (true, READER_CACHE_KIB)] {
-            let conn = open_connection(&path, Duration::from_secs(1), read_only).unwrap();
+            let conn = open_connection(&path, Duration::from_secs(1), read_only, 0).unwrap();
             let size: i64 = conn
                 .query_row("PRAGMA cache_size", [], |r| r.get(0))
                 .unwrap();
@@ -887,35 +887,42 @@ mod tests {
         store.close().await.unwrap();
     }
 
+    /// `PRAGMA mmap_size` of the writer, of three read connections opened after
+    /// the store (`read_apart`) and of a pooled one.
+    async fn mmap_sizes(store: &Store) -> Vec<i64> {
+        fn q(c: &Connection) -> Result<i64> {
+            Ok(c.query_row("PRAGMA mmap_size", [], |r| r.get(0))?)
+        }
+        let mut sizes = vec![store.write(|c| q(c)).await.unwrap()];
+        for _ in 0..3 {
+            sizes.push(store.read_apart(q).await.unwrap());
+        }
+        sizes.push(store.read(q).await.unwrap());
+        sizes
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_writer_stops_mapping_the_file_while_another_store_writes_it() {
+    async fn connections_map_nothing_unless_asked_and_then_what_was_asked() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("two.db").to_string_lossy().into_owned();
-        let open = || {
-            Store::open(StoreOptions {
+        let path = dir.path().join("m.db").to_string_lossy().into_owned();
+        for (mmap_bytes, expected) in [
+            (None, 0),
+            (Some(64 << 20), 64 << 20),
+            (Some(MMAP_MAX_BYTES), MMAP_MAX_BYTES),
+        ] {
+            let store = Store::open(StoreOptions {
                 path: path.clone(),
+                mmap_bytes: mmap_bytes.unwrap_or(StoreOptions::default().mmap_bytes),
                 ..StoreOptions::default()
             })
-            .unwrap()
-        };
-        let (ours, theirs) = (open(), open());
-        let mapped = |s: &Store| {
-            s.write(|c| Ok(c.query_row("PRAGMA mmap_size", [], |r| r.get::<_, i64>(0))?))
-        };
-        ours.write(|c| Ok(c.execute_batch("CREATE TABLE t (v)")?))
-            .await
             .unwrap();
-        assert_eq!(mapped(&ours).await.unwrap(), MMAP_BYTES);
-        theirs
-            .write(|c| Ok(c.execute("INSERT INTO t VALUES (1)", [])?))
-            .await
-            .unwrap();
-        ours.write(|c| Ok(c.execute("INSERT INTO t VALUES (2)", [])?))
-            .await
-            .unwrap();
-        assert_eq!(mapped(&ours).await.unwrap(), 0);
-        ours.close().await.unwrap();
-        theirs.close().await.unwrap();
+            let sizes = mmap_sizes(&store).await;
+            assert!(
+                sizes.iter().all(|&b| b == expected),
+                "mmap_bytes {mmap_bytes:?}: {sizes:?}"
+            );
+            store.close().await.unwrap();
+        }
     }
 
     /// Writes ≈ 200 MB back to back (commits of ≈ 5 pages, far more than the
@@ -1207,7 +1214,7 @@ mod tests {
         assert!(waited < Duration::from_millis(300), "{waited:?}");
         // Meanwhile another process stores a message without indexing it: the
         // next flush waits for the writer and indexes exactly that one.
-        let mut other = open_connection(&path, Duration::from_secs(5), false).unwrap();
+        let mut other = open_connection(&path, Duration::from_secs(5), false, 0).unwrap();
         messages::insert_batch(&mut other, &session, message("the okapi code is 7")).unwrap();
         drop(other);
         assert_eq!(store.flush_fts().await.unwrap(), 1);
