@@ -3,7 +3,7 @@
 //! `showPrompt` / `diffPrompt` (the functions behind `lcm-tui prompts`).
 #![cfg_attr(test, allow(dead_code))]
 
-use super::js::{call_detached, opt_string_arg, string_arg, to_js, Input, Params, Pending};
+use super::js::{opt_string_arg, resolve_json, string_arg, to_js, Input, Params, Pending};
 use crate::error::LcmError;
 use crate::prompts::catalog;
 use napi::bindgen_prelude::*;
@@ -18,7 +18,8 @@ use napi_derive::napi;
 )]
 pub fn run_cli<'env>(env: &'env Env, argv: Unknown<'env>) -> Result<Pending<'env>> {
     let argv = Params::<Vec<String>>::read(env, argv)?;
-    call_detached(env, "runCli", argv, |argv| async move {
+    resolve_json(env, async move {
+        let argv = argv.decode("runCli")?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name("lcm-tui".into())

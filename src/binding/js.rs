@@ -183,6 +183,19 @@ pub fn copy_without<'env>(
     Ok(copy)
 }
 
+/// A core future a promise awaits off the JS thread.
+pub trait Work<T>: std::future::Future<Output = crate::error::Result<T>> + Send + 'static {}
+
+impl<T, F> Work<T> for F where
+    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static
+{
+}
+
+/// A core value a promise resolves with (as JSON text, parsed on the JS thread).
+pub trait Resolvable: Serialize + Send + 'static {}
+
+impl<T: Serialize + Send + 'static> Resolvable for T {}
+
 /// What runs on the JS thread when a call settles, before its result is parsed
 /// (e.g. removing an abort listener).
 pub type OnSettle = Box<dyn FnOnce(&Env)>;
@@ -197,8 +210,8 @@ pub fn promise<'env, T, F>(
     on_settle: Option<OnSettle>,
 ) -> Result<Pending<'env>>
 where
-    T: Serialize + Send + 'static,
-    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    T: Resolvable,
+    F: Work<T>,
 {
     // A panic anywhere in the call resolves it with `LCM_INTERNAL` (never an
     // unwinding tokio task, never a report on stderr).
@@ -242,7 +255,7 @@ pub fn settled_by_reply<'env, T>(
     env: &'env Env,
 ) -> Result<(crate::store::group::Reply<T>, Object<'env>)>
 where
-    T: Serialize + Send + 'static,
+    T: Resolvable,
 {
     let (deferred, promise) = env.create_deferred()?;
     let reply: crate::store::group::Reply<T> = Box::new(move |r: crate::error::Result<T>| {
@@ -261,8 +274,8 @@ where
 /// [`promise`] for a core future with nothing to do on settle.
 pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<Pending<'env>>
 where
-    T: Serialize + Send + 'static,
-    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    T: Resolvable,
+    F: Work<T>,
 {
     promise(env, fut, None)
 }
@@ -375,9 +388,9 @@ pub fn call<'env, I, T, F, Fut>(
 ) -> Result<Pending<'env>>
 where
     I: Input,
-    T: Serialize + Send + 'static,
+    T: Resolvable,
     F: FnOnce(std::sync::Arc<crate::engine::Engine>, I::Value) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    Fut: Work<T>,
 {
     call_settling(env, engine, what, input, None, f)
 }
@@ -407,9 +420,9 @@ pub fn call_settling<'env, I, T, F, Fut>(
 ) -> Result<Pending<'env>>
 where
     I: Input,
-    T: Serialize + Send + 'static,
+    T: Resolvable,
     F: FnOnce(std::sync::Arc<crate::engine::Engine>, I::Value) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    Fut: Work<T>,
 {
     let engine = engine.clone();
     let store = engine.store().clone();
@@ -418,27 +431,6 @@ where
         f(engine, value).await
     });
     promise(env, work, on_settle)
-}
-
-/// [`call`] for a function of the addon that needs no engine (`runCli`): a panic
-/// rejects with `LCM_INTERNAL` naming `what`.
-pub fn call_detached<'env, I, T, F, Fut>(
-    env: &'env Env,
-    what: &'static str,
-    input: I,
-    f: F,
-) -> Result<Pending<'env>>
-where
-    I: Input,
-    T: Serialize + Send + 'static,
-    F: FnOnce(I::Value) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
-{
-    let work = crate::store::guard::contain_detached(what, async move {
-        let value = input.decode(what)?;
-        f(value).await
-    });
-    promise(env, work, None)
 }
 
 /// A synchronous function's result as a JavaScript value (JSON text through
