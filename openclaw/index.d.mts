@@ -3,6 +3,34 @@
 // OpenClaw's own `ContextEngine` and `OpenClawPluginApi` in __test__/types/.
 
 import type { AgentMessage, LcmOptions } from '../index.js'
+import type { LcmPluginConfig, ResolvedLcmPluginConfigValues } from './config.mjs'
+
+// The config types are generated from CONFIG_KEYS (`npm run gen:config`).
+export type { LcmPluginConfig, ResolvedLcmPluginConfigValues }
+
+/** One row of `CONFIG_KEYS`. */
+export interface ConfigKey {
+  /** The config name. */
+  key: string
+  /** Other names accepted for it. */
+  aliases?: string[]
+  /** The environment variable that overrides it. */
+  env?: string
+  /** How a value is parsed; `list`: an array of strings, or a comma-separated string. */
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'list'
+  /** The `LcmEngine.open` option it feeds; absent when the plugin uses it. */
+  option?: string
+  /** One line for the schema, the UI and the types. */
+  description: string
+  /** The default (the engine's, for an engine option). */
+  default?: unknown
+  minimum?: number
+  maximum?: number
+  /** The label of its UI hint; absent: no hint. */
+  label?: string
+  /** `resolveConfig` sets it to `default` when unset. */
+  resolved?: boolean
+}
 
 /** A host LLM: the shape of OpenClaw's `api.runtime.llm`. */
 export interface HostLlm {
@@ -16,60 +44,8 @@ export interface HostLlm {
   }): Promise<{ text: string; model?: string }>
 }
 
-/** The plugin configuration (`plugins.entries.lcm-native.config`); every key is optional. */
-export interface LcmPluginConfig {
-  enabled?: boolean
-  databasePath?: string
-  /** Alias of `databasePath`. */
-  dbPath?: string
-  largeFilesDir?: string
-  ignoreSessionPatterns?: string[]
-  statelessSessionPatterns?: string[]
-  skipStatelessSessions?: boolean
-  contextThreshold?: number
-  freshTailCount?: number
-  freshTailMaxTokens?: number
-  leafMinFanout?: number
-  condensedMinFanout?: number
-  condensedMinFanoutHard?: number
-  sweepMaxDepth?: number
-  /** Alias of `sweepMaxDepth`. */
-  incrementalMaxDepth?: number
-  leafChunkTokens?: number
-  maxSweepIterations?: number
-  sweepDeadlineMs?: number
-  leafTargetTokens?: number
-  condensedTargetTokens?: number
-  summaryMaxOverageFactor?: number
-  fallbackMaxTokens?: number
-  largeFileThresholdTokens?: number
-  /** Alias of `largeFileThresholdTokens`. */
-  largeFileTokenThreshold?: number
-  maxAssemblyTokenBudget?: number
-  maxExpandTokens?: number
-  summaryModel?: string
-  summaryProvider?: string
-  expansionModel?: string
-  delegationTimeoutMs?: number
-  summaryTimeoutMs?: number
-  customInstructions?: string
-  circuitBreakerThreshold?: number
-  circuitBreakerCooldownMs?: number
-  defaultTokenBudget?: number
-  timezone?: string
-}
-
 /** The resolved configuration (env over plugin config over defaults). */
-export interface ResolvedLcmPluginConfig extends LcmPluginConfig {
-  enabled: boolean
-  ignoreSessionPatterns: string[]
-  statelessSessionPatterns: string[]
-  skipStatelessSessions: boolean
-  maxExpandTokens: number
-  delegationTimeoutMs: number
-  circuitBreakerThreshold: number
-  circuitBreakerCooldownMs: number
-  defaultTokenBudget: number
+export interface ResolvedLcmPluginConfig extends ResolvedLcmPluginConfigValues {
   /** What `LcmEngine.open` receives. */
   engineOptions: LcmOptions
   /** Unknown keys and unparsable values (ignored). */
@@ -232,8 +208,8 @@ export declare const ENGINE_NAME: string
 export declare const ACCEPTED_HOST_PARAMS: readonly string[]
 export declare const TOOL_NAMES: readonly ['lcm_grep', 'lcm_describe', 'lcm_expand', 'lcm_expand_query']
 export declare const DEFAULT_TOKEN_BUDGET: number
-export declare const CONFIG_KEYS: ReadonlyArray<{ key: string; aliases?: string[]; env?: string; type: string; option?: string }>
-export declare function resolveConfig(pluginConfig?: Record<string, unknown>, env?: Record<string, string | undefined>): ResolvedLcmPluginConfig
+export declare const CONFIG_KEYS: ReadonlyArray<ConfigKey>
+export declare function resolveConfig(pluginConfig?: LcmPluginConfig | Record<string, unknown>, env?: Record<string, string | undefined>): ResolvedLcmPluginConfig
 export declare function resolveTokenBudget(params: HostCallContext & { tokenBudget?: number }, config: ResolvedLcmPluginConfig): number
 /** Throws `LCM_INVALID_INPUT` unless both anchors name the same agent, session, store and generation as the call. */
 export declare function checkTurnAnchors(params: { sessionId: string; admission?: unknown; terminal?: unknown }): void

@@ -22,3 +22,16 @@ api.registerContextEngine('lcm-native', async () => {
 })
 
 export { asHost, klass, handle, viaEntry }
+
+// The config types generated from CONFIG_KEYS (openclaw/config.d.mts).
+import { resolveConfig, CONFIG_KEYS } from '../../openclaw/index.mjs'
+import type { LcmPluginConfig, ResolvedLcmPluginConfig, ConfigKey } from '../../openclaw/index.mjs'
+const config: LcmPluginConfig = { dbPath: ':memory:', freshTailCount: 32, ignoreSessionPatterns: ['cron:*'], busyTimeoutMs: 0 }
+// @ts-expect-error: a number key takes a number
+const badConfig: LcmPluginConfig = { freshTailCount: '32' }
+// @ts-expect-error: unknown keys are not config
+const unknownKey: LcmPluginConfig = { freshTail: 32 }
+const resolved: ResolvedLcmPluginConfig = resolveConfig(config)
+const budget: number = resolved.defaultTokenBudget
+const patterns: string[] = resolved.ignoreSessionPatterns
+const row: ConfigKey | undefined = CONFIG_KEYS.find((r) => r.option === 'dbPath')

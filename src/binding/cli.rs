@@ -3,7 +3,7 @@
 //! `showPrompt` / `diffPrompt` (the functions behind `lcm-tui prompts`).
 #![cfg_attr(test, allow(dead_code))]
 
-use super::js::{arg_json, opt_string_arg, resolve_json, string_arg, stringify, to_js};
+use super::js::{opt_string_arg, resolve_json, string_arg, to_js, Input, Params, Pending};
 use crate::error::LcmError;
 use crate::prompts::catalog;
 use napi::bindgen_prelude::*;
@@ -16,13 +16,10 @@ use napi_derive::napi;
     ts_args_type = "argv: Array<string>",
     ts_return_type = "Promise<number>"
 )]
-pub fn run_cli<'env>(
-    env: &'env Env,
-    argv: Unknown<'env>,
-) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-    let json = stringify(env, argv)?;
+pub fn run_cli<'env>(env: &'env Env, argv: Unknown<'env>) -> Result<Pending<'env>> {
+    let argv = Params::<Vec<String>>::read(env, argv)?;
     resolve_json(env, async move {
-        let argv: Vec<String> = crate::params::parse_params("runCli", &json)?;
+        let argv = argv.decode("runCli")?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::Builder::new()
             .name("lcm-tui".into())
@@ -73,9 +70,7 @@ pub fn export_prompts<'env>(
     env: &'env Env,
     params: Option<Unknown<'env>>,
 ) -> Result<Unknown<'env>> {
-    let json = arg_json(env, params)?;
-    let parsed: crate::error::Result<Option<ExportParams>> =
-        crate::params::parse_params("exportPrompts", &json);
+    let parsed = Params::<Option<ExportParams>>::optional(env, params)?.decode("exportPrompts");
     let r = parsed.and_then(|p| {
         let p = p.unwrap_or_default();
         catalog::export(p.dir.as_deref(), p.force)

@@ -16,14 +16,14 @@ use napi_derive::napi;
 
 use super::hooks::{self, AbortHook};
 use super::js::{
-    call_engine, coded, copy_without, promise, resolve_json, string_arg, stringify, OnSettle,
+    coded, copy_without, engine_call, promise, string_arg, stringify, Input, OnSettle, Params,
+    Pending,
 };
 use super::summarizer::AnyJson;
 use super::LcmEngine;
 use crate::compaction::{AfterTurnParams, CompactParams, EvaluateParams, Hooks, PassRecord};
 use crate::engine::SessionIds;
 use crate::error::{LcmError, Result as CoreResult};
-use crate::params::parse_params;
 
 /// What `compact` / `afterTurn` read on the JS thread.
 struct Call {
@@ -41,16 +41,16 @@ impl Call {
         Some(Box::new(move |env: &Env| a.remove(env)))
     }
 
-    /// The parser the core runs off the JS thread.
-    fn parser<P: serde::de::DeserializeOwned>(
+    /// The parser the core runs off the JS thread: a malformed `onProgress` first,
+    /// then the params.
+    fn parser<P: serde::de::DeserializeOwned + 'static>(
         &mut self,
         what: &'static str,
     ) -> impl FnOnce() -> CoreResult<P> + Send + 'static {
-        let (json, bad) = (std::mem::take(&mut self.json), self.bad_hook.take());
-        move || match bad {
-            Some(e) => Err(e),
-            None => parse_params(what, &json),
-        }
+        let bad = self.bad_hook.take().map_or(Ok(()), Err);
+        let params = Params::<P>::text(std::mem::take(&mut self.json));
+        let parse = (bad, params).parser(what);
+        move || parse().map(|((), p)| p)
     }
 }
 
@@ -166,18 +166,9 @@ impl LcmEngine {
         ts_args_type = "params: EvaluateParams",
         ts_return_type = "Promise<Evaluation>"
     )]
-    pub fn evaluate<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "evaluate",
-            params,
-            |engine, p: EvaluateParams| async move { engine.evaluate(p).await },
-        )
+    pub fn evaluate<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        let p = Params::<EvaluateParams>::read(env, params)?;
+        engine_call!(env, self, "evaluate", p => |p| evaluate(p))
     }
 
     /// Compacts the session's conversation (`mode`: incremental, sweep, untilUnder).
@@ -189,11 +180,7 @@ impl LcmEngine {
         ts_args_type = "params: CompactParams",
         ts_return_type = "Promise<CompactResult>"
     )]
-    pub fn compact<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn compact<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
         let mut call = read_call(env, params, false)?;
         let parse = call.parser::<CompactParams>("compact");
         let hooks = std::mem::take(&mut call.hooks);
@@ -209,11 +196,7 @@ impl LcmEngine {
         ts_args_type = "params: AfterTurnParams<M>",
         ts_return_type = "Promise<AfterTurnResult>"
     )]
-    pub fn after_turn<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn after_turn<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
         let mut call = read_call(env, params, true)?;
         let parse = call.parser::<AfterTurnParams>("afterTurn");
         let hooks = std::mem::take(&mut call.hooks);
@@ -232,8 +215,7 @@ impl LcmEngine {
 
     /// `PRAGMA integrity_check` rows: `['ok']` for a sound database.
     #[napi(ts_return_type = "Promise<string[]>")]
-    pub fn integrity_check<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.integrity_check().await })
+    pub fn integrity_check<'env>(&self, env: &'env Env) -> Result<Pending<'env>> {
+        engine_call!(env, self, "integrityCheck", () => |()| integrity_check())
     }
 }

@@ -6,7 +6,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::call_engine;
+use super::js::{engine_call, Params, Pending};
 use super::LcmEngine;
 
 #[napi]
@@ -23,18 +23,8 @@ impl LcmEngine {
         ts_args_type = "params: DoctorParams",
         ts_return_type = "Promise<DoctorReport>"
     )]
-    pub fn doctor<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "doctor",
-            params,
-            |engine, p| async move { engine.doctor(p, None).await },
-        )
+    pub fn doctor<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        engine_call!(env, self, "doctor", Params::read(env, params)? => |p| doctor(p, None))
     }
 
     /// Replaces a summary of the context list, at its position, by what it was made
@@ -47,18 +37,8 @@ impl LcmEngine {
         ts_args_type = "params: DissolveParams",
         ts_return_type = "Promise<DissolvePlan>"
     )]
-    pub fn dissolve<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "dissolve",
-            params,
-            |engine, p| async move { engine.dissolve(p).await },
-        )
+    pub fn dissolve<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        engine_call!(env, self, "dissolve", Params::read(env, params)? => |p| dissolve(p))
     }
 
     /// Copies the source conversation's context summaries, every summary beneath
@@ -69,17 +49,7 @@ impl LcmEngine {
         ts_args_type = "params: TransplantParams",
         ts_return_type = "Promise<TransplantPlan>"
     )]
-    pub fn transplant<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "transplant",
-            params,
-            |engine, p| async move { engine.transplant(p).await },
-        )
+    pub fn transplant<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        engine_call!(env, self, "transplant", Params::read(env, params)? => |p| transplant(p))
     }
 }

@@ -170,14 +170,6 @@ pub fn id_arg(v: Unknown, what: &str, name: &str) -> crate::error::Result<i64> {
     )))
 }
 
-/// JSON text of an optional argument (`null` when absent).
-pub fn arg_json<'env>(env: &'env Env, value: Option<Unknown<'env>>) -> Result<String> {
-    match value {
-        Some(v) => stringify(env, v),
-        None => Ok("null".to_owned()),
-    }
-}
-
 /// A shallow copy of `obj` (`Object.assign({}, obj)`) without the `drop` keys.
 pub fn copy_without<'env>(
     env: &'env Env,
@@ -198,22 +190,35 @@ pub fn copy_without<'env>(
     Ok(copy)
 }
 
+/// A core future a promise awaits off the JS thread.
+pub trait Work<T>: std::future::Future<Output = crate::error::Result<T>> + Send + 'static {}
+
+impl<T, F> Work<T> for F where
+    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static
+{
+}
+
+/// A core value a promise resolves with (as JSON text, parsed on the JS thread).
+pub trait Resolvable: Serialize + Send + 'static {}
+
+impl<T: Serialize + Send + 'static> Resolvable for T {}
+
 /// What runs on the JS thread when a call settles, before its result is parsed
 /// (e.g. removing an abort listener).
 pub type OnSettle = Box<dyn FnOnce(&Env)>;
 
-/// The one call path of every async method: `fut` runs off the JS thread and its
-/// value is serialized to JSON text there; on settle, `on_settle` runs, then the
-/// text is `JSON.parse`d into the resolved value. A core error rejects with an
-/// `Error` carrying its `LCM_…` code.
+/// The promise of every async method ([`call`] builds it for most): `fut` runs off
+/// the JS thread and its value is serialized to JSON text there; on settle,
+/// `on_settle` runs, then the text is `JSON.parse`d into the resolved value. A
+/// core error rejects with an `Error` carrying its `LCM_…` code.
 pub fn promise<'env, T, F>(
     env: &'env Env,
     fut: F,
     on_settle: Option<OnSettle>,
-) -> Result<PromiseRaw<'env, Unknown<'env>>>
+) -> Result<Pending<'env>>
 where
-    T: Serialize + Send + 'static,
-    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    T: Resolvable,
+    F: Work<T>,
 {
     // A panic anywhere in the call resolves it with `LCM_INTERNAL` (never an
     // unwinding tokio task, never a report on stderr).
@@ -262,7 +267,7 @@ pub fn settled_by_reply<'env, T>(
     env: &'env Env,
 ) -> Result<(crate::store::group::Reply<T>, Object<'env>)>
 where
-    T: Serialize + Send + 'static,
+    T: Resolvable,
 {
     let (deferred, promise) = env.create_deferred()?;
     let reply: crate::store::group::Reply<T> = Box::new(move |r: crate::error::Result<T>| {
@@ -279,58 +284,165 @@ where
 }
 
 /// [`promise`] for a core future with nothing to do on settle.
-pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<PromiseRaw<'env, Unknown<'env>>>
+pub fn resolve_json<'env, T, F>(env: &'env Env, fut: F) -> Result<Pending<'env>>
 where
-    T: Serialize + Send + 'static,
-    F: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    T: Resolvable,
+    F: Work<T>,
 {
     promise(env, fut, None)
 }
 
-/// The shape of most engine methods: `JSON.stringify` the params on the JS thread,
-/// parse them as `P` off it (errors name `what`), run `f` with the engine, and
-/// resolve with its JSON-serialized result.
-pub fn call_engine<'env, P, T, F, Fut>(
-    env: &'env Env,
-    engine: &std::sync::Arc<crate::engine::Engine>,
-    what: &'static str,
-    params: Unknown<'env>,
-    f: F,
-) -> Result<PromiseRaw<'env, Unknown<'env>>>
-where
-    P: serde::de::DeserializeOwned + Send + 'static,
-    T: Serialize + Send + 'static,
-    F: FnOnce(std::sync::Arc<crate::engine::Engine>, P) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
-{
-    let json = stringify(env, params)?;
-    call_engine_json(env, engine, what, json, f)
+/// The promise every async method returns: it resolves with the `JSON.parse`d
+/// result, or rejects with a coded `Error`.
+pub type Pending<'env> = PromiseRaw<'env, Unknown<'env>>;
+
+/// What a method reads from its arguments on the JavaScript thread, decoded into
+/// the core's input off it (by [`call`], or by the writer thread through
+/// [`Input::parser`]): a params object's JSON text ([`Params`]), a positional
+/// argument already checked (`crate::error::Result<V>`, from [`string_arg`] or
+/// [`id_arg`]), `()` for none, or a pair of those, decoded first to second (the
+/// first error wins).
+pub trait Input: Send + 'static {
+    /// What the core gets.
+    type Value;
+
+    /// The core's input; errors name `what` (the JavaScript method).
+    fn decode(self, what: &'static str) -> crate::error::Result<Self::Value>;
+
+    /// [`Input::decode`] as a closure, for a core method that parses where it runs
+    /// (the writer thread).
+    fn parser(
+        self,
+        what: &'static str,
+    ) -> impl FnOnce() -> crate::error::Result<Self::Value> + Send + 'static
+    where
+        Self: Sized,
+    {
+        move || self.decode(what)
+    }
 }
 
-/// [`call_engine`] with the JSON text already made (an optional argument, or a
-/// params object with its JavaScript-only members taken off).
-pub fn call_engine_json<'env, P, T, F, Fut>(
+/// A params argument as `JSON.stringify` text, parsed as `P` off the JS thread
+/// (`LCM_INVALID_INPUT` naming the method when it does not fit).
+pub struct Params<P> {
+    json: String,
+    shape: std::marker::PhantomData<fn() -> P>,
+}
+
+impl<P> Params<P> {
+    /// `JSON.stringify(value)`.
+    pub fn read<'env>(env: &'env Env, value: Unknown<'env>) -> Result<Self> {
+        stringify(env, value).map(Self::text)
+    }
+
+    /// An optional argument: `JSON.stringify(value)`, `null` when absent.
+    pub fn optional<'env>(env: &'env Env, value: Option<Unknown<'env>>) -> Result<Self> {
+        match value {
+            Some(v) => Self::read(env, v),
+            None => Ok(Self::text("null".to_owned())),
+        }
+    }
+
+    /// JSON text made otherwise (a params object without its JavaScript-only
+    /// members).
+    pub fn text(json: String) -> Self {
+        Params {
+            json,
+            shape: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<P: serde::de::DeserializeOwned + 'static> Input for Params<P> {
+    type Value = P;
+
+    fn decode(self, what: &'static str) -> crate::error::Result<P> {
+        crate::params::parse_params(what, &self.json)
+    }
+}
+
+impl<V: Send + 'static> Input for crate::error::Result<V> {
+    type Value = V;
+
+    fn decode(self, _: &'static str) -> crate::error::Result<V> {
+        self
+    }
+}
+
+impl Input for () {
+    type Value = ();
+
+    fn decode(self, _: &'static str) -> crate::error::Result<()> {
+        Ok(())
+    }
+}
+
+impl<A: Input, B: Input> Input for (A, B) {
+    type Value = (A::Value, B::Value);
+
+    fn decode(self, what: &'static str) -> crate::error::Result<Self::Value> {
+        let a = self.0.decode(what)?;
+        Ok((a, self.1.decode(what)?))
+    }
+}
+
+/// The one call path of the engine's async methods: `input` (read on the JS
+/// thread) is decoded off it, `f` runs with the engine, and the promise resolves
+/// with the result's JSON (see [`promise`]). The work runs contained under the
+/// store's guard: a panic rejects with `LCM_INTERNAL` naming `what`, reported to
+/// `onLog`.
+pub fn call<'env, I, T, F, Fut>(
     env: &'env Env,
     engine: &std::sync::Arc<crate::engine::Engine>,
     what: &'static str,
-    json: String,
+    input: I,
     f: F,
-) -> Result<PromiseRaw<'env, Unknown<'env>>>
+) -> Result<Pending<'env>>
 where
-    P: serde::de::DeserializeOwned + Send + 'static,
-    T: Serialize + Send + 'static,
-    F: FnOnce(std::sync::Arc<crate::engine::Engine>, P) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = crate::error::Result<T>> + Send + 'static,
+    I: Input,
+    T: Resolvable,
+    F: FnOnce(std::sync::Arc<crate::engine::Engine>, I::Value) -> Fut + Send + 'static,
+    Fut: Work<T>,
+{
+    call_settling(env, engine, what, input, None, f)
+}
+
+/// [`call`] for the usual body, awaiting one engine method:
+/// `engine_call!(env, self, "getStats", id => |id| get_stats(id))` decodes `id` off
+/// the JS thread and resolves with `engine.get_stats(id).await`.
+macro_rules! engine_call {
+    ($env:expr, $self:expr, $what:literal, $input:expr =>
+     |$p:pat_param| $method:ident($($arg:expr),* $(,)?)) => {
+        $crate::binding::js::call($env, &$self.engine, $what, $input, |engine, $p| async move {
+            engine.$method($($arg),*).await
+        })
+    };
+}
+pub(super) use engine_call;
+
+/// [`call`] with something to run on the JS thread when the call settles (removing
+/// an abort listener).
+pub fn call_settling<'env, I, T, F, Fut>(
+    env: &'env Env,
+    engine: &std::sync::Arc<crate::engine::Engine>,
+    what: &'static str,
+    input: I,
+    on_settle: Option<OnSettle>,
+    f: F,
+) -> Result<Pending<'env>>
+where
+    I: Input,
+    T: Resolvable,
+    F: FnOnce(std::sync::Arc<crate::engine::Engine>, I::Value) -> Fut + Send + 'static,
+    Fut: Work<T>,
 {
     let engine = engine.clone();
     let store = engine.store().clone();
-    resolve_json(
-        env,
-        store.contain(what, async move {
-            let p: P = crate::params::parse_params(what, &json)?;
-            f(engine, p).await
-        }),
-    )
+    let work = store.contain(what, async move {
+        let value = input.decode(what)?;
+        f(engine, value).await
+    });
+    promise(env, work, on_settle)
 }
 
 /// A synchronous function's result as a JavaScript value (JSON text through

@@ -3,6 +3,12 @@
 //! core (which queues it on the writer thread or a read connection) and returns a
 //! Promise; results come back as JSON text and are `JSON.parse`d on resolve.
 //! Errors reject with an `Error` whose `code` is the core's stable `LCM_…` code.
+//! Every async engine method goes through [`js::call`] (usually as
+//! `engine_call!`): its arguments are read on the JS thread as an [`js::Input`]
+//! and decoded off it. The exceptions keep their own timing: `ingest`,
+//! `ingestBatch`, `commitTurn` and `bootstrap` parse on the writer thread
+//! ([`js::Input::parser`]); `compact`, `afterTurn` and `assemble` read
+//! JavaScript-only members first.
 
 mod cli;
 mod compaction;
@@ -28,8 +34,8 @@ use crate::params::parse_params;
 use crate::recall::types::GetMessagesOptions;
 use crate::store::conversations::SessionRef;
 use js::{
-    arg_json, call_engine, call_engine_json, coded, id_arg, resolve_json, string_arg, stringify,
-    to_napi_error,
+    coded, engine_call, id_arg, resolve_json, string_arg, stringify, to_napi_error, Input, Params,
+    Pending,
 };
 
 /// A Lossless Context Management engine over one SQLite database. Create it with
@@ -46,6 +52,21 @@ pub struct LcmEngine {
 struct SessionParams {
     session_id: Option<String>,
     session_key: Option<String>,
+}
+
+impl SessionParams {
+    /// The session named, or `LCM_INVALID_INPUT` when neither id is given.
+    fn session(self) -> crate::error::Result<SessionRef> {
+        if self.session_id.is_none() && self.session_key.is_none() {
+            return Err(crate::error::LcmError::invalid(
+                "getConversation needs sessionId or sessionKey",
+            ));
+        }
+        Ok(SessionRef {
+            session_id: self.session_id.unwrap_or_default(),
+            session_key: self.session_key,
+        })
+    }
 }
 
 #[napi]
@@ -141,10 +162,9 @@ impl LcmEngine {
         ts_return_type = "Promise<IngestResult>"
     )]
     pub fn ingest<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Object<'env>> {
-        let json = stringify(env, params)?;
+        let parse = Params::read(env, params)?.parser("ingest");
         let (reply, promise) = js::settled_by_reply(env)?;
-        self.engine
-            .ingest_then(move || parse_params("ingest", &json), reply);
+        self.engine.ingest_then(parse, reply);
         Ok(promise)
     }
 
@@ -160,10 +180,9 @@ impl LcmEngine {
         env: &'env Env,
         params: Unknown<'env>,
     ) -> Result<Object<'env>> {
-        let json = stringify(env, params)?;
+        let parse = Params::read(env, params)?.parser("ingestBatch");
         let (reply, promise) = js::settled_by_reply(env)?;
-        self.engine
-            .ingest_batch_then(move || parse_params("ingestBatch", &json), reply);
+        self.engine.ingest_batch_then(parse, reply);
         Ok(promise)
     }
 
@@ -180,13 +199,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        resolve_json(
-            env,
-            self.engine
-                .commit_turn_with(move || parse_params("commitTurn", &json)),
-        )
+    ) -> Result<Pending<'env>> {
+        let parse = Params::read(env, params)?.parser("commitTurn");
+        resolve_json(env, self.engine.commit_turn_with(parse))
     }
 
     /// Imports what the store lacks of a session transcript (`sessionFile`: a JSONL
@@ -197,17 +212,9 @@ impl LcmEngine {
         ts_args_type = "params: BootstrapParams",
         ts_return_type = "Promise<BootstrapResult>"
     )]
-    pub fn bootstrap<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let json = stringify(env, params)?;
-        resolve_json(
-            env,
-            self.engine
-                .bootstrap_with(move || parse_params("bootstrap", &json)),
-        )
+    pub fn bootstrap<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        let parse = Params::read(env, params)?.parser("bootstrap");
+        resolve_json(env, self.engine.bootstrap_with(parse))
     }
 
     /// The conversation of a session (`{ sessionId?, sessionKey? }`), or null.
@@ -219,35 +226,15 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "getConversation",
-            params,
-            |engine, p: SessionParams| async move {
-                if p.session_id.is_none() && p.session_key.is_none() {
-                    return Err(crate::error::LcmError::invalid(
-                        "getConversation needs sessionId or sessionKey",
-                    ));
-                }
-                let s = SessionRef {
-                    session_id: p.session_id.unwrap_or_default(),
-                    session_key: p.session_key,
-                };
-                engine.get_conversation(s).await
-            },
-        )
+    ) -> Result<Pending<'env>> {
+        let p = Params::<SessionParams>::read(env, params)?;
+        engine_call!(env, self, "getConversation", p => |p| get_conversation(p.session()?))
     }
 
     /// Every conversation, newest first.
     #[napi(ts_return_type = "Promise<Array<Conversation>>")]
-    pub fn list_conversations<'env>(
-        &self,
-        env: &'env Env,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.list_conversations().await })
+    pub fn list_conversations<'env>(&self, env: &'env Env) -> Result<Pending<'env>> {
+        engine_call!(env, self, "listConversations", () => |()| list_conversations())
     }
 
     /// Every stored message of a conversation, rebuilt exactly as ingested, oldest
@@ -263,18 +250,13 @@ impl LcmEngine {
         env: &'env Env,
         conversation_id: Unknown<'env>,
         options: Option<Unknown<'env>>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Pending<'env>> {
+        // Options first: a bad options object is reported before a bad id.
+        let o = Params::<Option<GetMessagesOptions>>::optional(env, options)?;
         let id = id_arg(conversation_id, "getMessages", "conversationId");
-        let json = arg_json(env, options)?;
-        call_engine_json(
-            env,
-            &self.engine,
-            "getMessages",
-            json,
-            move |engine, o: Option<GetMessagesOptions>| async move {
-                engine.get_messages_with(id?, o.unwrap_or_default()).await
-            },
-        )
+        let input = (o, id);
+        engine_call!(env, self, "getMessages", input =>
+            |(o, id)| get_messages_with(id, o.unwrap_or_default()))
     }
 
     /// The context list (what the model sees) with each item's token count.
@@ -286,10 +268,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         conversation_id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Pending<'env>> {
         let id = id_arg(conversation_id, "getContextItems", "conversationId");
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_context_items(id?).await })
+        engine_call!(env, self, "getContextItems", id => |id| get_context_items(id))
     }
 
     /// Every summary of a conversation with its source links.
@@ -301,10 +282,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         conversation_id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Pending<'env>> {
         let id = id_arg(conversation_id, "getSummaries", "conversationId");
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_summaries(id?).await })
+        engine_call!(env, self, "getSummaries", id => |id| get_summaries(id))
     }
 
     /// Row counts and token totals of a conversation.
@@ -316,10 +296,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         conversation_id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Pending<'env>> {
         let id = id_arg(conversation_id, "getStats", "conversationId");
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_stats(id?).await })
+        engine_call!(env, self, "getStats", id => |id| get_stats(id))
     }
 
     /// Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
@@ -334,10 +313,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(env, &self.engine, "insertSummary", params, |engine, p| {
-            engine.insert_summary(p)
-        })
+    ) -> Result<Pending<'env>> {
+        let p = Params::read(env, params)?;
+        engine_call!(env, self, "insertSummary", p => |p| insert_summary(p))
     }
 
     /// Builds the model context for a session under `tokenBudget`: summaries as XML
@@ -350,11 +328,7 @@ impl LcmEngine {
         ts_args_type = "params: AssembleParams<M>",
         ts_return_type = "Promise<AssembleResult<M>>"
     )]
-    pub fn assemble<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn assemble<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
         let (json, live) = live::split_messages(env, params)?;
         let count = live.as_ref().map(live::LiveArray::len);
         let engine = self.engine.clone();
@@ -387,14 +361,9 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "summarizeText",
-            params,
-            |engine, p| async move { engine.summarize_text(p).await },
-        )
+    ) -> Result<Pending<'env>> {
+        let p = Params::read(env, params)?;
+        engine_call!(env, self, "summarizeText", p => |p| summarize_text(p))
     }
 
     /// Finishes queued writes, checkpoints and closes the database, and frees what
@@ -404,9 +373,8 @@ impl LcmEngine {
     /// `LCM_CLOSED`. Closing twice is harmless; an engine never closed is freed
     /// off the JavaScript thread too once it is garbage-collected.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.close().await })
+    pub fn close<'env>(&self, env: &'env Env) -> Result<Pending<'env>> {
+        engine_call!(env, self, "close", () => |()| close())
     }
 }
 

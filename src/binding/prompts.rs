@@ -6,9 +6,8 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{coded, opt_string_arg, stringify, to_js};
+use super::js::{coded, opt_string_arg, stringify, to_js, Input, Params};
 use crate::error::LcmError;
-use crate::params::parse_params;
 use crate::prompts::source::parse_time_value;
 use crate::timefmt::Zone;
 
@@ -36,8 +35,8 @@ fn time_arg(env: &Env, v: Unknown<'_>) -> Result<chrono::DateTime<chrono::Utc>> 
     ts_return_type = "RenderedPrompt"
 )]
 pub fn render_prompt<'env>(env: &'env Env, params: Unknown<'env>) -> Result<Unknown<'env>> {
-    let json = stringify(env, params)?;
-    let rendered = parse_params("renderPrompt", &json).and_then(crate::summarize::render_params);
+    let params = Params::read(env, params)?.decode("renderPrompt");
+    let rendered = params.and_then(crate::summarize::render_params);
     to_js(env, rendered)
 }
 

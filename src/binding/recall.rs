@@ -1,11 +1,10 @@
 //! Recall methods of `LcmEngine`: grep, describe, expand, delegation grants and the
-//! agent tool definitions. Same pattern as the other methods: one `JSON.stringify`
-//! on the JS thread, the work off it, the result `JSON.parse`d on resolve.
+//! agent tool definitions, through the one call path (`engine_call!`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{arg_json, call_engine, call_engine_json, parse, resolve_json, string_arg};
+use super::js::{call, engine_call, parse, string_arg, Params, Pending};
 use super::LcmEngine;
 use crate::recall::types::DescribeOptions;
 
@@ -19,14 +18,8 @@ impl LcmEngine {
         ts_args_type = "params: GrepParams",
         ts_return_type = "Promise<GrepResult>"
     )]
-    pub fn grep<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(env, &self.engine, "grep", params, |engine, p| async move {
-            engine.grep(p).await
-        })
+    pub fn grep<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        engine_call!(env, self, "grep", Params::read(env, params)? => |p| grep(p))
     }
 
     /// Describes a `sum_…` summary (lineage, manifest, content) or a `file_…` large
@@ -41,18 +34,12 @@ impl LcmEngine {
         env: &'env Env,
         id: Unknown<'env>,
         options: Option<Unknown<'env>>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    ) -> Result<Pending<'env>> {
+        // Options first: a bad options object is reported before a bad id.
+        let o = Params::<Option<DescribeOptions>>::optional(env, options)?;
         let id = string_arg(id, "describe", "id");
-        let json = arg_json(env, options)?;
-        call_engine_json(
-            env,
-            &self.engine,
-            "describe",
-            json,
-            move |engine, o: Option<DescribeOptions>| async move {
-                engine.describe(id?, o.unwrap_or_default()).await
-            },
-        )
+        let input = (o, id);
+        engine_call!(env, self, "describe", input => |(o, id)| describe(id, o.unwrap_or_default()))
     }
 
     /// Walks from summaries to their sources (and leaf messages with
@@ -61,18 +48,8 @@ impl LcmEngine {
         ts_args_type = "params: ExpandParams",
         ts_return_type = "Promise<ExpandResult>"
     )]
-    pub fn expand<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "expand",
-            params,
-            |engine, p| async move { engine.expand(p).await },
-        )
+    pub fn expand<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
+        engine_call!(env, self, "expand", Params::read(env, params)? => |p| expand(p))
     }
 
     /// Creates an in-memory delegation grant scoping grep/describe/expand to some
@@ -85,14 +62,8 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        call_engine(
-            env,
-            &self.engine,
-            "createGrant",
-            params,
-            |engine, p| async move { engine.create_grant(p).await },
-        )
+    ) -> Result<Pending<'env>> {
+        engine_call!(env, self, "createGrant", Params::read(env, params)? => |p| create_grant(p))
     }
 
     /// Revokes a grant; resolves false when the id is unknown.
@@ -101,10 +72,15 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         grant_id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let grant_id = string_arg(grant_id, "revokeGrant", "grantId");
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.revoke_grant(&grant_id?) })
+    ) -> Result<Pending<'env>> {
+        let id = string_arg(grant_id, "revokeGrant", "grantId");
+        call(
+            env,
+            &self.engine,
+            "revokeGrant",
+            id,
+            |engine, id| async move { engine.revoke_grant(&id) },
+        )
     }
 
     /// A grant's current state (budget left, expiry, revoked), or null.
@@ -116,21 +92,18 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         grant_id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let grant_id = string_arg(grant_id, "getGrant", "grantId");
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.get_grant(&grant_id?) })
+    ) -> Result<Pending<'env>> {
+        let id = string_arg(grant_id, "getGrant", "grantId");
+        call(env, &self.engine, "getGrant", id, |engine, id| async move {
+            engine.get_grant(&id)
+        })
     }
 
     /// Builds (or catches up) the in-memory message catalog behind `grep` now, so
     /// the next search does not pay for it. Optional: `grep` does it on demand.
     #[napi(ts_return_type = "Promise<RecallIndexInfo>")]
-    pub fn warm_recall_index<'env>(
-        &self,
-        env: &'env Env,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let engine = self.engine.clone();
-        resolve_json(env, async move { engine.warm_recall_index().await })
+    pub fn warm_recall_index<'env>(&self, env: &'env Env) -> Result<Pending<'env>> {
+        engine_call!(env, self, "warmRecallIndex", () => |()| warm_recall_index())
     }
 
     /// JSON-schema definitions of `lcm_grep`, `lcm_describe`, `lcm_expand` and

@@ -13,26 +13,28 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use super::hooks::{self, AbortHook};
-use super::js::{copy_without, promise, stringify, OnSettle};
+use super::js::{call_settling, copy_without, OnSettle, Params, Pending};
 use super::summarizer::AnyJson;
 use super::LcmEngine;
 use crate::compaction::CancelToken;
-use crate::params::parse_params;
 use crate::rewrite::run::{report_error, ProgressFn};
 use crate::rewrite::{PlanParams, RewriteParams, RewriteProgress};
 
 /// Reads a params object on the JS thread: its AbortSignal hooked to a fresh cancel
 /// token, and the JSON text without the JavaScript-only members.
-fn read_params(env: &Env, params: Unknown<'_>) -> Result<(String, CancelToken, Option<AbortHook>)> {
+fn read_params<P>(
+    env: &Env,
+    params: Unknown<'_>,
+) -> Result<(Params<P>, CancelToken, Option<AbortHook>)> {
     let token = CancelToken::new();
     if params.get_type()? != ValueType::Object {
-        return Ok((stringify(env, params)?, token, None));
+        return Ok((Params::read(env, params)?, token, None));
     }
     // SAFETY: `params` is a value of this env, checked above to be an object.
     let obj: Object = unsafe { params.cast()? };
     let hook = hooks::hook_signal(env, &obj, &token)?;
     let copy = copy_without(env, &obj, &["onProgress", "signal"])?;
-    Ok((stringify(env, copy.to_unknown())?, token, hook))
+    Ok((Params::read(env, copy.to_unknown())?, token, hook))
 }
 
 /// Removes the abort listener when the call settles.
@@ -54,14 +56,16 @@ impl LcmEngine {
         &self,
         env: &'env Env,
         params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
-        let (json, cancel, hook) = read_params(env, params)?;
-        let engine = self.engine.clone();
-        let fut = async move {
-            let p: PlanParams = parse_params("planRewrite", &json)?;
-            engine.plan_rewrite_with(p, cancel).await
-        };
-        promise(env, fut, on_settle(hook))
+    ) -> Result<Pending<'env>> {
+        let (p, cancel, hook) = read_params::<PlanParams>(env, params)?;
+        call_settling(
+            env,
+            &self.engine,
+            "planRewrite",
+            p,
+            on_settle(hook),
+            |engine, p| async move { engine.plan_rewrite_with(p, cancel).await },
+        )
     }
 
     /// Rewrites summaries in place with the current prompts. A dry run (the default)
@@ -76,49 +80,58 @@ impl LcmEngine {
         ts_args_type = "params: RewriteParams",
         ts_return_type = "Promise<RewriteReport>"
     )]
-    pub fn rewrite<'env>(
-        &self,
-        env: &'env Env,
-        params: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+    pub fn rewrite<'env>(&self, env: &'env Env, params: Unknown<'env>) -> Result<Pending<'env>> {
         let progress = hooks::callback::<AnyJson>(
             env,
             Some(&params),
             "onProgress",
             "({ completed, total, entry }) => void",
         );
-        let (json, cancel, hook) = read_params(env, params)?;
-        let engine = self.engine.clone();
-        let fut = async move {
-            let tsfn = progress?;
-            let p: RewriteParams = parse_params("rewrite", &json)?;
-            let (cb, delivery) = match tsfn {
-                None => (None, None),
-                Some(f) => {
-                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
-                    let delivery = tokio::spawn(async move {
-                        while let Some(v) = rx.recv().await {
-                            let _ = f.call_async_catch(v).await;
-                        }
-                    });
-                    let cb: ProgressFn = Arc::new(move |ev: &RewriteProgress| {
-                        if let Ok(v) = serde_json::to_value(ev) {
-                            let _ = tx.send(v);
-                        }
-                    });
-                    (Some(cb), Some(delivery))
+        let (p, cancel, hook) = read_params::<RewriteParams>(env, params)?;
+        let input = (progress, p);
+        call_settling(
+            env,
+            &self.engine,
+            "rewrite",
+            input,
+            on_settle(hook),
+            |engine, (tsfn, p)| rewrite_reporting(engine, p, tsfn, cancel),
+        )
+    }
+}
+
+/// Runs a rewrite, delivering each progress event to `tsfn` in order on the
+/// JavaScript thread; settles after the last delivery.
+async fn rewrite_reporting(
+    engine: Arc<crate::engine::Engine>,
+    p: RewriteParams,
+    tsfn: Option<hooks::JsFn<AnyJson>>,
+    cancel: CancelToken,
+) -> crate::error::Result<crate::rewrite::RewriteReport> {
+    let (cb, delivery) = match tsfn {
+        None => (None, None),
+        Some(f) => {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+            let delivery = tokio::spawn(async move {
+                while let Some(v) = rx.recv().await {
+                    let _ = f.call_async_catch(v).await;
                 }
-            };
-            let report = engine.rewrite_with(p, cb, cancel).await;
-            if let Some(d) = delivery {
-                let _ = d.await;
-            }
-            let report = report?;
-            match report_error(&report) {
-                Some(e) => Err(e),
-                None => Ok(report),
-            }
-        };
-        promise(env, fut, on_settle(hook))
+            });
+            let cb: ProgressFn = Arc::new(move |ev: &RewriteProgress| {
+                if let Ok(v) = serde_json::to_value(ev) {
+                    let _ = tx.send(v);
+                }
+            });
+            (Some(cb), Some(delivery))
+        }
+    };
+    let report = engine.rewrite_with(p, cb, cancel).await;
+    if let Some(d) = delivery {
+        let _ = d.await;
+    }
+    let report = report?;
+    match report_error(&report) {
+        Some(e) => Err(e),
+        None => Ok(report),
     }
 }
