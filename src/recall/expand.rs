@@ -13,7 +13,7 @@ use crate::store::messages;
 use crate::store::summaries::{self, SummaryRecord};
 
 /// A summary reached by an expansion.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandedSummary {
     /// The summary.
@@ -37,7 +37,7 @@ pub struct ExpandedSummary {
 }
 
 /// A source message reached through a leaf.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandedMessage {
     /// message_id
@@ -59,7 +59,7 @@ pub struct ExpandedMessage {
 }
 
 /// The outcome of one or more expansions under one budget.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Walk {
     /// The expanded roots, in order.
@@ -75,7 +75,7 @@ pub struct Walk {
 }
 
 /// A root of an expansion.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct WalkRoot {
     /// The root summary.

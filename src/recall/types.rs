@@ -8,17 +8,21 @@ use super::expand::Walk;
 use super::grants::GrantInfo;
 use super::grep::{MessageHit, Mode, Scope, ScopeStats, Sort, SummaryHit};
 
-/// Parameters of `grep`.
-#[derive(Debug, Clone, Deserialize)]
+/// Parameters of `grep`. Needs `conversationId`, `allConversations: true` or `grantId`.
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct GrepParams {
-    /// Regex or full-text query.
+    /// A regex (mode `regex`, Rust syntax, at most 1000 bytes) or full-text terms
+    /// (quoted phrases kept).
     pub pattern: String,
     /// Default `regex`.
     #[serde(default)]
+    #[ts(as = "Option<Mode>", optional)]
     pub mode: Mode,
     /// Default `both`.
     #[serde(default)]
+    #[ts(as = "Option<Scope>", optional)]
     pub scope: Scope,
     /// Search one conversation.
     #[serde(default)]
@@ -26,25 +30,26 @@ pub struct GrepParams {
     /// Search every conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
-    /// Inclusive lower time bound (ISO).
+    /// Inclusive lower bound, ISO-8601.
     #[serde(default)]
     pub since: Option<String>,
-    /// Exclusive upper time bound (ISO).
+    /// Exclusive upper bound, ISO-8601; must be later than `since`.
     #[serde(default)]
     pub before: Option<String>,
     /// Results per scope, 1–200 (default 50).
     #[serde(default)]
     pub limit: Option<i64>,
-    /// full_text order (regex is always by recency).
+    /// full_text only (regex is always newest first). Default `recency`.
     #[serde(default)]
+    #[ts(as = "Option<Sort>", optional)]
     pub sort: Sort,
-    /// Delegation grant to run under.
+    /// Run under a delegation grant (scope and token budget).
     #[serde(default)]
     pub grant_id: Option<String>,
 }
 
 /// Result of `grep`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct GrepResult {
     /// The pattern as given.
@@ -78,8 +83,9 @@ pub struct GrepResult {
 }
 
 /// Options of `describe`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct DescribeOptions {
     /// The item must belong to this conversation (else null).
     #[serde(default)]
@@ -111,13 +117,14 @@ pub struct DescribeOptions {
 }
 
 /// Result of `describe`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DescribeResult {
     /// The id described.
     pub id: String,
     /// `summary` or `file`.
     #[serde(rename = "type")]
+    #[ts(type = "\"summary\" | \"file\"")]
     pub kind: String,
     /// Summary details.
     pub summary: Option<SummaryDescription>,
@@ -130,8 +137,9 @@ pub struct DescribeResult {
 }
 
 /// Parameters of `expand`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct ExpandParams {
     /// One root.
     #[serde(default)]
@@ -142,7 +150,7 @@ pub struct ExpandParams {
     /// Full-text query choosing the roots (when no ids are given).
     #[serde(default)]
     pub query: Option<String>,
-    /// Levels of sources (default 3).
+    /// Levels of sources to descend (default 3; `maxDepth` is accepted too).
     #[serde(default, alias = "maxDepth")]
     pub depth: Option<i64>,
     /// Include leaf messages.
@@ -163,7 +171,7 @@ pub struct ExpandParams {
 }
 
 /// Result of `expand`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandResult {
     /// The walk.
@@ -182,8 +190,9 @@ pub struct ExpandResult {
 }
 
 /// State of the in-memory message catalog.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "RecallIndexInfo")]
 pub struct IndexInfo {
     /// Messages indexed.
     pub indexed_messages: usize,
@@ -194,12 +203,13 @@ pub struct IndexInfo {
 }
 
 /// Options of `getMessages`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GetMessagesOptions {
     /// Re-inline externalized large files (default true: messages exactly as
     /// ingested). False gives the stored form with `[LCM File: …]` references.
     #[serde(default = "yes")]
+    #[ts(as = "Option<bool>", optional)]
     pub expand_files: bool,
 }
 

@@ -11,7 +11,7 @@ use crate::error::{LcmError, Result};
 use crate::tokens;
 
 /// A `summaries` row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     /// `sum_` + 16 hex.

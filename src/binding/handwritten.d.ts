@@ -1,0 +1,958 @@
+// Hand-written part of src/binding/header.d.ts: only what must stay generic or is
+// JavaScript-specific (messages, callbacks, AbortSignal). Every other shape is generated
+// from the Rust types by src/typegen.rs (`npm run gen:types`).
+
+/**
+ * What a failed call throws or rejects with: a JavaScript `Error` whose `code` is one of
+ * the stable codes (`LcmErrorCode`, generated from the Rust `ErrorCode`).
+ */
+export interface LcmError extends Error {
+  code: LcmErrorCode
+}
+
+/**
+ * A content block of an AgentMessage (text, thinking, toolCall, image, or a provider-native block).
+ * No index signature, so the host's block interfaces (`TextContent`, `ToolCall`, …) are assignable.
+ */
+export interface ContentBlock { type: string }
+
+/**
+ * What every message the engine accepts has: an object with a non-empty string `role`. Any role
+ * (`user`, `assistant`, `toolResult`, `system`, the host's `bashExecution`, `custom`,
+ * `branchSummary`, `compactionSummary`, a plugin's own) and any content shape is stored losslessly.
+ * OpenClaw's `AgentMessage` (`openclaw/plugin-sdk/agent-harness-runtime`) is assignable to it; the
+ * methods are generic over the message type `M`, so what comes back is typed as what went in.
+ */
+export interface AgentMessage {
+  role: string
+  content?: unknown
+  timestamp?: number | string
+}
+
+/** A message as read back when the caller names no message type: any field may be present. */
+export interface StoredAgentMessage extends AgentMessage {
+  [key: string]: unknown
+}
+
+/** Options of `LcmEngine.open`. Every key is optional; unknown keys are rejected (LCM_INVALID_INPUT). */
+export interface LcmOptions {
+  /** SQLite file or ':memory:'. Default `$OPENCLAW_STATE_DIR/lcm.db`, else `~/.openclaw/lcm.db`. */
+  dbPath?: string
+  /** The reference plugin's name for `dbPath` (give one of the two). */
+  databasePath?: string
+  /** The reference plugin's other name for `largeFileTokenThreshold` (give one of the two). */
+  largeFileThresholdTokens?: number
+  /** How long a write waits for another process's lock (default 30000). */
+  busyTimeoutMs?: number
+  /** IANA timezone for prompts and XML (default `TZ`, else UTC). */
+  timezone?: string
+  /** Newest raw messages never compacted or evicted (default 64). */
+  freshTailCount?: number
+  /** Optional token cap on the fresh tail; the newest user turn is always kept. */
+  freshTailMaxTokens?: number
+  /** Fraction of the token budget above which compaction runs (default 0.75). */
+  contextThreshold?: number
+  /** Cap on the tokens of messages one leaf summary covers (default 20000). */
+  leafChunkTokens?: number
+  /** Upper bound of a leaf summary's target length (default 2400). */
+  leafTargetTokens?: number
+  /** Target length of condensed summaries (default 2000). */
+  condensedTargetTokens?: number
+  /** Leaves needed before they are condensed (default 8). */
+  leafMinFanout?: number
+  /** Condensed nodes needed before they are condensed (default 4). */
+  condensedMinFanout?: number
+  /** Fanout under pressure (default 2). */
+  condensedMinFanoutHard?: number
+  /** Condensation depth after an incremental leaf pass; -1 unlimited (default 1). */
+  incrementalMaxDepth?: number
+  /** Sweeps `untilUnder` may run (default 10). */
+  maxRounds?: number
+  /** Passes one sweep may run (default 200). */
+  maxSweepIterations?: number
+  /** Wall-clock limit of one compaction call in ms (default 300000). */
+  sweepDeadlineMs?: number
+  /** A summary over factor × target is capped (default 3). */
+  summaryMaxOverageFactor?: number
+  /** Size of the deterministic truncation fallback (default 512). */
+  fallbackMaxTokens?: number
+  /** Default token cap of expansions and grants (default 4000). */
+  maxExpandTokens?: number
+  /** File blocks above this many tokens are stored outside the database (default 25000). */
+  largeFileTokenThreshold?: number
+  /** Where large files go (default `lcm-files` beside the database: `~/.openclaw/lcm-files` for the default database). */
+  largeFilesDir?: string
+  /** Per-file prompt template overrides (default `~/.config/lcm-tui/prompts`). */
+  promptDir?: string
+  /** Operator instructions added to every summarization prompt. */
+  customInstructions?: string
+  /** Summary presentation in assembled context: 'xml' (default) or 'compact'. */
+  summaryFormat?: 'xml' | 'compact'
+  /** Larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB). */
+  maxMessageBytes?: number
+  /** 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: offline unless a key is set). */
+  summaryProvider?: string
+  /** Model for the summary provider. */
+  summaryModel?: string
+  /** Provider base URL (OpenAI-compatible servers, proxies). */
+  summaryBaseUrl?: string
+  /** Provider key; else ANTHROPIC_API_KEY / OPENAI_API_KEY. */
+  summaryApiKey?: string
+  /** Per-request timeout in ms (default 60000). */
+  summaryTimeoutMs?: number
+  /** Retries on 429 / 5xx / timeouts (default 3). */
+  summaryMaxRetries?: number
+}
+
+/**
+ * Keys the host (OpenClaw) passes to lifecycle methods that the engine accepts and ignores
+ * (`ingest`, `ingestBatch`, `assemble`, `compact`, `afterTurn`, `commitTurn`, `bootstrap` ignore
+ * every key they do not know; only `LcmEngine.open` rejects unknown keys).
+ */
+export interface HostPassThrough {
+  sessionFile?: string
+  sessionTarget?: unknown
+  runtimeContext?: unknown
+  runtimeSettings?: unknown
+  abortSignal?: AbortSignal
+  prompt?: string
+  model?: string
+  availableTools?: unknown
+  citationsMode?: unknown
+  autoCompactionSummary?: string
+  agentId?: string
+  compactionTarget?: 'budget' | 'threshold'
+}
+
+/** Parameters of `ingest`. */
+export interface IngestParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  message: M
+  /** Transcript entry id; a replay with a known id is not stored again. */
+  entryId?: string
+  /** Heartbeat turns are not stored. */
+  isHeartbeat?: boolean
+}
+
+/** Parameters of `ingestBatch`. */
+export interface IngestBatchParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  messages: M[]
+  /** Transcript entry ids parallel to `messages` (null where unknown). */
+  entryIds?: Array<string | null>
+  isHeartbeat?: boolean
+}
+
+/** Result of `ingest`. */
+export interface IngestResult { ingested: boolean; conversationId: number | null; messageId: number | null; seq: number | null }
+
+/** One message's outcome in a batch. */
+export interface IngestedMessage { ingested: boolean; messageId: number | null; seq: number | null }
+
+/** Result of `ingestBatch`. */
+export interface IngestBatchResult { ingestedCount: number; conversationId: number | null; results: IngestedMessage[] }
+
+/* ── Durable turns and transcripts ─────────────────────────────────────────── */
+
+/** OpenClaw's transcript anchor of a turn's first (admission) or last (terminal) entry. */
+export interface TranscriptAnchor {
+  entryId: string
+  activeMessagePosition: number
+  logicalTurnId?: string
+  agentId?: string
+  sessionId?: string
+  sessionKey?: string
+  storePath?: string
+  generation?: string
+  rawSeq?: number
+  effectiveParentId?: string | null
+  idempotencyKey?: string
+  role?: string
+}
+
+/**
+ * Parameters of `commitTurn`: a turn's messages and its receipt in one transaction.
+ * With `admission` and `terminal`, `messages.length` must equal
+ * `terminal.activeMessagePosition − admission.activeMessagePosition + 1`, `advancementKey` must
+ * equal `admission.logicalTurnId` when it has one, and the first / last message carry the anchors'
+ * entry ids (unless `entryIds` says otherwise).
+ */
+export interface CommitTurnParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  /** The turn's idempotency key (OpenClaw: the logical turn id). */
+  advancementKey: string
+  /** Hash of the turn's payload; default: sha256 (hex) of the canonical JSON of
+   *  `{admission, entryIds, isHeartbeat, messages, sessionId, sessionKey, terminal}` (keys sorted at
+   *  every level, no whitespace, absent keys as null). */
+  payloadHash?: string
+  messages: M[]
+  /** Transcript entry ids parallel to `messages` (null where unknown). */
+  entryIds?: Array<string | null>
+  admission?: TranscriptAnchor
+  terminal?: TranscriptAnchor
+  /** A heartbeat turn stores no messages (its receipt is still written). */
+  isHeartbeat?: boolean
+}
+
+/** Result of `commitTurn`. */
+export interface CommitTurnResult {
+  /** `duplicate`: this key was committed before with the same payload; nothing was written. */
+  status: 'committed' | 'duplicate'
+  /** null for a heartbeat or empty turn of a session without a conversation. */
+  conversationId: number | null
+  /** Messages stored by this call (0 for a duplicate, a heartbeat, an empty turn, and entry ids already stored). */
+  ingestedCount: number
+}
+
+/** One entry of the host's transcript (a JSONL line, or a row of its SQLite projection). */
+export interface TranscriptEntry {
+  /** `message` entries are imported; every other type is skipped. Default 'message'. */
+  type?: string
+  /** Entry id (`entryId` is accepted too). */
+  id?: string
+  entryId?: string
+  /** Parent entry id; null for the root. Rows without the key are taken in order (a linear transcript). */
+  parentId?: string | null
+  message?: AgentMessage
+}
+
+/** Parameters of `bootstrap`: exactly one of `sessionFile` / `transcriptEntries`. */
+export interface BootstrapParams extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  /** An OpenClaw / pi session JSONL file (read streaming, line by line). */
+  sessionFile?: string
+  /** The host's transcript rows, oldest first. */
+  transcriptEntries?: TranscriptEntry[]
+  /**
+   * Judge from the transcript's newest entry alone: the last of `transcriptEntries`
+   * (which may hold only the newest rows; the last one is enough), or the last line
+   * of `sessionFile`, read from its end (the file is not scanned). Answers
+   * 'conversation already up to date' when that entry is a message the
+   * conversation stores, else 'the transcript tail is not stored: pass the whole
+   * transcript' with `needsWholeTranscript: true`, importing nothing; the counts are
+   * of the entries judged. A host that bootstraps before every turn asks this first
+   * and passes the whole transcript only when asked.
+   */
+  transcriptTail?: boolean
+}
+
+/** Result of `bootstrap`. */
+export interface BootstrapResult {
+  /** True when messages were imported. */
+  bootstrapped: boolean
+  importedMessages: number
+  /** 'imported session messages' | 'reconciled missing session messages' |
+   *  'conversation already up to date' | 'no messages in session file' |
+   *  'no common message with the stored conversation' |
+   *  'the transcript tail is not stored: pass the whole transcript' (`transcriptTail`) */
+  reason: string
+  conversationId: number | null
+  /** Messages on the transcript's leaf path. */
+  transcriptMessages: number
+  /** Entries that are not messages, or not on the leaf path. */
+  skippedEntries: number
+  /** True for a `transcriptTail` call whose rows do not prove the conversation up
+   *  to date: nothing was imported; call again with the whole transcript. */
+  needsWholeTranscript: boolean
+}
+
+/** Lookup of a conversation by session id and/or key. */
+export interface SessionLookup { sessionId?: string; sessionKey?: string }
+
+/** A conversations row. */
+export interface Conversation {
+  conversationId: number; sessionId: string; sessionKey: string | null; active: boolean
+  archivedAt: string | null; title: string | null; createdAt: string; updatedAt: string
+}
+
+/** One entry of the context list. */
+export interface ContextItem {
+  ordinal: number; itemType: 'message' | 'summary'; messageId: number | null; summaryId: string | null
+  tokenCount: number; depth: number | null; role: string | null
+}
+
+/** A summary with its DAG links. */
+export interface SummaryWithLinks {
+  summaryId: string; conversationId: number; kind: 'leaf' | 'condensed'; depth: number; content: string
+  tokenCount: number; earliestAt: string | null; latestAt: string | null; descendantCount: number
+  descendantTokenCount: number; sourceMessageTokenCount: number; createdAt: string; fileIds: string[]; model: string
+  /** Source summaries (the reference's "parents"), in link order. */
+  parentIds: string[]
+  /** Source messages of a leaf, in link order. */
+  messageIds: number[]
+}
+
+/** Row counts and token totals of a conversation. */
+export interface ConversationStats {
+  messageCount: number; messageTokens: number; summaryCount: number; contextItems: number; contextTokens: number
+}
+
+/** Parameters of `insertSummary`: exactly one of `messageIds` / `summaryIds`. */
+export interface InsertSummaryParams {
+  conversationId: number
+  content: string
+  messageIds?: number[]
+  summaryIds?: string[]
+  model?: string
+}
+
+/** One event reported to `onLog`. */
+export interface LcmLogRecord {
+  /** 'error' for a contained panic. */
+  level: 'error'
+  /** The code the failed call received: 'LCM_INTERNAL'. */
+  code: string
+  /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
+  operation: string
+  /** The panic message and where it was raised. */
+  message: string
+}
+
+/* ── Prompts and summarizers ─────────────────────────────────────────────── */
+
+/** What the summarizer is asked: the exact prompt pair plus its inputs. */
+export interface SummaryRequest {
+  /** The rendered prompt (the user message). */
+  prompt: string
+  /** The system prompt. */
+  systemPrompt: string
+  /** Target length of the answer, in tokens. */
+  targetTokens: number
+  /** Depth of the summary being built (0 = leaf). */
+  depth: number
+  /** True on the aggressive retry after a summary that was not smaller than its input. */
+  aggressive: boolean
+  /** The configured `summaryModel`, if any. */
+  model: string | null
+  /** The source text alone (what the prompt wraps). */
+  sourceText: string
+}
+
+/**
+ * A host summarizer: returns the summary text, or `{ content, model? }`, directly or
+ * as a Promise. A throw, a rejection, another return type or no answer within
+ * `summaryTimeoutMs` fails the summarization with `LCM_CALLBACK` (nothing is written).
+ */
+export type SummarizerCallback = (
+  request: SummaryRequest,
+) => string | { content: string; model?: string } | Promise<string | { content: string; model?: string }>
+
+/** Summarizer options of `LcmEngine.open` (merged into `LcmOptions`). */
+export interface LcmOptions {
+  /** Host summarizer; wins over `summaryProvider`. */
+  summarizer?: SummarizerCallback
+  /**
+   * Receives what the engine reports instead of printing it: today, a contained
+   * panic (a bug; the call got `LCM_INTERNAL`, its transaction was rolled back and
+   * the engine keeps serving). Called asynchronously; its return value and any
+   * throw are ignored. Nothing goes to stderr unless `RUST_BACKTRACE` is set.
+   */
+  onLog?: (record: LcmLogRecord) => void
+  /** First retry backoff in ms; doubles per retry (default 500). */
+  summaryRetryBaseMs?: number
+  /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
+  summaryRetryMaxWaitMs?: number
+}
+
+/** Parameters of `summarizeText`. */
+export interface SummarizeTextParams {
+  /** 0 = leaf (default), 1, 2, 3+ = condensed depths. */
+  depth?: number
+  /** Source text with `[timestamp] [role]` or `[time range]` headers. */
+  sourceText: string
+  /** Preceding summary (leaf and depth-1 prompts only). */
+  previousContext?: string
+  /** Number of source items (default: blank-line separated blocks). */
+  childCount?: number
+  /** Formatted time range of the sources. */
+  timeRange?: string
+  /** Instructions for this call instead of the configured `customInstructions`. */
+  customInstructions?: string
+}
+
+/** How a summary was obtained. */
+export type SummaryLevel = 'normal' | 'aggressive' | 'fallback' | 'capped'
+
+/** Result of `summarizeText` (what compaction would write). */
+export interface SummarizeResult {
+  content: string
+  /** normal; aggressive retry; `[Truncated from N tokens]` fallback; `[Capped …]` cap. */
+  level: SummaryLevel
+  /** The model that produced it (`deterministic` for the fallback). */
+  model: string
+  tokensIn: number
+  tokensOut: number
+}
+
+/** Parameters of `renderPrompt`. */
+export interface RenderPromptParams {
+  /** 0 = leaf (default), 1 = d1, 2 = d2, 3 and more = d3. */
+  depth?: number
+  /** The aggressive leaf policy. */
+  aggressive?: boolean
+  /** Default: computed from `sourceText` as the pipeline does. */
+  targetTokens?: number
+  previousContext?: string
+  childCount?: number
+  timeRange?: string
+  sourceText?: string
+  customInstructions?: string
+  /** Override directory (default `~/.config/lcm-tui/prompts`, like the engine). */
+  promptDir?: string
+  /** Used for the default target (default 2400). */
+  leafTargetTokens?: number
+  /** Used for the default target (default 2000). */
+  condensedTargetTokens?: number
+}
+
+/** A rendered prompt and where its template came from. */
+export interface RenderedPrompt {
+  prompt: string
+  systemPrompt: string
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  template: string
+  /** 'embedded' or the override file's path. */
+  source: string
+  targetTokens: number
+}
+
+/* ── Compaction ─────────────────────────────────────────────────────────────── */
+
+/** Parameters of `evaluate`. */
+export interface EvaluateParams {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget in tokens (> 0). */
+  tokenBudget: number
+  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
+  currentTokenCount?: number
+}
+
+/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
+export interface Evaluation {
+  shouldCompact: boolean
+  reason: 'threshold' | 'none'
+  /** max(storedTokens, currentTokenCount). */
+  currentTokens: number
+  /** floor(contextThreshold × tokenBudget). */
+  threshold: number
+  tokenBudget: number
+  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
+  storedTokens: number
+  observedTokens: number | null
+  /** Raw message tokens outside the fresh tail (diagnostic). */
+  rawTokensOutsideTail: number
+  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
+  leafTrigger: boolean
+  conversationId: number | null
+}
+
+/**
+ * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
+ * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
+ * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
+ * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
+ * equality still compacts once.
+ */
+export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
+
+/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
+export interface CompactionPass {
+  kind: 'leaf' | 'condensed'
+  /** Depth of the new summary (0 for a leaf). */
+  depth: number
+  summaryId: string
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
+  /** Estimated tokens of the source text. */
+  tokensIn: number
+  /** Estimated tokens of the summary. */
+  tokensOut: number
+  model: string
+  ms: number
+  /** Messages (leaf) or summaries (condensed) replaced. */
+  sourceCount: number
+  contextTokensBefore: number
+  contextTokensAfter: number
+}
+
+/** Parameters of `compact`. */
+export interface CompactParams extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  /** The model's context budget; without it the host's `runtimeContext.tokenBudget`, else
+   *  `runtimeSettings.limits.promptTokenBudget` (neither: LCM_INVALID_INPUT). */
+  tokenBudget?: number
+  /** Default 'sweep', or 'untilUnder' when the host asks for `compactionTarget: 'budget'`. */
+  mode?: CompactMode
+  /** Compact even when under the threshold. */
+  force?: boolean
+  currentTokenCount?: number
+  /** Instructions for this call's prompts (override the configured `customInstructions`). */
+  customInstructions?: string
+  /** Target of `untilUnder` (default tokenBudget). */
+  targetTokens?: number
+  /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
+  signal?: AbortSignal
+  /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `compact`; "nothing to do" is a result, never an exception. */
+export interface CompactResult {
+  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
+  ok: boolean
+  /** True only if at least one summary was written. */
+  compacted: boolean
+  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
+   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
+   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
+  reason: string
+  /** Nothing is left to compact and the context is still over the target. */
+  exhausted: boolean
+  aborted: boolean
+  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
+  errorCode: string | null
+  mode: CompactMode
+  conversationId: number | null
+  tokensBefore: number
+  tokensAfter: number
+  currentTokens: number
+  threshold: number
+  /** The goal compacted toward: the threshold, or the untilUnder target. */
+  targetTokens: number
+  rounds: number
+  passes: CompactionPass[]
+}
+
+/** Parameters of `afterTurn` (the plugin's lifecycle hook). */
+export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  /** The session's messages after the turn; `messages.slice(prePromptMessageCount)` are ingested in one batch. */
+  messages: M[]
+  prePromptMessageCount: number
+  /** Without it, the host's stated budget (as for `compact`). */
+  tokenBudget?: number
+  currentTokenCount?: number
+  /** Transcript entry ids (null where unknown), parallel to `messages` or to the new messages only. */
+  entryIds?: Array<string | null>
+  /** Heartbeat turns are neither stored nor compacted. */
+  isHeartbeat?: boolean
+  customInstructions?: string
+  /** As in `CompactParams`. */
+  signal?: AbortSignal
+  /** As in `CompactParams`. */
+  onProgress?: (pass: CompactionPass) => void
+}
+
+/** Result of `afterTurn`. */
+export interface AfterTurnResult {
+  ingest: IngestBatchResult
+  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
+  compaction: CompactResult
+}
+
+/** One template of `listPrompts`. */
+export interface PromptEntry {
+  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
+  name: string
+  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
+  file: string
+  source: 'embedded' | 'override'
+  /** The override file that wins, if any. */
+  path: string | null
+  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
+  shadowed: string[]
+  /** Why the override cannot be used (the engine would refuse to open), if so. */
+  error: string | null
+}
+
+/** Result of `listPrompts`. */
+export interface PromptList {
+  /** The override directory consulted. */
+  dir: string
+  dirExists: boolean
+  templates: PromptEntry[]
+}
+
+/** Result of `exportPrompts`. */
+export interface PromptExportReport {
+  dir: string
+  /** Files written. */
+  written: string[]
+  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
+  skipped: Array<{ path: string; reason: string }>
+}
+
+/** Result of `showPrompt`. */
+export interface ShownPrompt {
+  name: string
+  source: 'embedded' | 'override'
+  path: string | null
+  /** The template text as written. */
+  text: string
+}
+
+/** Result of `diffPrompt`. */
+export interface PromptDiff {
+  name: string
+  /** The override directory consulted. */
+  dir: string
+  /** The override file, or null when there is none. */
+  path: string | null
+  /** The override equals the embedded default byte for byte. */
+  identical: boolean
+  /** Unified diff embedded → override ('' when identical), null without an override. */
+  diff: string | null
+}
+
+/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
+export interface RewriteSelector {
+  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
+  summaryId?: string
+  /** With `summaryId`: include the summaries beneath it (default true). */
+  subtree?: boolean
+  /** Every summary of this depth (0 = leaves). */
+  depth?: number
+  /** Every summary of the conversation. */
+  all?: boolean
+}
+
+/** Parameters of `planRewrite`. */
+export interface PlanRewriteParams extends RewriteSelector {
+  conversationId: number
+  /** Aborting rejects the call with `LCM_ABORTED`. */
+  signal?: AbortSignal
+}
+
+/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
+export interface PlannedRewrite {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number
+  tokenCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  createdAt: string
+}
+
+/** One summary of a rewrite report. */
+export interface RewriteEntry {
+  summaryId: string
+  kind: 'leaf' | 'condensed'
+  depth: number
+  childCount: number
+  earliestAt: string | null
+  latestAt: string | null
+  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
+  timeRange: string | null
+  oldContent: string
+  /** Equal to `oldContent` when skipped. */
+  newContent: string
+  oldTokens: number
+  newTokens: number
+  /** newTokens − oldTokens. */
+  delta: number
+  /** Unified diff old → new ('' when equal). */
+  diff: string
+  /** How the pipeline got the text; null when skipped. */
+  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
+  model: string | null
+  /** Written to the database (apply). */
+  applied: boolean
+  /** Why the summary was left as it is (no linked sources, or no source text). */
+  skipped: string | null
+}
+
+/** An `onProgress` event: one more summary done. */
+export interface RewriteProgress {
+  completed: number
+  total: number
+  entry: RewriteEntry
+}
+
+/** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
+export interface RewriteParams extends RewriteSelector {
+  conversationId: number
+  selector?: RewriteSelector
+  /** Write the new texts (default false: a dry run writes nothing). */
+  apply?: boolean
+  /** Timestamp / time-range headers in the source text (default true). */
+  timestamps?: boolean
+  /** Prompt override directory for this run. */
+  promptDir?: string
+  /** Summarizer model for this run. */
+  model?: string
+  /** Summarizer for this run: 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: the engine's, e.g. the host callback). */
+  provider?: string
+  /** Provider base URL for this run. */
+  baseUrl?: string
+  /** Condensed summaries of one depth summarized at once, 1–64 (default 4). Leaves always run one by one. */
+  concurrency?: number
+  /** Called after each summary, in plan order. Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
+  onProgress?: (event: RewriteProgress) => void
+  /** Aborting closes the in-flight summarizer request and rejects with `LCM_ABORTED`; nothing of it is written (summaries applied before stay). */
+  signal?: AbortSignal
+}
+
+/** Result of `rewrite`. */
+export interface RewriteReport {
+  conversationId: number
+  dryRun: boolean
+  planned: number
+  entries: RewriteEntry[]
+  oldTokens: number
+  newTokens: number
+  delta: number
+  /** Always null on a resolved promise (a failed run rejects). */
+  error: { summaryId: string; depth: number; code: string; message: string } | null
+}
+/** An agent tool definition for the plugin to register. */
+export interface RecallToolDefinition {
+  name: 'lcm_grep' | 'lcm_describe' | 'lcm_expand' | 'lcm_expand_query'
+  label: string
+  description: string
+  /** JSON schema of the parameters. */
+  parameters: Record<string, unknown>
+}
+
+
+// ── Context assembly ─────────────────────────────────────────────────────────
+
+/** Parameters of `assemble`. */
+export interface AssembleParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
+  sessionId: string
+  sessionKey?: string
+  /** Token budget of the assembled context (> 0). The output never exceeds it unless the newest user turn alone does:
+   *  the oldest messages (fresh tail or live) are dropped first (see `stats.clampedMessages`).
+   *  Without it, the host's `runtimeContext.tokenBudget`, else `runtimeSettings.limits.promptTokenBudget`. */
+  tokenBudget?: number
+  /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
+  messages?: M[]
+}
+
+/** Why `assemble` returned the live messages. */
+export type AssembleFallbackReason =
+  | 'noConversation' | 'emptyContext' | 'incompleteCoverage' | 'emptyAssembly' | 'noUserTurn' | 'error'
+
+/** What the clean-up and tool-pairing repair changed. */
+export interface AssembleRepairStats {
+  syntheticToolResults: number
+  droppedOrphanResults: number
+  droppedDuplicateResults: number
+  droppedDuplicateToolCalls: number
+  strippedTerminalToolCalls: number
+  /** Tool calls stripped because their result is not in the assembled context. */
+  strippedUnpairedToolCalls: number
+  movedToolResults: number
+  droppedEmptyMessages: number
+  /** Messages the host marked `excludeFromContext: true` (stored, never sent). */
+  droppedExcludedMessages: number
+  /** Tool results without a call id presented as assistant text. */
+  downgradedToolResults: number
+}
+
+/** What an assembly did. */
+export interface AssembleStats {
+  conversationId: number | null
+  tokenBudget: number
+  /** Entries of the context list. */
+  contextItems: number
+  summariesIncluded: number
+  /** Stored messages in the output (synthetic tool results not counted). */
+  messagesIncluded: number
+  /** Evictable context items left out for the budget. */
+  droppedForBudget: number
+  /** Context items whose row could not be read. */
+  unresolvedItems: number
+  tailStartOrdinal: number | null
+  tailItems: number
+  tailTokens: number
+  /** True only when the newest user turn alone is over the budget. */
+  overBudget: boolean
+  /** Oldest messages (fresh tail, or live messages on a fallback) dropped to stay within the budget;
+   *  a tool result whose call was dropped goes with it. */
+  clampedMessages: number
+  /** Their estimated tokens. */
+  clampedTokens: number
+  liveFallback: boolean
+  fallbackReason: AssembleFallbackReason | null
+  error: string | null
+  repair: AssembleRepairStats
+}
+
+/**
+ * A summary as `assemble` presents it: a user message whose content is the `<summary>` element
+ * (XML or compact format) and whose `timestamp` (epoch ms) is the latest time of the messages it
+ * covers (else its earliest, else when it was written). OpenClaw's `UserMessage` accepts it.
+ */
+export type SummaryMessage = { role: 'user'; content: string; timestamp: number }
+
+/** Result of `assemble`. */
+export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
+  /** Messages for the model, oldest first: the stored or live messages and the summaries
+   *  ({@link SummaryMessage}) that stand in for older ones. */
+  messages: Array<M | SummaryMessage>
+  /** Estimated tokens of `messages`, XML wrappers included. */
+  estimatedTokens: number
+  stats: AssembleStats
+  /** Static recall guidance for the system prompt; present when a summary is included. */
+  systemPromptAddition?: string
+}
+
+/* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
+
+/** Parameters of `doctor`: exactly one of `conversationId` / `all`. */
+export interface DoctorParams {
+  conversationId?: number
+  all?: boolean
+  /** Repair what can be repaired without loss, then summarize broken summaries again (default false: writes nothing). */
+  apply?: boolean
+}
+
+/** What a violation is about. */
+export type ViolationKind =
+  | 'sqliteIntegrity' | 'ordinalGap' | 'contextDangling' | 'contextForeign' | 'linkDangling' | 'linkForeign'
+  | 'cycle' | 'reachedTwice' | 'summarySources' | 'uncoveredMessages' | 'coveredTwice' | 'metadata'
+  | 'ftsMissing' | 'ftsExtra' | 'ftsOutdated' | 'ftsDuplicate' | 'ftsIndex'
+  | 'largeFileMoved' | 'largeFileMissing'
+
+/** One broken invariant, naming the rows involved. */
+export interface Violation {
+  kind: ViolationKind
+  /** null: database-wide. */
+  conversationId: number | null
+  summaryIds: string[]
+  messageIds: number[]
+  /** Whether `apply` repairs it without losing anything. */
+  repairable: boolean
+  message: string
+  /** Kind-specific: `{ table }` (FTS), `{ fields: [{ column, stored, expected }] }` (metadata), `{ ordinals }`, `{ restoreTo }`, `{ holders }`. */
+  details?: Record<string, unknown>
+}
+
+/** A summary ending with a fallback or truncation marker. */
+export interface BrokenSummary {
+  summaryId: string
+  conversationId: number
+  kind: 'leaf' | 'condensed'
+  depth: number
+  tokenCount: number
+  chars: number
+  marker: 'truncated' | 'capped' | 'referenceFallback' | 'referenceEmergency'
+  markerText: string
+  contextOrdinal: number | null
+  reachable: boolean
+  /** 1-based position in the repair order (bottom-up) of its conversation. */
+  order: number
+}
+
+/** One repair `doctor({ apply: true })` made. */
+export interface DoctorRepair {
+  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized' | 'relocatedLargeFile'
+  conversationId: number | null
+  summaryIds: string[]
+  messageIds: number[]
+  message: string
+}
+
+/** One re-summarization of a broken summary. */
+export interface Resummarized {
+  summaryId: string
+  conversationId: number
+  /** `stillBroken`: the summarizer's answer would end with a marker again; nothing written. */
+  status: 'repaired' | 'stillBroken' | 'unchanged'
+  level: SummaryLevel | null
+  model: string | null
+  tokensBefore: number
+  tokensAfter: number | null
+}
+
+/** Result of `doctor`. */
+export interface DoctorReport {
+  /** True when nothing is (left) to repair. */
+  ok: boolean
+  applied: boolean
+  conversationIds: number[]
+  /** Found by the first check. */
+  violations: Violation[]
+  brokenSummaries: BrokenSummary[]
+  repairs: DoctorRepair[]
+  resummarized: Resummarized[]
+  /** The summarizer error that stopped the re-summarizations (earlier ones stay written). */
+  error: { summaryId: string; code: string; message: string } | null
+  /** Found by the check after the repairs (apply only). */
+  remaining: { violations: Violation[]; brokenSummaries: BrokenSummary[] } | null
+}
+
+/** Parameters of `dissolve`. */
+export interface DissolveParams {
+  conversationId: number
+  summaryId: string
+  /** Write (default false: plan only). */
+  apply?: boolean
+  /** Keep the summary row (unreferenced, with its links) instead of deleting it. */
+  keep?: boolean
+}
+
+/** A summary as the dry runs show it. */
+export interface SummaryView {
+  summaryId: string; kind: 'leaf' | 'condensed'; depth: number; tokenCount: number; ordinal: number | null; preview: string
+}
+
+/** An item a dissolve puts back into the context list. */
+export interface RestoredItem {
+  itemType: 'summary' | 'message'
+  summaryId: string | null; messageId: number | null
+  kind: string | null; depth: number | null; role: string | null; seq: number | null
+  tokenCount: number; preview: string
+}
+
+/** What a dissolve does (dry run) or did. */
+export interface DissolvePlan {
+  conversationId: number
+  target: SummaryView
+  restored: RestoredItem[]
+  contextItemsBefore: number; contextItemsAfter: number
+  contextTokensBefore: number; contextTokensAfter: number; tokenDelta: number
+  /** Items after the target, which move by `shift`. */
+  itemsShifted: number; shift: number
+  keep: boolean
+  applied: boolean
+}
+
+/** Parameters of `transplant`. */
+export interface TransplantParams {
+  sourceConversationId: number
+  targetConversationId: number
+  /** Write (default false: plan only). */
+  apply?: boolean
+}
+
+/** What a transplant does (dry run) or did. */
+export interface TransplantPlan {
+  sourceConversationId: number
+  targetConversationId: number
+  /** The source's context summaries, in order; their copies are prepended. */
+  contextSummaries: SummaryView[]
+  summariesByDepth: Array<{ depth: number; count: number }>
+  summaryCount: number; messageCount: number; partCount: number
+  targetSummaryItems: number; targetMessageItems: number
+  /** Tokens the prepended items add to the target's context. */
+  tokenOverhead: number
+  /** `file_…` ids the copies mention (the files stay registered to the source). */
+  fileIds: string[]
+  applied: boolean
+  /** Source → copy ids of the context summaries (apply). */
+  mapping: Array<{ from: string; to: string }>
+  /** Seqs of the copied messages in the target (apply). */
+  seqRange: [number, number] | null
+  /** Copied messages found in the message index after the flush (apply). */
+  messagesIndexed: number | null
+}
