@@ -373,8 +373,6 @@ export interface SummarizeTextParams {
   customInstructions?: string
 }
 
-/** How a summary was obtained. */
-export type SummaryLevel = 'normal' | 'aggressive' | 'fallback' | 'capped'
 
 /** Result of `summarizeText` (what compaction would write). */
 export interface SummarizeResult {
@@ -807,155 +805,6 @@ export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
 
 /* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
 
-/** Parameters of `doctor`: exactly one of `conversationId` / `all`. */
-export interface DoctorParams {
-  conversationId?: number
-  all?: boolean
-  /** Repair what can be repaired without loss, then summarize broken summaries again (default false: writes nothing). */
-  apply?: boolean
-}
-
-/** What a violation is about. */
-export type ViolationKind =
-  | 'sqliteIntegrity' | 'ordinalGap' | 'contextDangling' | 'contextForeign' | 'linkDangling' | 'linkForeign'
-  | 'cycle' | 'reachedTwice' | 'summarySources' | 'uncoveredMessages' | 'coveredTwice' | 'metadata'
-  | 'ftsMissing' | 'ftsExtra' | 'ftsOutdated' | 'ftsDuplicate' | 'ftsIndex'
-  | 'largeFileMoved' | 'largeFileMissing'
-
-/** One broken invariant, naming the rows involved. */
-export interface Violation {
-  kind: ViolationKind
-  /** null: database-wide. */
-  conversationId: number | null
-  summaryIds: string[]
-  messageIds: number[]
-  /** Whether `apply` repairs it without losing anything. */
-  repairable: boolean
-  message: string
-  /** Kind-specific: `{ table }` (FTS), `{ fields: [{ column, stored, expected }] }` (metadata), `{ ordinals }`, `{ restoreTo }`, `{ holders }`. */
-  details?: Record<string, unknown>
-}
-
-/** A summary ending with a fallback or truncation marker. */
-export interface BrokenSummary {
-  summaryId: string
-  conversationId: number
-  kind: 'leaf' | 'condensed'
-  depth: number
-  tokenCount: number
-  chars: number
-  marker: 'truncated' | 'capped' | 'referenceFallback' | 'referenceEmergency'
-  markerText: string
-  contextOrdinal: number | null
-  reachable: boolean
-  /** 1-based position in the repair order (bottom-up) of its conversation. */
-  order: number
-}
-
-/** One repair `doctor({ apply: true })` made. */
-export interface DoctorRepair {
-  kind: 'removedDanglingLink' | 'removedDanglingContextItem' | 'relinked' | 'reinserted' | 'metadata' | 'resequenced' | 'ftsRows' | 'ftsRebuilt' | 'resummarized' | 'relocatedLargeFile'
-  conversationId: number | null
-  summaryIds: string[]
-  messageIds: number[]
-  message: string
-}
-
-/** One re-summarization of a broken summary. */
-export interface Resummarized {
-  summaryId: string
-  conversationId: number
-  /** `stillBroken`: the summarizer's answer would end with a marker again; nothing written. */
-  status: 'repaired' | 'stillBroken' | 'unchanged'
-  level: SummaryLevel | null
-  model: string | null
-  tokensBefore: number
-  tokensAfter: number | null
-}
-
-/** Result of `doctor`. */
-export interface DoctorReport {
-  /** True when nothing is (left) to repair. */
-  ok: boolean
-  applied: boolean
-  conversationIds: number[]
-  /** Found by the first check. */
-  violations: Violation[]
-  brokenSummaries: BrokenSummary[]
-  repairs: DoctorRepair[]
-  resummarized: Resummarized[]
-  /** The summarizer error that stopped the re-summarizations (earlier ones stay written). */
-  error: { summaryId: string; code: string; message: string } | null
-  /** Found by the check after the repairs (apply only). */
-  remaining: { violations: Violation[]; brokenSummaries: BrokenSummary[] } | null
-}
-
-/** Parameters of `dissolve`. */
-export interface DissolveParams {
-  conversationId: number
-  summaryId: string
-  /** Write (default false: plan only). */
-  apply?: boolean
-  /** Keep the summary row (unreferenced, with its links) instead of deleting it. */
-  keep?: boolean
-}
-
-/** A summary as the dry runs show it. */
-export interface SummaryView {
-  summaryId: string; kind: 'leaf' | 'condensed'; depth: number; tokenCount: number; ordinal: number | null; preview: string
-}
-
-/** An item a dissolve puts back into the context list. */
-export interface RestoredItem {
-  itemType: 'summary' | 'message'
-  summaryId: string | null; messageId: number | null
-  kind: string | null; depth: number | null; role: string | null; seq: number | null
-  tokenCount: number; preview: string
-}
-
-/** What a dissolve does (dry run) or did. */
-export interface DissolvePlan {
-  conversationId: number
-  target: SummaryView
-  restored: RestoredItem[]
-  contextItemsBefore: number; contextItemsAfter: number
-  contextTokensBefore: number; contextTokensAfter: number; tokenDelta: number
-  /** Items after the target, which move by `shift`. */
-  itemsShifted: number; shift: number
-  keep: boolean
-  applied: boolean
-}
-
-/** Parameters of `transplant`. */
-export interface TransplantParams {
-  sourceConversationId: number
-  targetConversationId: number
-  /** Write (default false: plan only). */
-  apply?: boolean
-}
-
-/** What a transplant does (dry run) or did. */
-export interface TransplantPlan {
-  sourceConversationId: number
-  targetConversationId: number
-  /** The source's context summaries, in order; their copies are prepended. */
-  contextSummaries: SummaryView[]
-  summariesByDepth: Array<{ depth: number; count: number }>
-  summaryCount: number; messageCount: number; partCount: number
-  targetSummaryItems: number; targetMessageItems: number
-  /** Tokens the prepended items add to the target's context. */
-  tokenOverhead: number
-  /** `file_…` ids the copies mention (the files stay registered to the source). */
-  fileIds: string[]
-  applied: boolean
-  /** Source → copy ids of the context summaries (apply). */
-  mapping: Array<{ from: string; to: string }>
-  /** Seqs of the copied messages in the target (apply). */
-  seqRange: [number, number] | null
-  /** Copied messages found in the message index after the flush (apply). */
-  messagesIndexed: number | null
-}
-
 /* ---- Errors ---- */
 
 /** The stable error codes a caller can branch on (`err.code`). */
@@ -1031,7 +880,7 @@ export type SummaryHit = {
   /** conversation_id */
   conversationId: number,
   /** `leaf` or `condensed`. */
-  kind: string,
+  kind: SummaryKind,
   /** Depth in the DAG. */
   depth: number,
   /** The time used for filters and order: latest source time, else creation (ISO). */
@@ -1128,7 +977,7 @@ export type ManifestNode = {
   /** Distance from the described summary. */
   depthFromRoot: number,
   /** `leaf` or `condensed`. */
-  kind: string,
+  kind: SummaryKind,
   /** DAG depth. */
   depth: number,
   /** Tokens of the node's content. */
@@ -1182,7 +1031,7 @@ export type SummaryDescription = {
   /** Owning conversation. */
   conversationId: number,
   /** `leaf` or `condensed`. */
-  kind: string,
+  kind: SummaryKind,
   /** 0 for leaves, 1 + source depth for condensed nodes. */
   depth: number,
   /** Summary text. */
@@ -1286,7 +1135,7 @@ export type ExpandedSummary = {
   /** The expansion root it was reached from. */
   rootId: string,
   /** `leaf` or `condensed`. */
-  kind: string,
+  kind: SummaryKind,
   /** DAG depth. */
   depth: number,
   /** Full content. */
@@ -1324,7 +1173,7 @@ export type WalkRoot = {
   /** The root summary. */
   summaryId: string,
   /** Its kind. */
-  kind: string,
+  kind: SummaryKind,
   /** Its conversation. */
   conversationId: number,
 };
@@ -1406,6 +1255,300 @@ export type RecallIndexInfo = {
   indexBytes: number,
   /** Time the call took. */
   elapsedMs: number,
+};
+
+/* ---- Summaries, context items ---- */
+
+/**
+ * The kind of a summary: a leaf summarizes messages, a condensed summary
+ * summarizes summaries. Stored and serialized as `leaf` / `condensed`.
+ */
+export type SummaryKind = "leaf" | "condensed";
+
+/** What a context item points at. Stored and serialized as `message` / `summary`. */
+export type ContextItemType = "message" | "summary";
+
+/** How a summary was obtained. */
+export type SummaryLevel = "normal" | "aggressive" | "fallback" | "capped";
+
+/* ---- Doctor ---- */
+
+/** Parameters of `doctor`: exactly one of `conversation_id` / `all`. */
+export type DoctorParams = {
+  /** The conversation to check. */
+  conversationId?: number,
+  /** Check every conversation. */
+  all?: boolean,
+  /** Repair what can be repaired (default: report only, write nothing). */
+  apply?: boolean,
+};
+
+/** The kinds of violation. */
+export type ViolationKind = "sqliteIntegrity" | "ordinalGap" | "contextDangling" | "contextForeign" | "linkDangling" | "linkForeign" | "cycle" | "reachedTwice" | "summarySources" | "uncoveredMessages" | "coveredTwice" | "metadata" | "ftsMissing" | "ftsExtra" | "ftsOutdated" | "ftsDuplicate" | "ftsIndex" | "largeFileMoved" | "largeFileMissing";
+
+/** One broken invariant. */
+export type Violation = {
+  /** What is broken. */
+  kind: ViolationKind,
+  /** The conversation it belongs to (`None`: the whole database). */
+  conversationId: number | null,
+  /** Summaries involved. */
+  summaryIds: Array<string>,
+  /** Messages involved. */
+  messageIds: Array<number>,
+  /** Whether `apply` repairs it without losing anything. */
+  repairable: boolean,
+  /** What is wrong, naming the rows. */
+  message: string,
+  /** Kind-specific details (columns, ordinals, table). */
+  details?: Record<string, unknown>,
+};
+
+/** Which marker a broken summary ends with. */
+export type MarkerKind = "truncated" | "capped" | "referenceFallback" | "referenceEmergency";
+
+/** A summary whose text ends with a fallback or truncation marker. */
+export type BrokenSummary = {
+  /** The summary. */
+  summaryId: string,
+  /** Its conversation. */
+  conversationId: number,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** Its depth. */
+  depth: number,
+  /** Stored token count. */
+  tokenCount: number,
+  /** Length of the text in characters. */
+  chars: number,
+  /** The marker it ends with. */
+  marker: MarkerKind,
+  /** The marker's text. */
+  markerText: string,
+  /** Its context ordinal, when it is a context item. */
+  contextOrdinal: number | null,
+  /** Whether a context item reaches it. */
+  reachable: boolean,
+  /** Position in the repair order of its conversation (1-based). */
+  order: number,
+};
+
+/** What a repair did. */
+export type DoctorRepairKind = "removedDanglingLink" | "removedDanglingContextItem" | "relinked" | "reinserted" | "metadata" | "resequenced" | "ftsRows" | "ftsRebuilt" | "resummarized" | "relocatedLargeFile";
+
+/** One repair. */
+export type DoctorRepair = {
+  /** What was done. */
+  kind: DoctorRepairKind,
+  /** The conversation (`None`: database-wide). */
+  conversationId: number | null,
+  /** Summaries involved. */
+  summaryIds: Array<string>,
+  /** Messages involved. */
+  messageIds: Array<number>,
+  /** What was done, naming the rows. */
+  message: string,
+};
+
+/** How one broken summary's repair went. */
+export type ResummaryStatus = "repaired" | "stillBroken" | "unchanged";
+
+/** One re-summarization. */
+export type Resummarized = {
+  /** The summary. */
+  summaryId: string,
+  /** Its conversation. */
+  conversationId: number,
+  /** What happened. */
+  status: ResummaryStatus,
+  /** How the new text was obtained. */
+  level: SummaryLevel | null,
+  /** The model that wrote it. */
+  model: string | null,
+  /** Tokens before. */
+  tokensBefore: number,
+  /** Tokens of the new text. */
+  tokensAfter: number | null,
+};
+
+/** The summarizer failure that stopped the repairs. */
+export type DoctorStopError = {
+  /** The summary being repaired. */
+  summaryId: string,
+  /** The error's `LCM_…` code. */
+  code: LcmErrorCode,
+  /** The error's message. */
+  message: string,
+};
+
+/** What a check found. */
+export type DoctorFindings = {
+  /** Broken invariants. */
+  violations: Array<Violation>,
+  /** Summaries ending with a fallback or truncation marker, in repair order. */
+  brokenSummaries: Array<BrokenSummary>,
+};
+
+/** The result of `doctor`. */
+export type DoctorReport = {
+  /** True when nothing is left to repair (after `apply`, when it was asked for). */
+  ok: boolean,
+  /** Whether repairs were asked for. */
+  applied: boolean,
+  /** The conversations checked. */
+  conversationIds: Array<number>,
+  /** The structural repairs made (`apply`). */
+  repairs: Array<DoctorRepair>,
+  /** The re-summarizations (`apply`). */
+  resummarized: Array<Resummarized>,
+  /** The summarizer error that stopped the re-summarizations. */
+  error: DoctorStopError | null,
+  /** What a check after the repairs found (`apply`). */
+  remaining: DoctorFindings | null,
+  /** Broken invariants. */
+  violations: Array<Violation>,
+  /** Summaries ending with a fallback or truncation marker, in repair order. */
+  brokenSummaries: Array<BrokenSummary>,
+};
+
+/* ---- DAG operations (dissolve / transplant) ---- */
+
+/** A summary as the dry runs show it. */
+export type SummaryView = {
+  /** The summary. */
+  summaryId: string,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** Depth. */
+  depth: number,
+  /** Token count. */
+  tokenCount: number,
+  /** Context ordinal, when it is a context item. */
+  ordinal: number | null,
+  /** The start of its text. */
+  preview: string,
+};
+
+/** Parameters of `dissolve`. */
+export type DissolveParams = {
+  /** The conversation whose context list holds the summary. */
+  conversationId: number,
+  /** The summary to dissolve. */
+  summaryId: string,
+  /** Write (default: plan only). */
+  apply?: boolean,
+  /** Keep the summary row (unreferenced) instead of deleting it. */
+  keep?: boolean,
+};
+
+/** One item that comes back into the context list. */
+export type RestoredItem = {
+  /** `summary` or `message`. */
+  itemType: ContextItemType,
+  /** The summary, for summary items. */
+  summaryId: string | null,
+  /** The message, for message items. */
+  messageId: number | null,
+  /** The summary's kind. */
+  kind: SummaryKind | null,
+  /** The summary's depth. */
+  depth: number | null,
+  /** The message's role. */
+  role: string | null,
+  /** The message's seq. */
+  seq: number | null,
+  /** Its tokens. */
+  tokenCount: number,
+  /** The start of its text. */
+  preview: string,
+};
+
+/** What a dissolve does (the dry run) or did. */
+export type DissolvePlan = {
+  /** The conversation. */
+  conversationId: number,
+  /** The summary dissolved. */
+  target: SummaryView,
+  /** What replaces it, in order. */
+  restored: Array<RestoredItem>,
+  /** Context items before. */
+  contextItemsBefore: number,
+  /** Context items after. */
+  contextItemsAfter: number,
+  /** Context tokens before. */
+  contextTokensBefore: number,
+  /** Context tokens after. */
+  contextTokensAfter: number,
+  /** `after - before`. */
+  tokenDelta: number,
+  /** Items after the target, which move. */
+  itemsShifted: number,
+  /** How far they move. */
+  shift: number,
+  /** Whether the summary row is kept. */
+  keep: boolean,
+  /** Whether it was written. */
+  applied: boolean,
+};
+
+/** Parameters of `transplant`. */
+export type TransplantParams = {
+  /** Where the summaries come from. */
+  sourceConversationId: number,
+  /** Where they go. */
+  targetConversationId: number,
+  /** Write (default: plan only). */
+  apply?: boolean,
+};
+
+/** Summaries to copy at one depth. */
+export type DepthCount = {
+  /** The depth. */
+  depth: number,
+  /** How many. */
+  count: number,
+};
+
+/** An old → new id pair. */
+export type IdPair = {
+  /** The source summary. */
+  from: string,
+  /** Its copy. */
+  to: string,
+};
+
+/** What a transplant does (the dry run) or did. */
+export type TransplantPlan = {
+  /** Source conversation. */
+  sourceConversationId: number,
+  /** Target conversation. */
+  targetConversationId: number,
+  /** The source's context summaries, in context order (they are prepended). */
+  contextSummaries: Array<SummaryView>,
+  /** Every summary to copy, by depth. */
+  summariesByDepth: Array<DepthCount>,
+  /** Summaries to copy (context ones and everything beneath). */
+  summaryCount: number,
+  /** Messages to copy. */
+  messageCount: number,
+  /** Message parts to copy. */
+  partCount: number,
+  /** Context items of the target before: summaries. */
+  targetSummaryItems: number,
+  /** Context items of the target before: messages. */
+  targetMessageItems: number,
+  /** Tokens the prepended items add to the target's context. */
+  tokenOverhead: number,
+  /** `file_…` ids the copies mention (their files stay registered to the source). */
+  fileIds: Array<string>,
+  /** Whether it was written. */
+  applied: boolean,
+  /** The copies of the context summaries, in order (after apply). */
+  mapping: Array<IdPair>,
+  /** Seq range of the copied messages in the target (after apply). */
+  seqRange: [number, number] | null,
+  /** Copied messages found in `messages_fts` after the flush (after apply). */
+  messagesIndexed: number | null,
 };
 
 /**

@@ -15,6 +15,20 @@ pub const GENERATED_NOTE: &str = "/* generated — do not edit: `npm run gen:typ
      src/binding/header.d.ts from the Rust types (src/typegen.rs) and \
      src/binding/handwritten.d.ts; napi build prepends it to index.d.ts */";
 
+/// Stands for a JSON object of any keys (`Record<string, unknown>`) in `#[ts(as)]`.
+pub struct JsonObject;
+
+impl TS for JsonObject {
+    type WithoutGenerics = Self;
+    type OptionInnerType = Self;
+    fn name(_: &Config) -> String {
+        "Record<string, unknown>".to_owned()
+    }
+    fn inline(cfg: &Config) -> String {
+        Self::name(cfg)
+    }
+}
+
 /// The hand-written declarations (what must stay generic or JavaScript-specific).
 const HANDWRITTEN: &str = include_str!("binding/handwritten.d.ts");
 
@@ -35,6 +49,8 @@ fn push<T: TS + ?Sized>(cfg: &Config, out: &mut String) {
 fn format_decl(decl: &str) -> String {
     let mut out = String::with_capacity(decl.len() + 64);
     let mut depth = 0usize;
+    // `<…>`, `(…)` and `[…]` nesting: a comma inside does not end a field.
+    let mut nested = 0usize;
     let mut rest = decl;
     while let Some(c) = rest.chars().next() {
         if rest.starts_with("/**") {
@@ -86,7 +102,9 @@ fn format_decl(decl: &str) -> String {
                 }
                 depth = depth.saturating_sub(1);
             }
-            ',' if depth == 1 => {
+            '<' | '(' | '[' => nested += 1,
+            '>' | ')' | ']' => nested = nested.saturating_sub(1),
+            ',' if depth == 1 && nested == 0 => {
                 out.push(',');
                 rest = rest[1..].trim_start();
                 if !rest.starts_with('}') {
@@ -139,6 +157,39 @@ pub fn generated() -> String {
         recall::grants::CreateGrantParams,
         recall::grants::GrantInfo,
         recall::types::IndexInfo,
+    );
+    out.push_str("\n/* ---- Summaries, context items ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::store::summaries::SummaryKind,
+        crate::store::messages::ContextItemType,
+        crate::summarize::Level,
+    );
+    use crate::{dagops, doctor};
+    out.push_str("\n/* ---- Doctor ---- */\n");
+    declare!(&cfg, &mut out;
+        doctor::DoctorParams,
+        doctor::Kind,
+        doctor::Violation,
+        doctor::markers::MarkerKind,
+        doctor::BrokenSummary,
+        doctor::RepairKind,
+        doctor::Repair,
+        doctor::ResummaryStatus,
+        doctor::Resummarized,
+        doctor::StopError,
+        doctor::Findings,
+        doctor::DoctorReport,
+    );
+    out.push_str("\n/* ---- DAG operations (dissolve / transplant) ---- */\n");
+    declare!(&cfg, &mut out;
+        dagops::SummaryView,
+        dagops::dissolve::DissolveParams,
+        dagops::dissolve::RestoredItem,
+        dagops::dissolve::DissolvePlan,
+        dagops::transplant::TransplantParams,
+        dagops::transplant::DepthCount,
+        dagops::transplant::IdPair,
+        dagops::transplant::TransplantPlan,
     );
     out
 }

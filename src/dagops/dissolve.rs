@@ -14,8 +14,9 @@ use crate::store::links::{self, ContextEntry};
 use crate::store::{graph, messages, summaries, Features};
 
 /// Parameters of `dissolve`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct DissolveParams {
     /// The conversation whose context list holds the summary.
     pub conversation_id: i64,
@@ -23,23 +24,27 @@ pub struct DissolveParams {
     pub summary_id: String,
     /// Write (default: plan only).
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub apply: bool,
     /// Keep the summary row (unreferenced) instead of deleting it.
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub keep: bool,
 }
 
 /// One item that comes back into the context list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoredItem {
     /// `summary` or `message`.
+    #[ts(as = "crate::store::messages::ContextItemType")]
     pub item_type: &'static str,
     /// The summary, for summary items.
     pub summary_id: Option<String>,
     /// The message, for message items.
     pub message_id: Option<i64>,
     /// The summary's kind.
+    #[ts(as = "Option<crate::store::summaries::SummaryKind>")]
     pub kind: Option<String>,
     /// The summary's depth.
     pub depth: Option<i64>,
@@ -54,7 +59,7 @@ pub struct RestoredItem {
 }
 
 /// What a dissolve does (the dry run) or did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DissolvePlan {
     /// The conversation.

@@ -19,7 +19,7 @@ use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
 
 /// A summary whose text ends with a fallback or truncation marker.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokenSummary {
     /// The summary.
@@ -27,6 +27,7 @@ pub struct BrokenSummary {
     /// Its conversation.
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// Its depth.
     pub depth: i64,

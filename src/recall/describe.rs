@@ -37,6 +37,7 @@ pub struct ManifestNode {
     /// Distance from the described summary.
     pub depth_from_root: i64,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// DAG depth.
     pub depth: i64,

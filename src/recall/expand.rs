@@ -23,6 +23,7 @@ pub struct ExpandedSummary {
     /// The expansion root it was reached from.
     pub root_id: String,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// DAG depth.
     pub depth: i64,
@@ -81,6 +82,7 @@ pub struct WalkRoot {
     /// The root summary.
     pub summary_id: String,
     /// Its kind.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// Its conversation.
     pub conversation_id: i64,

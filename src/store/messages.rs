@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
 use super::derived::{file_ids_in, MsgRow};
-use crate::error::Result;
+use crate::error::{LcmError, Result};
 use crate::message::ingest::{NewMessage, NewPart};
 use crate::message::rebuild::{PartText, StoredMessage, StoredPart};
 use crate::timestamp;
@@ -764,6 +764,37 @@ pub fn ids_in_order(conn: &Connection, conversation_id: i64) -> Result<Vec<i64>>
         .query_map([conversation_id], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
     Ok(ids)
+}
+
+/// What a context item points at. Stored and serialized as `message` / `summary`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextItemType {
+    /// A raw message (`message_id` set).
+    Message,
+    /// A summary (`summary_id` set).
+    Summary,
+}
+
+impl ContextItemType {
+    /// The text stored in `context_items.item_type` and sent to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextItemType::Message => "message",
+            ContextItemType::Summary => "summary",
+        }
+    }
+
+    /// Reads a stored `context_items.item_type`; anything else is a corrupt row.
+    pub fn from_stored(text: &str) -> Result<ContextItemType> {
+        match text {
+            "message" => Ok(ContextItemType::Message),
+            "summary" => Ok(ContextItemType::Summary),
+            other => Err(LcmError::internal(format!(
+                "context_items.item_type holds {other:?}, expected 'message' or 'summary'"
+            ))),
+        }
+    }
 }
 
 /// One entry of the context list.

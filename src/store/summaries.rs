@@ -10,6 +10,44 @@ use super::Features;
 use crate::error::{LcmError, Result};
 use crate::tokens;
 
+/// The kind of a summary: a leaf summarizes messages, a condensed summary
+/// summarizes summaries. Stored and serialized as `leaf` / `condensed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryKind {
+    /// Summarizes messages (depth 0).
+    Leaf,
+    /// Summarizes summaries (depth 1 and up).
+    Condensed,
+}
+
+impl SummaryKind {
+    /// The text stored in `summaries.kind` and sent to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryKind::Leaf => "leaf",
+            SummaryKind::Condensed => "condensed",
+        }
+    }
+
+    /// Reads a stored `summaries.kind`; anything else is a corrupt row.
+    pub fn from_stored(text: &str) -> Result<SummaryKind> {
+        match text {
+            "leaf" => Ok(SummaryKind::Leaf),
+            "condensed" => Ok(SummaryKind::Condensed),
+            other => Err(LcmError::internal(format!(
+                "summaries.kind holds {other:?}, expected 'leaf' or 'condensed'"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for SummaryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A `summaries` row.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
@@ -19,6 +57,7 @@ pub struct SummaryRecord {
     /// Owning conversation.
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// 0 for leaves, 1 + source depth for condensed nodes.
     pub depth: i64,
@@ -45,12 +84,13 @@ pub struct SummaryRecord {
 }
 
 /// A summary without its text: what choosing and ordering summaries needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryOutline {
     /// `sum_…`.
     pub summary_id: String,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// 0 for leaves.
     pub depth: i64,

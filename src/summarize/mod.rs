@@ -64,8 +64,9 @@ pub trait Summarizer: Send + Sync {
 }
 
 /// How a summary was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
+#[ts(rename = "SummaryLevel")]
 pub enum Level {
     /// The normal prompt produced a smaller summary.
     Normal,

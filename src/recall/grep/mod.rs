@@ -140,6 +140,7 @@ pub struct SummaryHit {
     /// conversation_id
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: String,
     /// Depth in the DAG.
     pub depth: i64,
