@@ -164,6 +164,29 @@ pub fn generated() -> String {
         crate::store::messages::ContextItemType,
         crate::summarize::Level,
     );
+    out.push_str("\n/* ---- Store rows ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::store::conversations::ConversationRecord,
+        crate::store::messages::ContextItem,
+        crate::store::summaries::SummaryRecord,
+        crate::engine::SummaryWithLinks,
+        crate::store::messages::ConversationStats,
+        crate::engine::InsertSummaryParams,
+    );
+    out.push_str("\n/* ---- Ingest, turns, transcripts ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::ingest::IngestResult,
+        crate::store::messages::IngestedMessage,
+        crate::ingest::IngestBatchResult,
+        crate::turn::CommitTurnResult,
+        crate::transcript::BootstrapResult,
+    );
+    out.push_str("\n/* ---- Context assembly ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::assembler::FallbackReason,
+        crate::assembler::pairing::RepairStats,
+        crate::assembler::AssembleStats,
+    );
     use crate::{dagops, doctor};
     out.push_str("\n/* ---- Doctor ---- */\n");
     declare!(&cfg, &mut out;

@@ -145,15 +145,6 @@ export interface IngestBatchParams<M extends AgentMessage = StoredAgentMessage> 
   isHeartbeat?: boolean
 }
 
-/** Result of `ingest`. */
-export interface IngestResult { ingested: boolean; conversationId: number | null; messageId: number | null; seq: number | null }
-
-/** One message's outcome in a batch. */
-export interface IngestedMessage { ingested: boolean; messageId: number | null; seq: number | null }
-
-/** Result of `ingestBatch`. */
-export interface IngestBatchResult { ingestedCount: number; conversationId: number | null; results: IngestedMessage[] }
-
 /* ── Durable turns and transcripts ─────────────────────────────────────────── */
 
 /** OpenClaw's transcript anchor of a turn's first (admission) or last (terminal) entry. */
@@ -197,16 +188,6 @@ export interface CommitTurnParams<M extends AgentMessage = StoredAgentMessage> e
   isHeartbeat?: boolean
 }
 
-/** Result of `commitTurn`. */
-export interface CommitTurnResult {
-  /** `duplicate`: this key was committed before with the same payload; nothing was written. */
-  status: 'committed' | 'duplicate'
-  /** null for a heartbeat or empty turn of a session without a conversation. */
-  conversationId: number | null
-  /** Messages stored by this call (0 for a duplicate, a heartbeat, an empty turn, and entry ids already stored). */
-  ingestedCount: number
-}
-
 /** One entry of the host's transcript (a JSONL line, or a row of its SQLite projection). */
 export interface TranscriptEntry {
   /** `message` entries are imported; every other type is skipped. Default 'message'. */
@@ -240,65 +221,8 @@ export interface BootstrapParams extends HostPassThrough {
   transcriptTail?: boolean
 }
 
-/** Result of `bootstrap`. */
-export interface BootstrapResult {
-  /** True when messages were imported. */
-  bootstrapped: boolean
-  importedMessages: number
-  /** 'imported session messages' | 'reconciled missing session messages' |
-   *  'conversation already up to date' | 'no messages in session file' |
-   *  'no common message with the stored conversation' |
-   *  'the transcript tail is not stored: pass the whole transcript' (`transcriptTail`) */
-  reason: string
-  conversationId: number | null
-  /** Messages on the transcript's leaf path. */
-  transcriptMessages: number
-  /** Entries that are not messages, or not on the leaf path. */
-  skippedEntries: number
-  /** True for a `transcriptTail` call whose rows do not prove the conversation up
-   *  to date: nothing was imported; call again with the whole transcript. */
-  needsWholeTranscript: boolean
-}
-
 /** Lookup of a conversation by session id and/or key. */
 export interface SessionLookup { sessionId?: string; sessionKey?: string }
-
-/** A conversations row. */
-export interface Conversation {
-  conversationId: number; sessionId: string; sessionKey: string | null; active: boolean
-  archivedAt: string | null; title: string | null; createdAt: string; updatedAt: string
-}
-
-/** One entry of the context list. */
-export interface ContextItem {
-  ordinal: number; itemType: 'message' | 'summary'; messageId: number | null; summaryId: string | null
-  tokenCount: number; depth: number | null; role: string | null
-}
-
-/** A summary with its DAG links. */
-export interface SummaryWithLinks {
-  summaryId: string; conversationId: number; kind: 'leaf' | 'condensed'; depth: number; content: string
-  tokenCount: number; earliestAt: string | null; latestAt: string | null; descendantCount: number
-  descendantTokenCount: number; sourceMessageTokenCount: number; createdAt: string; fileIds: string[]; model: string
-  /** Source summaries (the reference's "parents"), in link order. */
-  parentIds: string[]
-  /** Source messages of a leaf, in link order. */
-  messageIds: number[]
-}
-
-/** Row counts and token totals of a conversation. */
-export interface ConversationStats {
-  messageCount: number; messageTokens: number; summaryCount: number; contextItems: number; contextTokens: number
-}
-
-/** Parameters of `insertSummary`: exactly one of `messageIds` / `summaryIds`. */
-export interface InsertSummaryParams {
-  conversationId: number
-  content: string
-  messageIds?: number[]
-  summaryIds?: string[]
-  model?: string
-}
 
 /** One event reported to `onLog`. */
 export interface LcmLogRecord {
@@ -733,56 +657,6 @@ export interface AssembleParams<M extends AgentMessage = StoredAgentMessage> ext
   tokenBudget?: number
   /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
   messages?: M[]
-}
-
-/** Why `assemble` returned the live messages. */
-export type AssembleFallbackReason =
-  | 'noConversation' | 'emptyContext' | 'incompleteCoverage' | 'emptyAssembly' | 'noUserTurn' | 'error'
-
-/** What the clean-up and tool-pairing repair changed. */
-export interface AssembleRepairStats {
-  syntheticToolResults: number
-  droppedOrphanResults: number
-  droppedDuplicateResults: number
-  droppedDuplicateToolCalls: number
-  strippedTerminalToolCalls: number
-  /** Tool calls stripped because their result is not in the assembled context. */
-  strippedUnpairedToolCalls: number
-  movedToolResults: number
-  droppedEmptyMessages: number
-  /** Messages the host marked `excludeFromContext: true` (stored, never sent). */
-  droppedExcludedMessages: number
-  /** Tool results without a call id presented as assistant text. */
-  downgradedToolResults: number
-}
-
-/** What an assembly did. */
-export interface AssembleStats {
-  conversationId: number | null
-  tokenBudget: number
-  /** Entries of the context list. */
-  contextItems: number
-  summariesIncluded: number
-  /** Stored messages in the output (synthetic tool results not counted). */
-  messagesIncluded: number
-  /** Evictable context items left out for the budget. */
-  droppedForBudget: number
-  /** Context items whose row could not be read. */
-  unresolvedItems: number
-  tailStartOrdinal: number | null
-  tailItems: number
-  tailTokens: number
-  /** True only when the newest user turn alone is over the budget. */
-  overBudget: boolean
-  /** Oldest messages (fresh tail, or live messages on a fallback) dropped to stay within the budget;
-   *  a tool result whose call was dropped goes with it. */
-  clampedMessages: number
-  /** Their estimated tokens. */
-  clampedTokens: number
-  liveFallback: boolean
-  fallbackReason: AssembleFallbackReason | null
-  error: string | null
-  repair: AssembleRepairStats
 }
 
 /**

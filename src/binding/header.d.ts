@@ -144,15 +144,6 @@ export interface IngestBatchParams<M extends AgentMessage = StoredAgentMessage> 
   isHeartbeat?: boolean
 }
 
-/** Result of `ingest`. */
-export interface IngestResult { ingested: boolean; conversationId: number | null; messageId: number | null; seq: number | null }
-
-/** One message's outcome in a batch. */
-export interface IngestedMessage { ingested: boolean; messageId: number | null; seq: number | null }
-
-/** Result of `ingestBatch`. */
-export interface IngestBatchResult { ingestedCount: number; conversationId: number | null; results: IngestedMessage[] }
-
 /* ── Durable turns and transcripts ─────────────────────────────────────────── */
 
 /** OpenClaw's transcript anchor of a turn's first (admission) or last (terminal) entry. */
@@ -196,16 +187,6 @@ export interface CommitTurnParams<M extends AgentMessage = StoredAgentMessage> e
   isHeartbeat?: boolean
 }
 
-/** Result of `commitTurn`. */
-export interface CommitTurnResult {
-  /** `duplicate`: this key was committed before with the same payload; nothing was written. */
-  status: 'committed' | 'duplicate'
-  /** null for a heartbeat or empty turn of a session without a conversation. */
-  conversationId: number | null
-  /** Messages stored by this call (0 for a duplicate, a heartbeat, an empty turn, and entry ids already stored). */
-  ingestedCount: number
-}
-
 /** One entry of the host's transcript (a JSONL line, or a row of its SQLite projection). */
 export interface TranscriptEntry {
   /** `message` entries are imported; every other type is skipped. Default 'message'. */
@@ -239,65 +220,8 @@ export interface BootstrapParams extends HostPassThrough {
   transcriptTail?: boolean
 }
 
-/** Result of `bootstrap`. */
-export interface BootstrapResult {
-  /** True when messages were imported. */
-  bootstrapped: boolean
-  importedMessages: number
-  /** 'imported session messages' | 'reconciled missing session messages' |
-   *  'conversation already up to date' | 'no messages in session file' |
-   *  'no common message with the stored conversation' |
-   *  'the transcript tail is not stored: pass the whole transcript' (`transcriptTail`) */
-  reason: string
-  conversationId: number | null
-  /** Messages on the transcript's leaf path. */
-  transcriptMessages: number
-  /** Entries that are not messages, or not on the leaf path. */
-  skippedEntries: number
-  /** True for a `transcriptTail` call whose rows do not prove the conversation up
-   *  to date: nothing was imported; call again with the whole transcript. */
-  needsWholeTranscript: boolean
-}
-
 /** Lookup of a conversation by session id and/or key. */
 export interface SessionLookup { sessionId?: string; sessionKey?: string }
-
-/** A conversations row. */
-export interface Conversation {
-  conversationId: number; sessionId: string; sessionKey: string | null; active: boolean
-  archivedAt: string | null; title: string | null; createdAt: string; updatedAt: string
-}
-
-/** One entry of the context list. */
-export interface ContextItem {
-  ordinal: number; itemType: 'message' | 'summary'; messageId: number | null; summaryId: string | null
-  tokenCount: number; depth: number | null; role: string | null
-}
-
-/** A summary with its DAG links. */
-export interface SummaryWithLinks {
-  summaryId: string; conversationId: number; kind: 'leaf' | 'condensed'; depth: number; content: string
-  tokenCount: number; earliestAt: string | null; latestAt: string | null; descendantCount: number
-  descendantTokenCount: number; sourceMessageTokenCount: number; createdAt: string; fileIds: string[]; model: string
-  /** Source summaries (the reference's "parents"), in link order. */
-  parentIds: string[]
-  /** Source messages of a leaf, in link order. */
-  messageIds: number[]
-}
-
-/** Row counts and token totals of a conversation. */
-export interface ConversationStats {
-  messageCount: number; messageTokens: number; summaryCount: number; contextItems: number; contextTokens: number
-}
-
-/** Parameters of `insertSummary`: exactly one of `messageIds` / `summaryIds`. */
-export interface InsertSummaryParams {
-  conversationId: number
-  content: string
-  messageIds?: number[]
-  summaryIds?: string[]
-  model?: string
-}
 
 /** One event reported to `onLog`. */
 export interface LcmLogRecord {
@@ -732,56 +656,6 @@ export interface AssembleParams<M extends AgentMessage = StoredAgentMessage> ext
   tokenBudget?: number
   /** The host's live messages; returned unchanged when the store cannot do better or assembly fails. */
   messages?: M[]
-}
-
-/** Why `assemble` returned the live messages. */
-export type AssembleFallbackReason =
-  | 'noConversation' | 'emptyContext' | 'incompleteCoverage' | 'emptyAssembly' | 'noUserTurn' | 'error'
-
-/** What the clean-up and tool-pairing repair changed. */
-export interface AssembleRepairStats {
-  syntheticToolResults: number
-  droppedOrphanResults: number
-  droppedDuplicateResults: number
-  droppedDuplicateToolCalls: number
-  strippedTerminalToolCalls: number
-  /** Tool calls stripped because their result is not in the assembled context. */
-  strippedUnpairedToolCalls: number
-  movedToolResults: number
-  droppedEmptyMessages: number
-  /** Messages the host marked `excludeFromContext: true` (stored, never sent). */
-  droppedExcludedMessages: number
-  /** Tool results without a call id presented as assistant text. */
-  downgradedToolResults: number
-}
-
-/** What an assembly did. */
-export interface AssembleStats {
-  conversationId: number | null
-  tokenBudget: number
-  /** Entries of the context list. */
-  contextItems: number
-  summariesIncluded: number
-  /** Stored messages in the output (synthetic tool results not counted). */
-  messagesIncluded: number
-  /** Evictable context items left out for the budget. */
-  droppedForBudget: number
-  /** Context items whose row could not be read. */
-  unresolvedItems: number
-  tailStartOrdinal: number | null
-  tailItems: number
-  tailTokens: number
-  /** True only when the newest user turn alone is over the budget. */
-  overBudget: boolean
-  /** Oldest messages (fresh tail, or live messages on a fallback) dropped to stay within the budget;
-   *  a tool result whose call was dropped goes with it. */
-  clampedMessages: number
-  /** Their estimated tokens. */
-  clampedTokens: number
-  liveFallback: boolean
-  fallbackReason: AssembleFallbackReason | null
-  error: string | null
-  repair: AssembleRepairStats
 }
 
 /**
@@ -1270,6 +1144,291 @@ export type ContextItemType = "message" | "summary";
 
 /** How a summary was obtained. */
 export type SummaryLevel = "normal" | "aggressive" | "fallback" | "capped";
+
+/* ---- Store rows ---- */
+
+/** A `conversations` row. */
+export type Conversation = {
+  /** conversation_id */
+  conversationId: number,
+  /** Runtime session id. */
+  sessionId: string,
+  /** Stable session key, when known. */
+  sessionKey: string | null,
+  /** Whether this is the active row for its key. */
+  active: boolean,
+  /** When it was archived. */
+  archivedAt: string | null,
+  /** Optional title. */
+  title: string | null,
+  /** Creation time (SQLite UTC text). */
+  createdAt: string,
+  /** Last update time (SQLite UTC text). */
+  updatedAt: string,
+};
+
+/** One entry of the context list. */
+export type ContextItem = {
+  /** Position, 0..n-1. */
+  ordinal: number,
+  /** `message` or `summary`. */
+  itemType: ContextItemType,
+  /** The message, for message items. */
+  messageId: number | null,
+  /** The summary, for summary items. */
+  summaryId: string | null,
+  /** Token count of the item (message or summary token_count). */
+  tokenCount: number,
+  /** The summary's depth, for summary items. */
+  depth: number | null,
+  /** The message's DB role, for message items. */
+  role: string | null,
+};
+
+/** A `summaries` row. */
+export type SummaryRecord = {
+  /** `sum_` + 16 hex. */
+  summaryId: string,
+  /** Owning conversation. */
+  conversationId: number,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** 0 for leaves, 1 + source depth for condensed nodes. */
+  depth: number,
+  /** Summary text. */
+  content: string,
+  /** Estimated tokens of the content. */
+  tokenCount: number,
+  /** Earliest source time (ISO). */
+  earliestAt: string | null,
+  /** Latest source time (ISO). */
+  latestAt: string | null,
+  /** Number of summaries transitively below this one. */
+  descendantCount: number,
+  /** Σ tokens of the summaries below. */
+  descendantTokenCount: number,
+  /** Σ tokens of the source messages below. */
+  sourceMessageTokenCount: number,
+  /** Creation time (SQLite UTC text). */
+  createdAt: string,
+  /** Large-file ids referenced by the sources. */
+  fileIds: Array<string>,
+  /** The summarizer model. */
+  model: string,
+};
+
+/** A summary with its DAG links. */
+export type SummaryWithLinks = {
+  /** Source summaries (the reference's "parents"), in link order. */
+  parentIds: Array<string>,
+  /** Source messages of a leaf, in link order. */
+  messageIds: Array<number>,
+  /** `sum_` + 16 hex. */
+  summaryId: string,
+  /** Owning conversation. */
+  conversationId: number,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** 0 for leaves, 1 + source depth for condensed nodes. */
+  depth: number,
+  /** Summary text. */
+  content: string,
+  /** Estimated tokens of the content. */
+  tokenCount: number,
+  /** Earliest source time (ISO). */
+  earliestAt: string | null,
+  /** Latest source time (ISO). */
+  latestAt: string | null,
+  /** Number of summaries transitively below this one. */
+  descendantCount: number,
+  /** Σ tokens of the summaries below. */
+  descendantTokenCount: number,
+  /** Σ tokens of the source messages below. */
+  sourceMessageTokenCount: number,
+  /** Creation time (SQLite UTC text). */
+  createdAt: string,
+  /** Large-file ids referenced by the sources. */
+  fileIds: Array<string>,
+  /** The summarizer model. */
+  model: string,
+};
+
+/** Counts of a conversation's rows. */
+export type ConversationStats = {
+  /** Stored messages. */
+  messageCount: number,
+  /** Σ tokens of stored messages. */
+  messageTokens: number,
+  /** Stored summaries. */
+  summaryCount: number,
+  /** Context-list entries. */
+  contextItems: number,
+  /** Σ tokens of the context list. */
+  contextTokens: number,
+};
+
+/** Parameters of `insertSummary`. */
+export type InsertSummaryParams = {
+  /** The conversation. */
+  conversationId: number,
+  /** Summary text. */
+  content: string,
+  /** Source messages (a leaf), in order. */
+  messageIds?: Array<number>,
+  /** Source summaries of one depth (a condensed node), in order. */
+  summaryIds?: Array<string>,
+  /** Model name recorded on the row. */
+  model?: string,
+};
+
+/* ---- Ingest, turns, transcripts ---- */
+
+/** Result of `ingest`. */
+export type IngestResult = {
+  /** False for heartbeats and replays. */
+  ingested: boolean,
+  /** The conversation, when the message reached the store. */
+  conversationId: number | null,
+  /** The stored message's id. */
+  messageId: number | null,
+  /** The stored message's seq. */
+  seq: number | null,
+};
+
+/** Outcome of one message of a batch. */
+export type IngestedMessage = {
+  /** False when the message was a replay and was not stored again. */
+  ingested: boolean,
+  /** The stored row's id (the existing row's id for a replay of an entry id). */
+  messageId: number | null,
+  /** The stored row's seq. */
+  seq: number | null,
+};
+
+/** Result of `ingestBatch`. */
+export type IngestBatchResult = {
+  /** How many messages were stored (replays and heartbeats excluded). */
+  ingestedCount: number,
+  /** The conversation, when the batch reached the store. */
+  conversationId: number | null,
+  /** One entry per input message. */
+  results: Array<IngestedMessage>,
+};
+
+/** Result of `commitTurn`. */
+export type CommitTurnResult = {
+  /**
+   * `committed`, or `duplicate`: this key was committed before with the same
+   * payload; nothing was written.
+   */
+  status: "committed" | "duplicate",
+  /** The conversation; null for a heartbeat or empty turn of a session without one. */
+  conversationId: number | null,
+  /**
+   * Messages stored by this call (0 for a duplicate, a heartbeat, an empty turn,
+   * and entry ids already stored).
+   */
+  ingestedCount: number,
+};
+
+/** Result of `bootstrap`. */
+export type BootstrapResult = {
+  /** True when messages were imported. */
+  bootstrapped: boolean,
+  /** Messages imported by this call. */
+  importedMessages: number,
+  /**
+   * Why: `imported session messages`, `reconciled missing session messages`,
+   * `conversation already up to date`, `no messages in session file`,
+   * `no common message with the stored conversation`, or (`transcriptTail`)
+   * `the transcript tail is not stored: pass the whole transcript`.
+   */
+  reason: string,
+  /** The conversation, when there is one. */
+  conversationId: number | null,
+  /** Messages on the transcript's leaf path. */
+  transcriptMessages: number,
+  /** Entries that are not messages or not on the leaf path (and unreadable lines). */
+  skippedEntries: number,
+  /**
+   * A `transcriptTail` call whose rows did not prove the conversation up to
+   * date ([`REASON_NEEDS_WHOLE`]): call again with the whole transcript.
+   */
+  needsWholeTranscript: boolean,
+};
+
+/* ---- Context assembly ---- */
+
+/** Why the live messages were returned instead of an assembly. */
+export type AssembleFallbackReason = "noConversation" | "emptyContext" | "incompleteCoverage" | "emptyAssembly" | "noUserTurn" | "error";
+
+/** What the repair passes changed. */
+export type AssembleRepairStats = {
+  /** Synthetic error results inserted for calls without a result. */
+  syntheticToolResults: number,
+  /** Tool results dropped because no preceding assistant called them. */
+  droppedOrphanResults: number,
+  /** Second (and later) results for one call id dropped. */
+  droppedDuplicateResults: number,
+  /** Tool-call blocks dropped because an earlier assistant used the same id. */
+  droppedDuplicateToolCalls: number,
+  /** Tool-call blocks stripped from `error` / `aborted` assistants. */
+  strippedTerminalToolCalls: number,
+  /**
+   * Tool-call blocks stripped because their result is not in the assembled
+   * context (evicted, summarized, or placed before the call).
+   */
+  strippedUnpairedToolCalls: number,
+  /** Tool results moved next to their call. */
+  movedToolResults: number,
+  /** Messages dropped because nothing sendable was left in them. */
+  droppedEmptyMessages: number,
+  /** Messages dropped because the host marked them `excludeFromContext`. */
+  droppedExcludedMessages: number,
+  /** Tool results without a call id presented as assistant text. */
+  downgradedToolResults: number,
+};
+
+/** What an assembly did. */
+export type AssembleStats = {
+  /** The conversation assembled, when found. */
+  conversationId: number | null,
+  /** The budget in force. */
+  tokenBudget: number,
+  /** Entries of the context list. */
+  contextItems: number,
+  /** Summaries in the output. */
+  summariesIncluded: number,
+  /** Stored messages in the output (synthetic results not counted). */
+  messagesIncluded: number,
+  /** Evictable context items left out for the budget. */
+  droppedForBudget: number,
+  /** Context items whose row could not be read (dangling references). */
+  unresolvedItems: number,
+  /** Ordinal where the fresh tail starts (absent when there is no tail). */
+  tailStartOrdinal: number | null,
+  /** Context items in the fresh tail. */
+  tailItems: number,
+  /** Tokens of the fresh tail as presented. */
+  tailTokens: number,
+  /**
+   * True when the output is over the budget (only when the newest user turn
+   * alone is).
+   */
+  overBudget: boolean,
+  /** Oldest messages (fresh-tail or live) dropped to stay within the budget. */
+  clampedMessages: number,
+  /** Their tokens. */
+  clampedTokens: number,
+  /** True when the live messages were returned. */
+  liveFallback: boolean,
+  /** Why, when `live_fallback` is set. */
+  fallbackReason: AssembleFallbackReason | null,
+  /** The error that caused a fallback. */
+  error: string | null,
+  /** What the clean-up and pairing repair changed. */
+  repair: AssembleRepairStats,
+};
 
 /* ---- Doctor ---- */
 

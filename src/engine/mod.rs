@@ -267,8 +267,9 @@ impl Engine {
 }
 
 /// Parameters of `insertSummary`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct InsertSummaryParams {
     /// The conversation.
     pub conversation_id: i64,
@@ -286,7 +287,7 @@ pub struct InsertSummaryParams {
 }
 
 /// A summary with its DAG links.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryWithLinks {
     /// The row.

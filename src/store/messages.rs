@@ -15,7 +15,7 @@ use crate::message::rebuild::{PartText, StoredMessage, StoredPart};
 use crate::timestamp;
 
 /// Outcome of one message of a batch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct IngestedMessage {
     /// False when the message was a replay and was not stored again.
@@ -798,12 +798,13 @@ impl ContextItemType {
 }
 
 /// One entry of the context list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextItem {
     /// Position, 0..n-1.
     pub ordinal: i64,
     /// `message` or `summary`.
+    #[ts(as = "ContextItemType")]
     pub item_type: String,
     /// The message, for message items.
     pub message_id: Option<i64>,
@@ -857,7 +858,7 @@ pub fn context_token_count(conn: &Connection, conversation_id: i64) -> Result<i6
 }
 
 /// Counts of a conversation's rows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ConversationStats {
     /// Stored messages.
