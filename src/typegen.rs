@@ -187,6 +187,24 @@ pub fn generated() -> String {
         crate::assembler::pairing::RepairStats,
         crate::assembler::AssembleStats,
     );
+    use crate::{compaction, summarize};
+    out.push_str("\n/* ---- Summarizers and prompts ---- */\n");
+    declare!(&cfg, &mut out;
+        summarize::SummaryRequest,
+        summarize::SummarizeTextParams,
+        summarize::SummarizeOutput,
+        summarize::render::RenderParams,
+        crate::prompts::RenderedPrompt,
+    );
+    out.push_str("\n/* ---- Compaction ---- */\n");
+    declare!(&cfg, &mut out;
+        compaction::EvaluateParams,
+        compaction::Evaluation,
+        compaction::Mode,
+        compaction::pass::PassRecord,
+        compaction::CompactResult,
+        compaction::turn::AfterTurnResult,
+    );
     use crate::{dagops, doctor};
     out.push_str("\n/* ---- Doctor ---- */\n");
     declare!(&cfg, &mut out;

@@ -238,24 +238,6 @@ export interface LcmLogRecord {
 
 /* ── Prompts and summarizers ─────────────────────────────────────────────── */
 
-/** What the summarizer is asked: the exact prompt pair plus its inputs. */
-export interface SummaryRequest {
-  /** The rendered prompt (the user message). */
-  prompt: string
-  /** The system prompt. */
-  systemPrompt: string
-  /** Target length of the answer, in tokens. */
-  targetTokens: number
-  /** Depth of the summary being built (0 = leaf). */
-  depth: number
-  /** True on the aggressive retry after a summary that was not smaller than its input. */
-  aggressive: boolean
-  /** The configured `summaryModel`, if any. */
-  model: string | null
-  /** The source text alone (what the prompt wraps). */
-  sourceText: string
-}
-
 /**
  * A host summarizer: returns the summary text, or `{ content, model? }`, directly or
  * as a Promise. A throw, a rejection, another return type or no answer within
@@ -282,124 +264,8 @@ export interface LcmOptions {
   summaryRetryMaxWaitMs?: number
 }
 
-/** Parameters of `summarizeText`. */
-export interface SummarizeTextParams {
-  /** 0 = leaf (default), 1, 2, 3+ = condensed depths. */
-  depth?: number
-  /** Source text with `[timestamp] [role]` or `[time range]` headers. */
-  sourceText: string
-  /** Preceding summary (leaf and depth-1 prompts only). */
-  previousContext?: string
-  /** Number of source items (default: blank-line separated blocks). */
-  childCount?: number
-  /** Formatted time range of the sources. */
-  timeRange?: string
-  /** Instructions for this call instead of the configured `customInstructions`. */
-  customInstructions?: string
-}
-
-
-/** Result of `summarizeText` (what compaction would write). */
-export interface SummarizeResult {
-  content: string
-  /** normal; aggressive retry; `[Truncated from N tokens]` fallback; `[Capped …]` cap. */
-  level: SummaryLevel
-  /** The model that produced it (`deterministic` for the fallback). */
-  model: string
-  tokensIn: number
-  tokensOut: number
-}
-
-/** Parameters of `renderPrompt`. */
-export interface RenderPromptParams {
-  /** 0 = leaf (default), 1 = d1, 2 = d2, 3 and more = d3. */
-  depth?: number
-  /** The aggressive leaf policy. */
-  aggressive?: boolean
-  /** Default: computed from `sourceText` as the pipeline does. */
-  targetTokens?: number
-  previousContext?: string
-  childCount?: number
-  timeRange?: string
-  sourceText?: string
-  customInstructions?: string
-  /** Override directory (default `~/.config/lcm-tui/prompts`, like the engine). */
-  promptDir?: string
-  /** Used for the default target (default 2400). */
-  leafTargetTokens?: number
-  /** Used for the default target (default 2000). */
-  condensedTargetTokens?: number
-}
-
-/** A rendered prompt and where its template came from. */
-export interface RenderedPrompt {
-  prompt: string
-  systemPrompt: string
-  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
-  template: string
-  /** 'embedded' or the override file's path. */
-  source: string
-  targetTokens: number
-}
 
 /* ── Compaction ─────────────────────────────────────────────────────────────── */
-
-/** Parameters of `evaluate`. */
-export interface EvaluateParams {
-  sessionId: string
-  sessionKey?: string
-  /** The model's context budget in tokens (> 0). */
-  tokenBudget: number
-  /** The host's observed token count of the live context; the larger of this and the stored count is used. */
-  currentTokenCount?: number
-}
-
-/** Result of `evaluate`: compaction is due when `currentTokens > threshold` (strictly). */
-export interface Evaluation {
-  shouldCompact: boolean
-  reason: 'threshold' | 'none'
-  /** max(storedTokens, currentTokenCount). */
-  currentTokens: number
-  /** floor(contextThreshold × tokenBudget). */
-  threshold: number
-  tokenBudget: number
-  /** Σ tokens of the stored context list (messages + summaries, without XML wrappers). */
-  storedTokens: number
-  observedTokens: number | null
-  /** Raw message tokens outside the fresh tail (diagnostic). */
-  rawTokensOutsideTail: number
-  /** rawTokensOutsideTail ≥ leafChunkTokens (what `incremental` also triggers on). */
-  leafTrigger: boolean
-  conversationId: number | null
-}
-
-/**
- * `incremental`: one leaf pass, then condensation up to `incrementalMaxDepth` (also runs when the leaf trigger fires).
- * `sweep`: leaf passes until none is eligible, then condensation shallowest-first; while still over the
- * threshold, condensation again with `condensedMinFanoutHard`. Each phase stops when a pass no longer reduces tokens.
- * `untilUnder`: up to `maxRounds` forced sweeps until the context is at or under `targetTokens` (default tokenBudget);
- * equality still compacts once.
- */
-export type CompactMode = 'incremental' | 'sweep' | 'untilUnder'
-
-/** One written pass, as reported in `CompactResult.passes` and to `onProgress`. */
-export interface CompactionPass {
-  kind: 'leaf' | 'condensed'
-  /** Depth of the new summary (0 for a leaf). */
-  depth: number
-  summaryId: string
-  level: 'normal' | 'aggressive' | 'fallback' | 'capped'
-  /** Estimated tokens of the source text. */
-  tokensIn: number
-  /** Estimated tokens of the summary. */
-  tokensOut: number
-  model: string
-  ms: number
-  /** Messages (leaf) or summaries (condensed) replaced. */
-  sourceCount: number
-  contextTokensBefore: number
-  contextTokensAfter: number
-}
 
 /** Parameters of `compact`. */
 export interface CompactParams extends HostPassThrough {
@@ -423,33 +289,6 @@ export interface CompactParams extends HostPassThrough {
   onProgress?: (pass: CompactionPass) => void
 }
 
-/** Result of `compact`; "nothing to do" is a result, never an exception. */
-export interface CompactResult {
-  /** False when the summarizer failed (see `errorCode`) or `untilUnder` could not reach its target. */
-  ok: boolean
-  /** True only if at least one summary was written. */
-  compacted: boolean
-  /** 'below threshold' | 'nothing to compact' | 'compacted' | 'compacted; still over threshold' |
-   *  'already under target' | 'could not reach target' | 'aborted' | 'deadline reached (sweepDeadlineMs)' |
-   *  'iteration cap reached (maxSweepIterations)' | 'summarizer failed (LCM_…): …' | … */
-  reason: string
-  /** Nothing is left to compact and the context is still over the target. */
-  exhausted: boolean
-  aborted: boolean
-  /** The code of a summarizer failure: LCM_LLM_AUTH, LCM_CALLBACK, LCM_LLM_RATE_LIMIT, … */
-  errorCode: string | null
-  mode: CompactMode
-  conversationId: number | null
-  tokensBefore: number
-  tokensAfter: number
-  currentTokens: number
-  threshold: number
-  /** The goal compacted toward: the threshold, or the untilUnder target. */
-  targetTokens: number
-  rounds: number
-  passes: CompactionPass[]
-}
-
 /** Parameters of `afterTurn` (the plugin's lifecycle hook). */
 export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> extends HostPassThrough {
   sessionId: string
@@ -469,13 +308,6 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   signal?: AbortSignal
   /** As in `CompactParams`. */
   onProgress?: (pass: CompactionPass) => void
-}
-
-/** Result of `afterTurn`. */
-export interface AfterTurnResult {
-  ingest: IngestBatchResult
-  /** The threshold sweep (`compacted: false, reason: 'below threshold'` when not due). */
-  compaction: CompactResult
 }
 
 /** One template of `listPrompts`. */

@@ -88,11 +88,13 @@ pub enum PassKind {
     Condensed,
 }
 
-/// A finished pass, as reported in results and progress events.
-#[derive(Debug, Clone, Serialize)]
+/// A finished pass, as reported in `CompactResult.passes` and to `onProgress`.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "CompactionPass")]
 pub struct PassRecord {
     /// Leaf or condensed.
+    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: PassKind,
     /// Depth of the new summary.
     pub depth: i64,
