@@ -309,125 +309,11 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   onProgress?: (pass: CompactionPass) => void
 }
 
-/** One template of `listPrompts`. */
-export interface PromptEntry {
-  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
-  name: string
-  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
-  file: string
-  source: 'embedded' | 'override'
-  /** The override file that wins, if any. */
-  path: string | null
-  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
-  shadowed: string[]
-  /** Why the override cannot be used (the engine would refuse to open), if so. */
-  error: string | null
-}
-
-/** Result of `listPrompts`. */
-export interface PromptList {
-  /** The override directory consulted. */
-  dir: string
-  dirExists: boolean
-  templates: PromptEntry[]
-}
-
-/** Result of `exportPrompts`. */
-export interface PromptExportReport {
-  dir: string
-  /** Files written. */
-  written: string[]
-  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
-  skipped: Array<{ path: string; reason: string }>
-}
-
-/** Result of `showPrompt`. */
-export interface ShownPrompt {
-  name: string
-  source: 'embedded' | 'override'
-  path: string | null
-  /** The template text as written. */
-  text: string
-}
-
-/** Result of `diffPrompt`. */
-export interface PromptDiff {
-  name: string
-  /** The override directory consulted. */
-  dir: string
-  /** The override file, or null when there is none. */
-  path: string | null
-  /** The override equals the embedded default byte for byte. */
-  identical: boolean
-  /** Unified diff embedded → override ('' when identical), null without an override. */
-  diff: string | null
-}
-
-/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
-export interface RewriteSelector {
-  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
-  summaryId?: string
-  /** With `summaryId`: include the summaries beneath it (default true). */
-  subtree?: boolean
-  /** Every summary of this depth (0 = leaves). */
-  depth?: number
-  /** Every summary of the conversation. */
-  all?: boolean
-}
-
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
   /** Aborting rejects the call with `LCM_ABORTED`. */
   signal?: AbortSignal
-}
-
-/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
-export interface PlannedRewrite {
-  summaryId: string
-  kind: 'leaf' | 'condensed'
-  depth: number
-  /** Source messages (leaf) or source summaries (condensed). */
-  childCount: number
-  tokenCount: number
-  earliestAt: string | null
-  latestAt: string | null
-  createdAt: string
-}
-
-/** One summary of a rewrite report. */
-export interface RewriteEntry {
-  summaryId: string
-  kind: 'leaf' | 'condensed'
-  depth: number
-  childCount: number
-  earliestAt: string | null
-  latestAt: string | null
-  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
-  timeRange: string | null
-  oldContent: string
-  /** Equal to `oldContent` when skipped. */
-  newContent: string
-  oldTokens: number
-  newTokens: number
-  /** newTokens − oldTokens. */
-  delta: number
-  /** Unified diff old → new ('' when equal). */
-  diff: string
-  /** How the pipeline got the text; null when skipped. */
-  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
-  model: string | null
-  /** Written to the database (apply). */
-  applied: boolean
-  /** Why the summary was left as it is (no linked sources, or no source text). */
-  skipped: string | null
-}
-
-/** An `onProgress` event: one more summary done. */
-export interface RewriteProgress {
-  completed: number
-  total: number
-  entry: RewriteEntry
 }
 
 /** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
@@ -454,18 +340,6 @@ export interface RewriteParams extends RewriteSelector {
   signal?: AbortSignal
 }
 
-/** Result of `rewrite`. */
-export interface RewriteReport {
-  conversationId: number
-  dryRun: boolean
-  planned: number
-  entries: RewriteEntry[]
-  oldTokens: number
-  newTokens: number
-  delta: number
-  /** Always null on a resolved promise (a failed run rejects). */
-  error: { summaryId: string; depth: number; code: string; message: string } | null
-}
 /** An agent tool definition for the plugin to register. */
 export interface RecallToolDefinition {
   name: 'lcm_grep' | 'lcm_describe' | 'lcm_expand' | 'lcm_expand_query'
@@ -1475,6 +1349,201 @@ export type AfterTurnResult = {
   ingest: IngestBatchResult,
   /** The threshold sweep (`compacted: false, reason: "below threshold"` when not due). */
   compaction: CompactResult,
+};
+
+/* ---- Prompt templates ---- */
+
+/** One template in a listing. */
+export type PromptEntry = {
+  /** `leaf`, `condensed-d1`, `condensed-d2`, `condensed-d3`. */
+  name: "leaf" | "condensed-d1" | "condensed-d2" | "condensed-d3",
+  /** The file name in use: `leaf.jinja` (embedded or override) or `leaf.tmpl`. */
+  file: string,
+  /** `embedded` or `override`. */
+  source: "embedded" | "override",
+  /** The override file that wins, if any. */
+  path: string | null,
+  /** Override files present but not used (a `.tmpl` beside a `.jinja` that wins). */
+  shadowed: Array<string>,
+  /** Why the override cannot be used (the engine refuses to open with it), if so. */
+  error: string | null,
+};
+
+/** What `listPrompts` returns. */
+export type PromptList = {
+  /** The override directory consulted. */
+  dir: string,
+  /** Whether that directory exists. */
+  dirExists: boolean,
+  /** The four templates, in depth order. */
+  templates: Array<PromptEntry>,
+};
+
+/** A file `exportPrompts` did not write, and why. */
+export type PromptSkippedFile = {
+  /** The file that was left alone. */
+  path: string,
+  /** Why. */
+  reason: string,
+};
+
+/** What `exportPrompts` did. */
+export type PromptExportReport = {
+  /** The directory written to. */
+  dir: string,
+  /** Files written (created or, with `force`, overwritten). */
+  written: Array<string>,
+  /** Files left alone. */
+  skipped: Array<PromptSkippedFile>,
+};
+
+/** A template's active text. */
+export type ShownPrompt = {
+  /** `leaf`, `condensed-d1`, … */
+  name: "leaf" | "condensed-d1" | "condensed-d2" | "condensed-d3",
+  /** `embedded` or `override`. */
+  source: "embedded" | "override",
+  /** The override file, if one is active. */
+  path: string | null,
+  /** The template text as written (a `.tmpl` override in Go syntax). */
+  text: string,
+};
+
+/** An override compared with its embedded default. */
+export type PromptDiff = {
+  /** `leaf`, `condensed-d1`, … */
+  name: "leaf" | "condensed-d1" | "condensed-d2" | "condensed-d3",
+  /** The override directory consulted. */
+  dir: string,
+  /** The override file, if any. */
+  path: string | null,
+  /** Whether the override equals the default byte for byte. */
+  identical: boolean,
+  /** Unified diff (embedded → override); `None` without an override. */
+  diff: string | null,
+};
+
+/* ---- Rewrite ---- */
+
+/**
+ * `{ summaryId?, subtree?, depth?, all? }`: which summaries (exactly one of
+ * `summaryId`, `depth`, `all: true`).
+ */
+export type RewriteSelector = {
+  /** A summary (with everything beneath it unless `subtree: false`). */
+  summaryId?: string,
+  /** With `summaryId`: include its sources, recursively (default true). */
+  subtree?: boolean,
+  /** Every summary of this depth. */
+  depth?: number,
+  /** Every summary of the conversation. */
+  all?: boolean,
+};
+
+/** A summary without its text: what choosing and ordering summaries needs. */
+export type PlannedRewrite = {
+  /** `sum_…`. */
+  summaryId: string,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** 0 for leaves. */
+  depth: number,
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number,
+  /** Current token count. */
+  tokenCount: number,
+  /** Earliest source time (ISO), if recorded. */
+  earliestAt: string | null,
+  /** Latest source time (ISO), if recorded. */
+  latestAt: string | null,
+  /** Creation time (SQLite UTC text). */
+  createdAt: string,
+};
+
+/** One rewritten (or, in a dry run, previewed) summary. */
+export type RewriteEntry = {
+  /** `sum_…`. */
+  summaryId: string,
+  /** `leaf` or `condensed`. */
+  kind: SummaryKind,
+  /** 0 for leaves. */
+  depth: number,
+  /** Source messages (leaf) or source summaries (condensed). */
+  childCount: number,
+  /** Earliest source time (ISO). */
+  earliestAt: string | null,
+  /** Latest source time (ISO). */
+  latestAt: string | null,
+  /** The summary's time range in the display zone (`2026-02-17 15:37–21:14 UTC`). */
+  timeRange: string | null,
+  /** The stored text before. */
+  oldContent: string,
+  /** The new text (equal to the old one when skipped). */
+  newContent: string,
+  /** Stored token count before. */
+  oldTokens: number,
+  /** Token count of the new text. */
+  newTokens: number,
+  /** `new_tokens - old_tokens`. */
+  delta: number,
+  /** Unified diff old → new (empty when equal). */
+  diff: string,
+  /**
+   * How the pipeline obtained the text (`normal`, `aggressive`, `fallback`,
+   * `capped`); `null` when skipped.
+   */
+  level: SummaryLevel | null,
+  /** The model that wrote it; `null` when skipped. */
+  model: string | null,
+  /** Whether the new text was written to the database. */
+  applied: boolean,
+  /** Why the summary was left as it is, if it was. */
+  skipped: string | null,
+};
+
+/** A progress event: one more summary done. */
+export type RewriteProgress = {
+  /** Summaries done so far, this one included. */
+  completed: number,
+  /** Summaries in the plan. */
+  total: number,
+  /** This summary's entry. */
+  entry: RewriteEntry,
+};
+
+/** Why a run stopped. */
+export type RewriteFailure = {
+  /** The summary being rewritten. */
+  summaryId: string,
+  /** Its depth. */
+  depth: number,
+  /** The `LCM_…` code. */
+  code: LcmErrorCode,
+  /** The message. */
+  message: string,
+};
+
+/** The result of a run. */
+export type RewriteReport = {
+  /** The conversation. */
+  conversationId: number,
+  /** True for a dry run (nothing written). */
+  dryRun: boolean,
+  /** Summaries in the plan. */
+  planned: number,
+  /** One entry per summary done, in plan order. */
+  entries: Array<RewriteEntry>,
+  /** Σ old token counts of the entries. */
+  oldTokens: number,
+  /** Σ new token counts of the entries. */
+  newTokens: number,
+  /** `new_tokens - old_tokens`. */
+  delta: number,
+  /**
+   * Always null on a resolved promise (a failed run rejects); set when a run
+   * stopped early (the entries before it stand).
+   */
+  error: RewriteFailure | null,
 };
 
 /* ---- Doctor ---- */

@@ -205,6 +205,26 @@ pub fn generated() -> String {
         compaction::CompactResult,
         compaction::turn::AfterTurnResult,
     );
+    use crate::prompts::catalog;
+    out.push_str("\n/* ---- Prompt templates ---- */\n");
+    declare!(&cfg, &mut out;
+        catalog::PromptEntry,
+        catalog::PromptList,
+        catalog::SkippedFile,
+        catalog::ExportReport,
+        catalog::ShownPrompt,
+        catalog::PromptDiff,
+    );
+    use crate::rewrite;
+    out.push_str("\n/* ---- Rewrite ---- */\n");
+    declare!(&cfg, &mut out;
+        rewrite::SelectorParams,
+        crate::store::summaries::SummaryOutline,
+        rewrite::run::RewriteEntry,
+        rewrite::run::RewriteProgress,
+        rewrite::run::RewriteFailure,
+        rewrite::run::RewriteReport,
+    );
     use crate::{dagops, doctor};
     out.push_str("\n/* ---- Doctor ---- */\n");
     declare!(&cfg, &mut out;

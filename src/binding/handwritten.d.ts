@@ -310,125 +310,11 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   onProgress?: (pass: CompactionPass) => void
 }
 
-/** One template of `listPrompts`. */
-export interface PromptEntry {
-  /** 'leaf' | 'condensed-d1' | 'condensed-d2' | 'condensed-d3'. */
-  name: string
-  /** The file name in use, e.g. 'leaf.jinja' or 'condensed-d1.tmpl'. */
-  file: string
-  source: 'embedded' | 'override'
-  /** The override file that wins, if any. */
-  path: string | null
-  /** Override files present but not used (a .tmpl beside the .jinja that wins). */
-  shadowed: string[]
-  /** Why the override cannot be used (the engine would refuse to open), if so. */
-  error: string | null
-}
-
-/** Result of `listPrompts`. */
-export interface PromptList {
-  /** The override directory consulted. */
-  dir: string
-  dirExists: boolean
-  templates: PromptEntry[]
-}
-
-/** Result of `exportPrompts`. */
-export interface PromptExportReport {
-  dir: string
-  /** Files written. */
-  written: string[]
-  /** Files left alone, and why (already there, or a .tmpl override would be shadowed). */
-  skipped: Array<{ path: string; reason: string }>
-}
-
-/** Result of `showPrompt`. */
-export interface ShownPrompt {
-  name: string
-  source: 'embedded' | 'override'
-  path: string | null
-  /** The template text as written. */
-  text: string
-}
-
-/** Result of `diffPrompt`. */
-export interface PromptDiff {
-  name: string
-  /** The override directory consulted. */
-  dir: string
-  /** The override file, or null when there is none. */
-  path: string | null
-  /** The override equals the embedded default byte for byte. */
-  identical: boolean
-  /** Unified diff embedded → override ('' when identical), null without an override. */
-  diff: string | null
-}
-
-/** Which summaries `planRewrite` / `rewrite` touch: exactly one of `summaryId`, `depth`, `all: true`. */
-export interface RewriteSelector {
-  /** A summary and, unless `subtree: false`, every summary beneath it (its sources, recursively). */
-  summaryId?: string
-  /** With `summaryId`: include the summaries beneath it (default true). */
-  subtree?: boolean
-  /** Every summary of this depth (0 = leaves). */
-  depth?: number
-  /** Every summary of the conversation. */
-  all?: boolean
-}
-
 /** Parameters of `planRewrite`. */
 export interface PlanRewriteParams extends RewriteSelector {
   conversationId: number
   /** Aborting rejects the call with `LCM_ABORTED`. */
   signal?: AbortSignal
-}
-
-/** One summary of a rewrite plan (bottom-up by depth, chronological within a depth). */
-export interface PlannedRewrite {
-  summaryId: string
-  kind: 'leaf' | 'condensed'
-  depth: number
-  /** Source messages (leaf) or source summaries (condensed). */
-  childCount: number
-  tokenCount: number
-  earliestAt: string | null
-  latestAt: string | null
-  createdAt: string
-}
-
-/** One summary of a rewrite report. */
-export interface RewriteEntry {
-  summaryId: string
-  kind: 'leaf' | 'condensed'
-  depth: number
-  childCount: number
-  earliestAt: string | null
-  latestAt: string | null
-  /** The summary's range in the engine's timezone, e.g. '2026-02-17 15:37–21:14 UTC'. */
-  timeRange: string | null
-  oldContent: string
-  /** Equal to `oldContent` when skipped. */
-  newContent: string
-  oldTokens: number
-  newTokens: number
-  /** newTokens − oldTokens. */
-  delta: number
-  /** Unified diff old → new ('' when equal). */
-  diff: string
-  /** How the pipeline got the text; null when skipped. */
-  level: 'normal' | 'aggressive' | 'fallback' | 'capped' | null
-  model: string | null
-  /** Written to the database (apply). */
-  applied: boolean
-  /** Why the summary was left as it is (no linked sources, or no source text). */
-  skipped: string | null
-}
-
-/** An `onProgress` event: one more summary done. */
-export interface RewriteProgress {
-  completed: number
-  total: number
-  entry: RewriteEntry
 }
 
 /** Parameters of `rewrite`: the targets flat (`summaryId` / `depth` / `all`) or in `selector`. */
@@ -455,18 +341,6 @@ export interface RewriteParams extends RewriteSelector {
   signal?: AbortSignal
 }
 
-/** Result of `rewrite`. */
-export interface RewriteReport {
-  conversationId: number
-  dryRun: boolean
-  planned: number
-  entries: RewriteEntry[]
-  oldTokens: number
-  newTokens: number
-  delta: number
-  /** Always null on a resolved promise (a failed run rejects). */
-  error: { summaryId: string; depth: number; code: string; message: string } | null
-}
 /** An agent tool definition for the plugin to register. */
 export interface RecallToolDefinition {
   name: 'lcm_grep' | 'lcm_describe' | 'lcm_expand' | 'lcm_expand_query'

@@ -86,6 +86,7 @@ pub struct SummaryRecord {
 /// A summary without its text: what choosing and ordering summaries needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "PlannedRewrite")]
 pub struct SummaryOutline {
     /// `sum_…`.
     pub summary_id: String,
