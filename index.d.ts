@@ -33,76 +33,6 @@ export interface StoredAgentMessage extends AgentMessage {
   [key: string]: unknown
 }
 
-/** Options of `LcmEngine.open`. Every key is optional; unknown keys are rejected (LCM_INVALID_INPUT). */
-export interface LcmOptions {
-  /** SQLite file or ':memory:'. Default `$OPENCLAW_STATE_DIR/lcm.db`, else `~/.openclaw/lcm.db`. */
-  dbPath?: string
-  /** The reference plugin's name for `dbPath` (give one of the two). */
-  databasePath?: string
-  /** The reference plugin's other name for `largeFileTokenThreshold` (give one of the two). */
-  largeFileThresholdTokens?: number
-  /** How long a write waits for another process's lock (default 30000). */
-  busyTimeoutMs?: number
-  /** IANA timezone for prompts and XML (default `TZ`, else UTC). */
-  timezone?: string
-  /** Newest raw messages never compacted or evicted (default 64). */
-  freshTailCount?: number
-  /** Optional token cap on the fresh tail; the newest user turn is always kept. */
-  freshTailMaxTokens?: number
-  /** Fraction of the token budget above which compaction runs (default 0.75). */
-  contextThreshold?: number
-  /** Cap on the tokens of messages one leaf summary covers (default 20000). */
-  leafChunkTokens?: number
-  /** Upper bound of a leaf summary's target length (default 2400). */
-  leafTargetTokens?: number
-  /** Target length of condensed summaries (default 2000). */
-  condensedTargetTokens?: number
-  /** Leaves needed before they are condensed (default 8). */
-  leafMinFanout?: number
-  /** Condensed nodes needed before they are condensed (default 4). */
-  condensedMinFanout?: number
-  /** Fanout under pressure (default 2). */
-  condensedMinFanoutHard?: number
-  /** Condensation depth after an incremental leaf pass; -1 unlimited (default 1). */
-  incrementalMaxDepth?: number
-  /** Sweeps `untilUnder` may run (default 10). */
-  maxRounds?: number
-  /** Passes one sweep may run (default 200). */
-  maxSweepIterations?: number
-  /** Wall-clock limit of one compaction call in ms (default 300000). */
-  sweepDeadlineMs?: number
-  /** A summary over factor × target is capped (default 3). */
-  summaryMaxOverageFactor?: number
-  /** Size of the deterministic truncation fallback (default 512). */
-  fallbackMaxTokens?: number
-  /** Default token cap of expansions and grants (default 4000). */
-  maxExpandTokens?: number
-  /** File blocks above this many tokens are stored outside the database (default 25000). */
-  largeFileTokenThreshold?: number
-  /** Where large files go (default `lcm-files` beside the database: `~/.openclaw/lcm-files` for the default database). */
-  largeFilesDir?: string
-  /** Per-file prompt template overrides (default `~/.config/lcm-tui/prompts`). */
-  promptDir?: string
-  /** Operator instructions added to every summarization prompt. */
-  customInstructions?: string
-  /** Summary presentation in assembled context: 'xml' (default) or 'compact'. */
-  summaryFormat?: 'xml' | 'compact'
-  /** Larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB). */
-  maxMessageBytes?: number
-  /** 'anthropic' | 'openai' | 'openai-responses' | 'offline' (default: offline unless a key is set). */
-  summaryProvider?: string
-  /** Model for the summary provider. */
-  summaryModel?: string
-  /** Provider base URL (OpenAI-compatible servers, proxies). */
-  summaryBaseUrl?: string
-  /** Provider key; else ANTHROPIC_API_KEY / OPENAI_API_KEY. */
-  summaryApiKey?: string
-  /** Per-request timeout in ms (default 60000). */
-  summaryTimeoutMs?: number
-  /** Retries on 429 / 5xx / timeouts (default 3). */
-  summaryMaxRetries?: number
-}
-
 /**
  * Keys the host (OpenClaw) passes to lifecycle methods that the engine accepts and ignores
  * (`ingest`, `ingestBatch`, `assemble`, `compact`, `afterTurn`, `commitTurn`, `bootstrap` ignore
@@ -228,7 +158,7 @@ export interface LcmLogRecord {
   /** 'error' for a contained panic. */
   level: 'error'
   /** The code the failed call received: 'LCM_INTERNAL'. */
-  code: string
+  code: LcmErrorCode
   /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
   operation: string
   /** The panic message and where it was raised. */
@@ -246,8 +176,16 @@ export type SummarizerCallback = (
   request: SummaryRequest,
 ) => string | { content: string; model?: string } | Promise<string | { content: string; model?: string }>
 
-/** Summarizer options of `LcmEngine.open` (merged into `LcmOptions`). */
-export interface LcmOptions {
+/**
+ * Options of `LcmEngine.open`: the engine's options (`EngineOptions`, generated from
+ * the Rust `config::EngineOptions`) plus what only JavaScript can pass. Every key is
+ * optional; unknown keys are rejected (LCM_INVALID_INPUT).
+ */
+export interface LcmOptions extends EngineOptions {
+  /** The reference plugin's name for `dbPath` (give one of the two). */
+  databasePath?: string
+  /** The reference plugin's other name for `largeFileTokenThreshold` (give one of the two). */
+  largeFileThresholdTokens?: number
   /** Host summarizer; wins over `summaryProvider`. */
   summarizer?: SummarizerCallback
   /**
@@ -257,10 +195,6 @@ export interface LcmOptions {
    * throw are ignored. Nothing goes to stderr unless `RUST_BACKTRACE` is set.
    */
   onLog?: (record: LcmLogRecord) => void
-  /** First retry backoff in ms; doubles per retry (default 500). */
-  summaryRetryBaseMs?: number
-  /** Cap in ms on one retry wait, including a server's `retry-after` (default 30000). */
-  summaryRetryMaxWaitMs?: number
 }
 
 
@@ -384,6 +318,110 @@ export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
 }
 
 /* ── Operator jobs: doctor, dissolve, transplant ─────────────────────────── */
+
+/* ---- Engine options ---- */
+
+/** How summaries are presented in assembled context. */
+export type SummaryFormat = "xml" | "compact";
+
+/**
+ * Every option of the engine (`LcmOptions` adds the JavaScript-only ones). Field
+ * docs name the JavaScript key. Every key is optional; unknown keys are rejected
+ * (`LCM_INVALID_INPUT`).
+ */
+export type EngineOptions = {
+  /**
+   * `dbPath`: SQLite file, or `:memory:`. Default `$OPENCLAW_STATE_DIR/lcm.db`,
+   * else `~/.openclaw/lcm.db`. The reference's name `databasePath` is accepted too.
+   */
+  dbPath?: string,
+  /** `busyTimeoutMs`: how long a write waits for another process's lock (default 30000). */
+  busyTimeoutMs?: number,
+  /** `timezone`: IANA zone for timestamps in prompts and XML; else `TZ`, else UTC. */
+  timezone?: string,
+  /** `freshTailCount`: newest raw messages never compacted or evicted (default 64). */
+  freshTailCount?: number,
+  /**
+   * `freshTailMaxTokens`: optional token cap on the fresh tail (the newest user
+   * turn is always kept whole).
+   */
+  freshTailMaxTokens?: number,
+  /** `contextThreshold`: fraction of the budget above which compaction runs (default 0.75). */
+  contextThreshold?: number,
+  /** `leafChunkTokens`: cap on the messages one leaf summary covers (default 20000). */
+  leafChunkTokens?: number,
+  /** `leafTargetTokens`: upper bound of a leaf summary's target length (default 2400). */
+  leafTargetTokens?: number,
+  /** `condensedTargetTokens`: target length of a condensed summary (default 2000). */
+  condensedTargetTokens?: number,
+  /** `leafMinFanout`: leaves needed before they are condensed (default 8). */
+  leafMinFanout?: number,
+  /** `condensedMinFanout`: condensed nodes needed before they are condensed (default 4). */
+  condensedMinFanout?: number,
+  /** `condensedMinFanoutHard`: fanout under pressure (default 2). */
+  condensedMinFanoutHard?: number,
+  /**
+   * `incrementalMaxDepth`: condensation depth after an incremental leaf pass
+   * (-1 = unlimited; default 1).
+   */
+  incrementalMaxDepth?: number,
+  /** `maxRounds`: sweeps `untilUnder` may run (default 10). */
+  maxRounds?: number,
+  /** `maxSweepIterations`: passes one sweep may run (default 200). */
+  maxSweepIterations?: number,
+  /** `sweepDeadlineMs`: wall-clock limit of one compaction call (default 300000). */
+  sweepDeadlineMs?: number,
+  /** `summaryMaxOverageFactor`: a summary over factor × target is capped (default 3). */
+  summaryMaxOverageFactor?: number,
+  /** `fallbackMaxTokens`: size of the deterministic truncation fallback (default 512). */
+  fallbackMaxTokens?: number,
+  /** `maxExpandTokens`: default token cap of expansions and grants (default 4000). */
+  maxExpandTokens?: number,
+  /**
+   * `largeFileTokenThreshold`: file blocks above this many tokens are stored
+   * outside the database (default 25000). The reference's other name
+   * `largeFileThresholdTokens` is accepted too.
+   */
+  largeFileTokenThreshold?: number,
+  /**
+   * `largeFilesDir`: where large files go. Default `lcm-files` beside the database
+   * (`~/.openclaw/lcm-files` for the default database).
+   */
+  largeFilesDir?: string,
+  /**
+   * `promptDir`: per-file overrides of the prompt templates. Default
+   * `~/.config/lcm-tui/prompts`.
+   */
+  promptDir?: string,
+  /** `customInstructions`: operator instructions added to every prompt. */
+  customInstructions?: string,
+  /** `summaryFormat`: `xml` (default) or `compact`. */
+  summaryFormat?: SummaryFormat,
+  /** `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB). */
+  maxMessageBytes?: number,
+  /**
+   * `summaryProvider`: `anthropic`, `openai`, `openai-responses`, `offline`; the
+   * host callback wins when given. Default: offline unless a key is configured.
+   */
+  summaryProvider?: string,
+  /** `summaryModel`: model name for the provider. */
+  summaryModel?: string,
+  /** `summaryBaseUrl`: provider base URL (OpenAI-compatible servers, proxies). */
+  summaryBaseUrl?: string,
+  /** `summaryApiKey`: provider key; else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`. */
+  summaryApiKey?: string,
+  /** `summaryTimeoutMs`: per-request timeout (default 60000). */
+  summaryTimeoutMs?: number,
+  /** `summaryMaxRetries`: retries on 429 / 5xx / timeouts (default 3). */
+  summaryMaxRetries?: number,
+  /** `summaryRetryBaseMs`: first retry backoff in ms; doubles per retry (default 500). */
+  summaryRetryBaseMs?: number,
+  /**
+   * `summaryRetryMaxWaitMs`: cap on one retry wait, including a server's
+   * `retry-after` (default 30000).
+   */
+  summaryRetryMaxWaitMs?: number,
+};
 
 /* ---- Errors ---- */
 

@@ -131,6 +131,11 @@ pub fn generated() -> String {
     let cfg = Config::new().with_large_int("number");
     let mut out = String::new();
     use crate::recall;
+    out.push_str("\n/* ---- Engine options ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::config::SummaryFormat,
+        crate::config::EngineOptions,
+    );
     out.push_str("\n/* ---- Errors ---- */\n");
     declare!(&cfg, &mut out; crate::error::ErrorCode);
     out.push_str("\n/* ---- Recall (grep / describe / expand / grants) ---- */\n");
