@@ -78,15 +78,8 @@ impl Plan {
     }
 }
 
-/// Kind of a pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PassKind {
-    /// Messages → leaf summary.
-    Leaf,
-    /// Summaries → condensed summary.
-    Condensed,
-}
+/// Kind of a pass: the kind of the summary it writes.
+pub use crate::store::summaries::SummaryKind as PassKind;
 
 /// A finished pass, as reported in `CompactResult.passes` and to `onProgress`.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
@@ -94,7 +87,6 @@ pub enum PassKind {
 #[ts(rename = "CompactionPass")]
 pub struct PassRecord {
     /// Leaf or condensed.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
     pub kind: PassKind,
     /// Depth of the new summary.
     pub depth: i64,

@@ -37,15 +37,13 @@ pub struct DissolveParams {
 #[serde(rename_all = "camelCase")]
 pub struct RestoredItem {
     /// `summary` or `message`.
-    #[ts(as = "crate::store::messages::ContextItemType")]
-    pub item_type: &'static str,
+    pub item_type: crate::store::messages::ContextItemType,
     /// The summary, for summary items.
     pub summary_id: Option<String>,
     /// The message, for message items.
     pub message_id: Option<i64>,
     /// The summary's kind.
-    #[ts(as = "Option<crate::store::summaries::SummaryKind>")]
-    pub kind: Option<String>,
+    pub kind: Option<crate::store::summaries::SummaryKind>,
     /// The summary's depth.
     pub depth: Option<i64>,
     /// The message's role.
@@ -219,7 +217,7 @@ fn message_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<Restore
         .into_iter()
         .map(|r| {
             let item = RestoredItem {
-                item_type: "message",
+                item_type: crate::store::messages::ContextItemType::Message,
                 summary_id: None,
                 message_id: Some(r.message_id),
                 kind: None,
@@ -240,7 +238,7 @@ fn summary_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<Restore
         .into_iter()
         .map(|r| {
             let item = RestoredItem {
-                item_type: "summary",
+                item_type: crate::store::messages::ContextItemType::Summary,
                 summary_id: Some(r.summary_id),
                 message_id: None,
                 kind: r.kind,

@@ -37,8 +37,7 @@ pub struct SummaryView {
     /// The summary.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth.
     pub depth: i64,
     /// Token count.

@@ -27,8 +27,7 @@ pub struct BrokenSummary {
     /// Its conversation.
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Its depth.
     pub depth: i64,
     /// Stored token count.

@@ -182,7 +182,7 @@ impl Engine {
                 let mut sources = summaries::sources_of_many(c, &ids)?;
                 let mut out = Vec::with_capacity(list.len());
                 for s in list {
-                    let message_ids = if s.kind == "leaf" {
+                    let message_ids = if s.kind == crate::store::summaries::SummaryKind::Leaf {
                         summaries::source_message_ids(c, &s.summary_id)?
                     } else {
                         Vec::new()

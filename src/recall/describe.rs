@@ -37,8 +37,7 @@ pub struct ManifestNode {
     /// Distance from the described summary.
     pub depth_from_root: i64,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// DAG depth.
     pub depth: i64,
     /// Tokens of the node's content.

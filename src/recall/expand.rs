@@ -23,8 +23,7 @@ pub struct ExpandedSummary {
     /// The expansion root it was reached from.
     pub root_id: String,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// DAG depth.
     pub depth: i64,
     /// Full content.
@@ -82,8 +81,7 @@ pub struct WalkRoot {
     /// The root summary.
     pub summary_id: String,
     /// Its kind.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Its conversation.
     pub conversation_id: i64,
 }
@@ -128,7 +126,7 @@ impl Walk {
         if depth <= 0 || self.truncated || !seen.insert(node.summary_id.clone()) {
             return Ok(());
         }
-        if node.kind == "leaf" {
+        if node.kind == crate::store::summaries::SummaryKind::Leaf {
             return if lim.include_messages {
                 self.leaf_messages(conn, node, root, lim)
             } else {

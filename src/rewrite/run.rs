@@ -102,8 +102,7 @@ pub struct RewriteEntry {
     /// `sum_…`.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// 0 for leaves.
     pub depth: i64,
     /// Source messages (leaf) or source summaries (condensed).

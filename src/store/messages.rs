@@ -797,6 +797,21 @@ impl ContextItemType {
     }
 }
 
+// The store boundary: stored as text, read back with an error naming the value.
+impl rusqlite::types::FromSql for ContextItemType {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = v.as_str()?;
+        ContextItemType::from_stored(text)
+            .map_err(|e| rusqlite::types::FromSqlError::Other(e.message.into()))
+    }
+}
+
+impl rusqlite::ToSql for ContextItemType {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
 /// One entry of the context list.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
@@ -804,8 +819,7 @@ pub struct ContextItem {
     /// Position, 0..n-1.
     pub ordinal: i64,
     /// `message` or `summary`.
-    #[ts(as = "ContextItemType")]
-    pub item_type: String,
+    pub item_type: ContextItemType,
     /// The message, for message items.
     pub message_id: Option<i64>,
     /// The summary, for summary items.

@@ -140,8 +140,7 @@ pub struct SummaryHit {
     /// conversation_id
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    #[ts(as = "crate::store::summaries::SummaryKind")]
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth in the DAG.
     pub depth: i64,
     /// The time used for filters and order: latest source time, else creation (ISO).
