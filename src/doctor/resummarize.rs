@@ -87,7 +87,7 @@ pub fn find(g: &Graph, a: &Analysis) -> Vec<BrokenSummary> {
         let b = BrokenSummary {
             summary_id: id.clone(),
             conversation_id: g.conversation_id,
-            kind: s.kind.clone(),
+            kind: s.kind,
             depth: s.depth,
             token_count: s.token_count,
             chars: s.content.chars().count(),

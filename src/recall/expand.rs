@@ -107,7 +107,7 @@ impl Walk {
     ) -> Result<()> {
         self.roots.push(WalkRoot {
             summary_id: root.summary_id.clone(),
-            kind: root.kind.clone(),
+            kind: root.kind,
             conversation_id: root.conversation_id,
         });
         let mut seen = HashSet::new();
@@ -150,7 +150,7 @@ impl Walk {
                 summary_id: s.summary_id.clone(),
                 parent_summary_id: node.summary_id.clone(),
                 root_id: root.to_owned(),
-                kind: s.kind.clone(),
+                kind: s.kind,
                 depth: s.depth,
                 content: s.content.clone(),
                 token_count: s.token_count,

@@ -1049,7 +1049,7 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
         let sent = inputs[n - 1].clone();
         let planned = crate::rewrite::plan::PlannedSummary {
             summary_id: rec.summary_id.clone(),
-            kind: rec.kind.clone(),
+            kind: rec.kind,
             depth: rec.depth,
             child_count: 0,
             token_count: rec.token_count,
