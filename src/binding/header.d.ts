@@ -524,9 +524,15 @@ export type GrepScopeStats = {
   candidates: number,
   /** Rows read and checked against the pattern. */
   scanned: number,
-  /** True when the scan budget stopped the search before the scope was covered. */
+  /**
+   * True when the scan budget (10,000 rows) stopped the search before the scope
+   * was covered.
+   */
   truncated: boolean,
-  /** Messages in the in-memory catalog (message scope only). */
+  /**
+   * Messages in the engine's in-memory catalog (message scope only; null when
+   * the search was answered from SQLite before the catalog was built).
+   */
   indexedMessages: number | null,
   /** Approximate bytes of memory the catalog holds (message scope only). */
   indexBytes: number | null,
@@ -560,29 +566,32 @@ export type GrepResult = {
   elapsedMs: number,
   /** The grant's state after this call, when run under one. */
   grant: Grant | null,
-  /** The reference tool's text rendering. */
+  /** The `lcm_grep` tool text (`## LCM Grep Results` …), ready to print. */
   text: string,
 };
 
 /** Options of `describe`. */
 export type DescribeOptions = {
-  /** The item must belong to this conversation (else null). */
+  /** The item must belong to this conversation, else the result is null. */
   conversationId?: number,
   /** Explicitly allow any conversation. */
   allConversations?: boolean,
-  /** Budget cap for the manifest. */
+  /**
+   * Budget cap marking manifest nodes in/over budget (default: the grant's
+   * remaining budget, else `maxExpandTokens`).
+   */
   tokenCap?: number,
   /** Delegation grant to run under. */
   grantId?: string,
-  /** Files: bounded content for an agent. */
+  /** Files: include content for an agent, bounded by `expandFileMaxBytes`. */
   expandFile?: boolean,
-  /** Files: bound of `expandFile` (default 32768, 1024–512000). */
+  /** Files: bound of `expandFile` (default 32768, clamped to 1024–512000). */
   expandFileMaxBytes?: number,
   /** Files: first line (1-based). */
   startLine?: number,
   /** Files: last line (1-based, inclusive). */
   endLine?: number,
-  /** Files: the whole content, byte-exact (no bound). */
+  /** Files: the whole content, byte-exact, unbounded (programmatic recovery). */
   includeContent?: boolean,
 };
 
@@ -718,21 +727,21 @@ export type DescribeResult = {
   file: FileDescription | null,
   /** The grant's state after this call. */
   grant: Grant | null,
-  /** The reference tool's text rendering. */
+  /** The `lcm_describe` tool text (`LCM_SUMMARY …` / `## LCM File: …`). */
   text: string,
 };
 
-/** Parameters of `expand`. */
+/** Parameters of `expand`: `summaryId` and/or `summaryIds`, else `query`. */
 export type ExpandParams = {
   /** One root. */
   summaryId?: string,
   /** Several roots, in priority order (after `summaryId`). */
   summaryIds?: Array<string>,
-  /** Full-text query choosing the roots (when no ids are given). */
+  /** Full-text query over summaries in scope, used when no id is given. */
   query?: string,
   /** Levels of sources to descend (default 3; `maxDepth` is accepted too). */
   depth?: number,
-  /** Include leaf messages. */
+  /** Also return the original messages of leaves (default false). */
   includeMessages?: boolean,
   /** Token cap (default `maxExpandTokens`; a grant's remaining budget caps it). */
   tokenCap?: number,
@@ -806,7 +815,7 @@ export type ExpandResult = {
   depth: number,
   /** The grant's state after this call. */
   grant: Grant | null,
-  /** The reference's compact text. */
+  /** `## Expansion Results …` text for a sub-agent. */
   text: string,
   /** The expanded roots, in order. */
   roots: Array<WalkRoot>,
@@ -839,7 +848,10 @@ export type CreateGrantParams = {
   issuer?: string,
 };
 
-/** A grant as reported to callers. */
+/**
+ * A delegation grant as reported to callers (kept in memory by the engine; lost
+ * on close).
+ */
 export type Grant = {
   /** `grant_` + 12 characters. */
   grantId: string,
@@ -865,7 +877,7 @@ export type Grant = {
   issuer: string | null,
 };
 
-/** State of the in-memory message catalog. */
+/** State of the in-memory message catalog behind `grep` (`warmRecallIndex`). */
 export type RecallIndexInfo = {
   /** Messages indexed. */
   indexedMessages: number,

@@ -48,7 +48,8 @@ pub struct CreateGrantParams {
     pub issuer: Option<String>,
 }
 
-/// A grant as reported to callers.
+/// A delegation grant as reported to callers (kept in memory by the engine; lost
+/// on close).
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "Grant")]

@@ -78,7 +78,7 @@ pub struct GrepResult {
     pub elapsed_ms: f64,
     /// The grant's state after this call, when run under one.
     pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
+    /// The `lcm_grep` tool text (`## LCM Grep Results` …), ready to print.
     pub text: String,
 }
 
@@ -87,22 +87,23 @@ pub struct GrepResult {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[ts(optional_fields)]
 pub struct DescribeOptions {
-    /// The item must belong to this conversation (else null).
+    /// The item must belong to this conversation, else the result is null.
     #[serde(default)]
     pub conversation_id: Option<i64>,
     /// Explicitly allow any conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
-    /// Budget cap for the manifest.
+    /// Budget cap marking manifest nodes in/over budget (default: the grant's
+    /// remaining budget, else `maxExpandTokens`).
     #[serde(default)]
     pub token_cap: Option<i64>,
     /// Delegation grant to run under.
     #[serde(default)]
     pub grant_id: Option<String>,
-    /// Files: bounded content for an agent.
+    /// Files: include content for an agent, bounded by `expandFileMaxBytes`.
     #[serde(default)]
     pub expand_file: Option<bool>,
-    /// Files: bound of `expandFile` (default 32768, 1024–512000).
+    /// Files: bound of `expandFile` (default 32768, clamped to 1024–512000).
     #[serde(default)]
     pub expand_file_max_bytes: Option<i64>,
     /// Files: first line (1-based).
@@ -111,7 +112,7 @@ pub struct DescribeOptions {
     /// Files: last line (1-based, inclusive).
     #[serde(default)]
     pub end_line: Option<i64>,
-    /// Files: the whole content, byte-exact (no bound).
+    /// Files: the whole content, byte-exact, unbounded (programmatic recovery).
     #[serde(default)]
     pub include_content: Option<bool>,
 }
@@ -132,11 +133,11 @@ pub struct DescribeResult {
     pub file: Option<FileDescription>,
     /// The grant's state after this call.
     pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
+    /// The `lcm_describe` tool text (`LCM_SUMMARY …` / `## LCM File: …`).
     pub text: String,
 }
 
-/// Parameters of `expand`.
+/// Parameters of `expand`: `summaryId` and/or `summaryIds`, else `query`.
 #[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[ts(optional_fields)]
@@ -147,13 +148,13 @@ pub struct ExpandParams {
     /// Several roots, in priority order (after `summaryId`).
     #[serde(default)]
     pub summary_ids: Option<Vec<String>>,
-    /// Full-text query choosing the roots (when no ids are given).
+    /// Full-text query over summaries in scope, used when no id is given.
     #[serde(default)]
     pub query: Option<String>,
     /// Levels of sources to descend (default 3; `maxDepth` is accepted too).
     #[serde(default, alias = "maxDepth")]
     pub depth: Option<i64>,
-    /// Include leaf messages.
+    /// Also return the original messages of leaves (default false).
     #[serde(default)]
     pub include_messages: Option<bool>,
     /// Token cap (default `maxExpandTokens`; a grant's remaining budget caps it).
@@ -185,11 +186,11 @@ pub struct ExpandResult {
     pub depth: i64,
     /// The grant's state after this call.
     pub grant: Option<GrantInfo>,
-    /// The reference's compact text.
+    /// `## Expansion Results …` text for a sub-agent.
     pub text: String,
 }
 
-/// State of the in-memory message catalog.
+/// State of the in-memory message catalog behind `grep` (`warmRecallIndex`).
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 #[ts(rename = "RecallIndexInfo")]

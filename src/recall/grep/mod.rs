@@ -167,9 +167,11 @@ pub struct ScopeStats {
     pub candidates: usize,
     /// Rows read and checked against the pattern.
     pub scanned: usize,
-    /// True when the scan budget stopped the search before the scope was covered.
+    /// True when the scan budget (10,000 rows) stopped the search before the scope
+    /// was covered.
     pub truncated: bool,
-    /// Messages in the in-memory catalog (message scope only).
+    /// Messages in the engine's in-memory catalog (message scope only; null when
+    /// the search was answered from SQLite before the catalog was built).
     pub indexed_messages: Option<usize>,
     /// Approximate bytes of memory the catalog holds (message scope only).
     pub index_bytes: Option<usize>,
