@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::error::{LcmError, Result};
 
 /// How summaries are presented in assembled context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum SummaryFormat {
     /// `<summary id kind depth descendant_count earliest_at latest_at trust>` with
@@ -20,15 +20,19 @@ pub enum SummaryFormat {
     Compact,
 }
 
-/// Every option of the engine. Field docs name the JavaScript key.
-#[derive(Debug, Clone, Deserialize)]
+/// Every option of the engine (`LcmOptions` adds the JavaScript-only ones). Field
+/// docs name the JavaScript key. Every key is optional; unknown keys are rejected
+/// (`LCM_INVALID_INPUT`).
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[ts(optional_fields)]
 pub struct EngineOptions {
     /// `dbPath`: SQLite file, or `:memory:`. Default `$OPENCLAW_STATE_DIR/lcm.db`,
     /// else `~/.openclaw/lcm.db`. The reference's name `databasePath` is accepted too.
     #[serde(alias = "databasePath")]
     pub db_path: Option<String>,
-    /// `busyTimeoutMs`: how long a write waits for another process's lock.
+    /// `busyTimeoutMs`: how long a write waits for another process's lock (default 30000).
+    #[ts(as = "Option<u64>", optional)]
     pub busy_timeout_ms: u64,
     /// `mmapSizeBytes`: how much of the database file each SQLite connection reads
     /// through a memory map (`PRAGMA mmap_size`), from 0 to
@@ -41,46 +45,64 @@ pub struct EngineOptions {
     /// cannot catch it); and the mapped pages count in the process's RSS. With
     /// several processes writing one file, each commit of another process also
     /// makes SQLite unmap and map the file again.
+    #[ts(as = "Option<u64>", optional)]
     pub mmap_size_bytes: i64,
     /// `timezone`: IANA zone for timestamps in prompts and XML; else `TZ`, else UTC.
     pub timezone: Option<String>,
-    /// `freshTailCount`: newest raw messages never compacted or evicted.
+    /// `freshTailCount`: newest raw messages never compacted or evicted (default 64).
+    #[ts(as = "Option<i64>", optional)]
     pub fresh_tail_count: i64,
     /// `freshTailMaxTokens`: optional token cap on the fresh tail (the newest user
     /// turn is always kept whole).
     pub fresh_tail_max_tokens: Option<i64>,
-    /// `contextThreshold`: fraction of the budget above which compaction runs.
+    /// `contextThreshold`: fraction of the budget above which compaction runs (default 0.75).
+    #[ts(as = "Option<f64>", optional)]
     pub context_threshold: f64,
-    /// `leafChunkTokens`: cap on the messages one leaf summary covers.
+    /// `leafChunkTokens`: cap on the messages one leaf summary covers (default 20000).
+    #[ts(as = "Option<i64>", optional)]
     pub leaf_chunk_tokens: i64,
-    /// `leafTargetTokens`: upper bound of a leaf summary's target length.
+    /// `leafTargetTokens`: upper bound of a leaf summary's target length (default 2400).
+    #[ts(as = "Option<i64>", optional)]
     pub leaf_target_tokens: i64,
-    /// `condensedTargetTokens`: target length of a condensed summary.
+    /// `condensedTargetTokens`: target length of a condensed summary (default 2000).
+    #[ts(as = "Option<i64>", optional)]
     pub condensed_target_tokens: i64,
-    /// `leafMinFanout`: leaves needed before they are condensed.
+    /// `leafMinFanout`: leaves needed before they are condensed (default 8).
+    #[ts(as = "Option<i64>", optional)]
     pub leaf_min_fanout: i64,
-    /// `condensedMinFanout`: condensed nodes needed before they are condensed.
+    /// `condensedMinFanout`: condensed nodes needed before they are condensed (default 4).
+    #[ts(as = "Option<i64>", optional)]
     pub condensed_min_fanout: i64,
-    /// `condensedMinFanoutHard`: fanout under pressure.
+    /// `condensedMinFanoutHard`: fanout under pressure (default 2).
+    #[ts(as = "Option<i64>", optional)]
     pub condensed_min_fanout_hard: i64,
     /// `incrementalMaxDepth`: condensation depth after an incremental leaf pass
-    /// (-1 = unlimited).
+    /// (-1 = unlimited; default 1).
+    #[ts(as = "Option<i64>", optional)]
     pub incremental_max_depth: i64,
-    /// `maxRounds`: sweeps `untilUnder` may run.
+    /// `maxRounds`: sweeps `untilUnder` may run (default 10).
+    #[ts(as = "Option<i64>", optional)]
     pub max_rounds: i64,
-    /// `maxSweepIterations`: passes one sweep may run.
+    /// `maxSweepIterations`: passes one sweep may run (default 200).
+    #[ts(as = "Option<i64>", optional)]
     pub max_sweep_iterations: i64,
-    /// `sweepDeadlineMs`: wall-clock limit of one compaction call.
+    /// `sweepDeadlineMs`: wall-clock limit of one compaction call (default 300000).
+    #[ts(as = "Option<u64>", optional)]
     pub sweep_deadline_ms: u64,
-    /// `summaryMaxOverageFactor`: a summary over factor × target is capped.
+    /// `summaryMaxOverageFactor`: a summary over factor × target is capped (default 3).
+    #[ts(as = "Option<f64>", optional)]
     pub summary_max_overage_factor: f64,
-    /// `fallbackMaxTokens`: size of the deterministic truncation fallback.
+    /// `fallbackMaxTokens`: size of the deterministic truncation fallback (default 512).
+    #[ts(as = "Option<i64>", optional)]
     pub fallback_max_tokens: i64,
-    /// `maxExpandTokens`: default token cap of expansions and grants.
+    /// `maxExpandTokens`: default token cap of expansions and grants (default 4000).
+    #[ts(as = "Option<i64>", optional)]
     pub max_expand_tokens: i64,
-    /// `largeFileTokenThreshold`: file blocks above this are stored outside. The
-    /// reference's other name `largeFileThresholdTokens` is accepted too.
+    /// `largeFileTokenThreshold`: file blocks above this many tokens are stored
+    /// outside the database (default 25000). The reference's other name
+    /// `largeFileThresholdTokens` is accepted too.
     #[serde(alias = "largeFileThresholdTokens")]
+    #[ts(as = "Option<i64>", optional)]
     pub large_file_token_threshold: i64,
     /// `largeFilesDir`: where large files go. Default `lcm-files` beside the database
     /// (`~/.openclaw/lcm-files` for the default database).
@@ -91,8 +113,10 @@ pub struct EngineOptions {
     /// `customInstructions`: operator instructions added to every prompt.
     pub custom_instructions: Option<String>,
     /// `summaryFormat`: `xml` (default) or `compact`.
+    #[ts(as = "Option<SummaryFormat>", optional)]
     pub summary_format: SummaryFormat,
-    /// `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT.
+    /// `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB).
+    #[ts(as = "Option<usize>", optional)]
     pub max_message_bytes: usize,
     /// `summaryProvider`: `anthropic`, `openai`, `openai-responses`, `offline`; the
     /// host callback wins when given. Default: offline unless a key is configured.
@@ -103,14 +127,18 @@ pub struct EngineOptions {
     pub summary_base_url: Option<String>,
     /// `summaryApiKey`: provider key; else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`.
     pub summary_api_key: Option<String>,
-    /// `summaryTimeoutMs`: per-request timeout.
+    /// `summaryTimeoutMs`: per-request timeout (default 60000).
+    #[ts(as = "Option<u64>", optional)]
     pub summary_timeout_ms: u64,
-    /// `summaryMaxRetries`: retries on 429 / 5xx / timeouts.
+    /// `summaryMaxRetries`: retries on 429 / 5xx / timeouts (default 3).
+    #[ts(as = "Option<u32>", optional)]
     pub summary_max_retries: u32,
-    /// `summaryRetryBaseMs`: first retry backoff; doubles per retry.
+    /// `summaryRetryBaseMs`: first retry backoff in ms; doubles per retry (default 500).
+    #[ts(as = "Option<u64>", optional)]
     pub summary_retry_base_ms: u64,
     /// `summaryRetryMaxWaitMs`: cap on one retry wait, including a server's
-    /// `retry-after`.
+    /// `retry-after` (default 30000).
+    #[ts(as = "Option<u64>", optional)]
     pub summary_retry_max_wait_ms: u64,
 }
 

@@ -3,50 +3,72 @@
 
 use std::fmt;
 
-/// The stable error codes a caller can branch on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The stable error codes a caller can branch on (`err.code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ts_rs::TS)]
+#[ts(rename = "LcmErrorCode")]
 pub enum ErrorCode {
     /// The caller passed something malformed (missing role, wrong type, bad option).
+    #[ts(rename = "LCM_INVALID_INPUT")]
     InvalidInput,
     /// The database file could not be opened, created or migrated.
+    #[ts(rename = "LCM_DB_OPEN")]
     DbOpen,
     /// SQLite stayed busy/locked past the busy timeout.
+    #[ts(rename = "LCM_DB_BUSY")]
     DbBusy,
     /// Any other SQLite failure.
+    #[ts(rename = "LCM_DB")]
     Db,
     /// The engine was closed before or during the call.
+    #[ts(rename = "LCM_CLOSED")]
     Closed,
     /// A configuration value (timezone, prompt template, provider) is unusable.
+    #[ts(rename = "LCM_CONFIG")]
     Config,
     /// A prompt template failed to parse or render.
+    #[ts(rename = "LCM_TEMPLATE")]
     Template,
     /// The summarizer provider rejected the credentials (HTTP 401/403).
+    #[ts(rename = "LCM_LLM_AUTH")]
     LlmAuth,
     /// The summarizer provider rate-limited the request and retries ran out.
+    #[ts(rename = "LCM_LLM_RATE_LIMIT")]
     LlmRateLimit,
     /// A transient provider failure (5xx, timeout, connection) after retries.
+    #[ts(rename = "LCM_LLM_TRANSIENT")]
     LlmTransient,
     /// The provider answered with something that is not a usable summary.
+    #[ts(rename = "LCM_LLM_BAD_RESPONSE")]
     LlmBadResponse,
     /// The host summarizer callback threw, rejected or returned the wrong type.
+    #[ts(rename = "LCM_CALLBACK")]
     Callback,
     /// A referenced conversation, summary, message, file or grant does not exist.
+    #[ts(rename = "LCM_NOT_FOUND")]
     NotFound,
     /// A delegation grant was revoked.
+    #[ts(rename = "LCM_GRANT_REVOKED")]
     GrantRevoked,
     /// A delegation grant expired.
+    #[ts(rename = "LCM_GRANT_EXPIRED")]
     GrantExpired,
     /// A delegation grant does not cover the requested conversation or summary.
+    #[ts(rename = "LCM_GRANT_SCOPE")]
     GrantScope,
     /// A delegation grant's token budget is used up.
+    #[ts(rename = "LCM_GRANT_EXHAUSTED")]
     GrantExhausted,
     /// The operation was cancelled (AbortSignal or `cancel()`).
+    #[ts(rename = "LCM_ABORTED")]
     Aborted,
     /// A filesystem operation failed.
+    #[ts(rename = "LCM_IO")]
     Io,
     /// A turn's advancement key was committed before with a different payload.
+    #[ts(rename = "LCM_TURN_CONFLICT")]
     TurnConflict,
     /// A bug: an invariant the engine relies on did not hold.
+    #[ts(rename = "LCM_INTERNAL")]
     Internal,
 }
 

@@ -57,7 +57,7 @@ impl IngestBatchParams {
 }
 
 /// Result of `ingest`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct IngestResult {
     /// False for heartbeats and replays.
@@ -71,7 +71,7 @@ pub struct IngestResult {
 }
 
 /// Result of `ingestBatch`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct IngestBatchResult {
     /// How many messages were stored (replays and heartbeats excluded).

@@ -38,3 +38,4 @@ pub mod turn;
 mod binding;
 #[cfg(test)]
 mod props;
+pub mod typegen;

@@ -22,7 +22,10 @@ import {
   type BootstrapResult,
   type CommitTurnResult,
   type CompactResult,
+  type LcmError,
+  type LcmErrorCode,
   type RenderedPrompt,
+  type SummaryKind,
   type SummaryMessage,
 } from 'lcm-native'
 
@@ -130,4 +133,12 @@ export async function everything(host: HostMessage[]): Promise<void> {
   formatTimeRange(0, Date.now())
   sqliteVersion()
   await runCli(['--help'])
+}
+
+// Closed sets are unions generated from the Rust enums: a misspelt code or kind fails.
+export function closedSets(err: LcmError, kind: SummaryKind): boolean {
+  // @ts-expect-error: not an error code
+  const bogus: LcmErrorCode = 'LCM_BOGUS'
+  void bogus
+  return err.code === 'LCM_NOT_FOUND' && kind !== 'leaf'
 }

@@ -154,7 +154,7 @@ mod tests {
     fn cached(content: &str) -> (CachedSummary, SummaryView) {
         let view = SummaryView {
             summary_id: "sum_0123456789abcdef".into(),
-            kind: "leaf".into(),
+            kind: crate::store::summaries::SummaryKind::Leaf,
             depth: 0,
             descendant_count: 0,
             earliest_at: None,

@@ -96,8 +96,9 @@ pub struct AssembleParams {
 }
 
 /// Why the live messages were returned instead of an assembly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "AssembleFallbackReason")]
 pub enum FallbackReason {
     /// The session has no conversation yet.
     NoConversation,
@@ -114,7 +115,7 @@ pub enum FallbackReason {
 }
 
 /// What an assembly did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct AssembleStats {
     /// The conversation assembled, when found.

@@ -29,8 +29,9 @@ const FUNCTION_CALL_TYPES: &[&str] = &["functionCall", "function_call"];
 const THINKING_LIKE_TYPES: &[&str] = &["thinking", "redacted_thinking", "reasoning"];
 
 /// What the repair passes changed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "AssembleRepairStats")]
 pub struct RepairStats {
     /// Synthetic error results inserted for calls without a result.
     pub synthetic_tool_results: usize,

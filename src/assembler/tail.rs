@@ -16,7 +16,7 @@ pub const NO_TAIL: i64 = i64::MAX;
 /// Whether the fresh-tail rule counts an item: a message item with a message id
 /// (a "raw message"; summaries and dangling message items are not counted).
 pub fn is_raw(item: &ContextItem) -> bool {
-    item.item_type == "message" && item.message_id.is_some()
+    item.item_type == crate::store::messages::ContextItemType::Message && item.message_id.is_some()
 }
 
 fn is_user(item: &ContextItem) -> bool {
@@ -157,7 +157,11 @@ mod tests {
                 };
                 ContextItem {
                     ordinal: i as i64,
-                    item_type: if *kind == "s" { "summary" } else { "message" }.into(),
+                    item_type: if *kind == "s" {
+                        crate::store::messages::ContextItemType::Summary
+                    } else {
+                        crate::store::messages::ContextItemType::Message
+                    },
                     message_id: role.map(|_| i as i64 + 100),
                     summary_id: (*kind == "s").then(|| format!("sum_{i}")),
                     token_count: *tokens,

@@ -56,7 +56,7 @@ pub fn render_xml(s: &SummaryView, zone: Zone) -> String {
     out.push_str("<summary id=\"");
     out.push_str(&escape_attr(&s.summary_id));
     out.push_str("\" kind=\"");
-    out.push_str(&escape_attr(&s.kind));
+    out.push_str(s.kind.as_str());
     let _ = write!(
         out,
         "\" depth=\"{}\" descendant_count=\"{}\" trust=\"untrusted\"",
@@ -70,7 +70,7 @@ pub fn render_xml(s: &SummaryView, zone: Zone) -> String {
         }
     }
     out.push_str(">\n");
-    if s.kind == "condensed" && !s.parents.is_empty() {
+    if s.kind == crate::store::summaries::SummaryKind::Condensed && !s.parents.is_empty() {
         out.push_str("  <parents>\n");
         for p in &s.parents {
             out.push_str("    <summary_ref id=\"");
@@ -184,7 +184,7 @@ mod tests {
     fn leaf() -> SummaryView {
         SummaryView {
             summary_id: "sum_aaaa000011112222".into(),
-            kind: "leaf".into(),
+            kind: crate::store::summaries::SummaryKind::Leaf,
             depth: 0,
             descendant_count: 0,
             earliest_at: Some("2026-02-17T23:37:00.000Z".into()),
@@ -220,7 +220,7 @@ mod tests {
     fn condensed_xml_lists_parents_in_order() {
         let s = SummaryView {
             summary_id: "sum_c".into(),
-            kind: "condensed".into(),
+            kind: crate::store::summaries::SummaryKind::Condensed,
             depth: 1,
             descendant_count: 2,
             earliest_at: None,
@@ -285,7 +285,7 @@ mod tests {
                 assert_eq!(&text[r], escape_text(content), "{format:?} {content:?}");
             }
         }
-        s.kind = "condensed".into();
+        s.kind = crate::store::summaries::SummaryKind::Condensed;
         s.parents = vec!["sum_\"><content>".into()];
         let text = render(&s, SummaryFormat::Xml, Zone::utc());
         let r = content_range(&text, SummaryFormat::Xml).unwrap();

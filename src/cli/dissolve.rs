@@ -78,7 +78,11 @@ fn print(out: &mut Output, p: &DissolvePlan) {
         p.conversation_id
     );
     out.line(&out.paint(Style::Bold, &head));
-    let what = if p.restored.first().is_some_and(|r| r.item_type == "message") {
+    let what = if p
+        .restored
+        .first()
+        .is_some_and(|r| r.item_type == crate::store::messages::ContextItemType::Message)
+    {
         "source messages"
     } else {
         "child summaries"
@@ -88,7 +92,7 @@ fn print(out: &mut Output, p: &DissolvePlan) {
         let name = match (&r.summary_id, r.message_id) {
             (Some(s), _) => format!(
                 "{s} ({}, d{})",
-                r.kind.as_deref().unwrap_or("?"),
+                r.kind.map_or("?", |k| k.as_str()),
                 r.depth.unwrap_or(0)
             ),
             (_, Some(m)) => format!(

@@ -329,7 +329,7 @@ fn rewrite_errors_and_usage() {
 fn stored_text_prints_visible_on_a_terminal_and_byte_exact_in_a_pipe() {
     let entry = crate::rewrite::RewriteEntry {
         summary_id: "sum_a".into(),
-        kind: "leaf".into(),
+        kind: crate::store::summaries::SummaryKind::Leaf,
         depth: 0,
         child_count: 2,
         earliest_at: None,

@@ -102,7 +102,7 @@ mod tests {
     fn item(ordinal: i64, tokens: i64) -> ContextItem {
         ContextItem {
             ordinal,
-            item_type: "message".into(),
+            item_type: crate::store::messages::ContextItemType::Message,
             message_id: Some(ordinal + 100),
             summary_id: None,
             token_count: tokens,
@@ -114,7 +114,7 @@ mod tests {
     fn summary(ordinal: i64, tokens: i64) -> ContextItem {
         ContextItem {
             ordinal,
-            item_type: "summary".into(),
+            item_type: crate::store::messages::ContextItemType::Summary,
             message_id: None,
             summary_id: Some(format!("s{ordinal}")),
             token_count: tokens,

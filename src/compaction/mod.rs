@@ -33,9 +33,16 @@ use crate::store::conversations::{self, SessionRef};
 use crate::store::{messages, Store};
 use crate::summarize::SummaryPipeline;
 
-/// How much to compact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+/// How much to compact. `incremental`: one leaf pass, then condensation up to
+/// `incrementalMaxDepth` (also runs when the leaf trigger fires). `sweep`: leaf
+/// passes until none is eligible, then condensation shallowest-first; while still
+/// over the threshold, condensation again with `condensedMinFanoutHard`; each phase
+/// stops when a pass no longer reduces tokens. `untilUnder`: up to `maxRounds`
+/// forced sweeps until the context is at or under `targetTokens` (default
+/// tokenBudget); equality still compacts once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "CompactMode")]
 pub enum Mode {
     /// One leaf pass, then condensation up to `incrementalMaxDepth`.
     Incremental,
@@ -47,8 +54,9 @@ pub enum Mode {
 }
 
 /// Parameters of `evaluate`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct EvaluateParams {
     /// Runtime session id.
     pub session_id: String,
@@ -62,13 +70,15 @@ pub struct EvaluateParams {
     pub current_token_count: Option<i64>,
 }
 
-/// The answer of `evaluate`.
-#[derive(Debug, Clone, Serialize)]
+/// The answer of `evaluate`: compaction is due when `currentTokens > threshold`
+/// (strictly).
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Evaluation {
     /// `currentTokens > threshold`.
     pub should_compact: bool,
     /// `threshold` when compaction is due, else `none`.
+    #[ts(type = "\"threshold\" | \"none\"")]
     pub reason: String,
     /// max(stored context tokens, currentTokenCount).
     pub current_tokens: i64,
@@ -188,20 +198,24 @@ pub(crate) fn host_budget(
 }
 
 /// The result of `compact` (never an error for "nothing to do").
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactResult {
     /// False when the summarizer failed, or `untilUnder` missed its target.
     pub ok: bool,
     /// True only if at least one summary was written.
     pub compacted: bool,
-    /// Why the call ended.
+    /// Why the call ended: `below threshold`, `nothing to compact`, `compacted`,
+    /// `compacted; still over threshold`, `already under target`, `could not reach
+    /// target`, `aborted`, `deadline reached (sweepDeadlineMs)`, `iteration cap
+    /// reached (maxSweepIterations)`, `summarizer failed (LCM_…): …`, …
     pub reason: String,
     /// Nothing is left to compact and the context is still over the target.
     pub exhausted: bool,
     /// The call was cancelled (finished passes are kept).
     pub aborted: bool,
     /// The error code of a summarizer failure (`LCM_LLM_AUTH`, `LCM_CALLBACK`, …).
+    #[ts(as = "Option<crate::error::ErrorCode>")]
     pub error_code: Option<String>,
     /// The mode that ran.
     pub mode: Mode,

@@ -78,19 +78,13 @@ impl Plan {
     }
 }
 
-/// Kind of a pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PassKind {
-    /// Messages → leaf summary.
-    Leaf,
-    /// Summaries → condensed summary.
-    Condensed,
-}
+/// Kind of a pass: the kind of the summary it writes.
+pub use crate::store::summaries::SummaryKind as PassKind;
 
-/// A finished pass, as reported in results and progress events.
-#[derive(Debug, Clone, Serialize)]
+/// A finished pass, as reported in `CompactResult.passes` and to `onProgress`.
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "CompactionPass")]
 pub struct PassRecord {
     /// Leaf or condensed.
     pub kind: PassKind,

@@ -102,7 +102,7 @@ struct InFlight {
 fn summary_item(id: &str, depth: i64, token_count: i64) -> ContextItem {
     ContextItem {
         ordinal: 0,
-        item_type: "summary".into(),
+        item_type: crate::store::messages::ContextItemType::Summary,
         message_id: None,
         summary_id: Some(id.to_owned()),
         token_count,
@@ -788,7 +788,11 @@ mod tests {
     fn item(ordinal: i64, role: &str, summary: bool, tokens: i64) -> ContextItem {
         ContextItem {
             ordinal,
-            item_type: if summary { "summary" } else { "message" }.into(),
+            item_type: if summary {
+                crate::store::messages::ContextItemType::Summary
+            } else {
+                crate::store::messages::ContextItemType::Message
+            },
             message_id: (!summary).then_some(ordinal + 100),
             summary_id: summary.then(|| format!("s{ordinal}")),
             token_count: tokens,

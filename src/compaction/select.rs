@@ -222,7 +222,7 @@ mod tests {
     fn msg(role: &str, tokens: i64) -> ContextItem {
         ContextItem {
             ordinal: 0,
-            item_type: "message".into(),
+            item_type: crate::store::messages::ContextItemType::Message,
             message_id: Some(0),
             summary_id: None,
             token_count: tokens,
@@ -234,7 +234,7 @@ mod tests {
     fn sum(depth: i64, tokens: i64) -> ContextItem {
         ContextItem {
             ordinal: 0,
-            item_type: "summary".into(),
+            item_type: crate::store::messages::ContextItemType::Summary,
             message_id: None,
             summary_id: Some(String::new()),
             token_count: tokens,

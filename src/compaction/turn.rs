@@ -48,7 +48,7 @@ pub struct AfterTurnParams {
 }
 
 /// Result of `afterTurn`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct AfterTurnResult {
     /// The ingest of the new messages.

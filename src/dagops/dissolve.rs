@@ -14,8 +14,9 @@ use crate::store::links::{self, ContextEntry};
 use crate::store::{graph, messages, summaries, Features};
 
 /// Parameters of `dissolve`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct DissolveParams {
     /// The conversation whose context list holds the summary.
     pub conversation_id: i64,
@@ -23,24 +24,26 @@ pub struct DissolveParams {
     pub summary_id: String,
     /// Write (default: plan only).
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub apply: bool,
     /// Keep the summary row (unreferenced) instead of deleting it.
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub keep: bool,
 }
 
 /// One item that comes back into the context list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoredItem {
     /// `summary` or `message`.
-    pub item_type: &'static str,
+    pub item_type: crate::store::messages::ContextItemType,
     /// The summary, for summary items.
     pub summary_id: Option<String>,
     /// The message, for message items.
     pub message_id: Option<i64>,
     /// The summary's kind.
-    pub kind: Option<String>,
+    pub kind: Option<crate::store::summaries::SummaryKind>,
     /// The summary's depth.
     pub depth: Option<i64>,
     /// The message's role.
@@ -54,7 +57,7 @@ pub struct RestoredItem {
 }
 
 /// What a dissolve does (the dry run) or did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DissolvePlan {
     /// The conversation.
@@ -214,7 +217,7 @@ fn message_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<Restore
         .into_iter()
         .map(|r| {
             let item = RestoredItem {
-                item_type: "message",
+                item_type: crate::store::messages::ContextItemType::Message,
                 summary_id: None,
                 message_id: Some(r.message_id),
                 kind: None,
@@ -235,7 +238,7 @@ fn summary_sources(conn: &Connection, conv: i64, id: &str) -> Result<Vec<Restore
         .into_iter()
         .map(|r| {
             let item = RestoredItem {
-                item_type: "summary",
+                item_type: crate::store::messages::ContextItemType::Summary,
                 summary_id: Some(r.summary_id),
                 message_id: None,
                 kind: r.kind,

@@ -31,13 +31,13 @@ pub fn preview(text: &str, n: usize) -> String {
 }
 
 /// A summary as the dry runs show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryView {
     /// The summary.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth.
     pub depth: i64,
     /// Token count.

@@ -19,8 +19,9 @@ pub use crate::store::copy::indexed_copies;
 use crate::store::{copy, graph, links, summaries, Features};
 
 /// Parameters of `transplant`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct TransplantParams {
     /// Where the summaries come from.
     pub source_conversation_id: i64,
@@ -28,11 +29,12 @@ pub struct TransplantParams {
     pub target_conversation_id: i64,
     /// Write (default: plan only).
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub apply: bool,
 }
 
 /// Summaries to copy at one depth.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DepthCount {
     /// The depth.
@@ -42,7 +44,7 @@ pub struct DepthCount {
 }
 
 /// An old → new id pair.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct IdPair {
     /// The source summary.
@@ -52,7 +54,7 @@ pub struct IdPair {
 }
 
 /// What a transplant does (the dry run) or did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct TransplantPlan {
     /// Source conversation.

@@ -9,7 +9,7 @@ use regex::Regex;
 use serde::Serialize;
 
 /// Which marker a broken summary ends with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub enum MarkerKind {
     /// `[Truncated from N tokens]`: the engine's deterministic fallback.

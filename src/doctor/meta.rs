@@ -50,7 +50,7 @@ pub fn diff(s: &SummaryRecord, m: &Meta) -> Vec<FieldDiff> {
             expected,
         })
     };
-    if s.kind != m.kind {
+    if s.kind.as_str() != m.kind {
         push("kind", json!(s.kind), json!(m.kind));
     }
     let ints = [

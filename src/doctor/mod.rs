@@ -42,22 +42,25 @@ pub use violation::{Kind, Violation};
 pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 
 /// Parameters of `doctor`: exactly one of `conversation_id` / `all`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct DoctorParams {
     /// The conversation to check.
     #[serde(default)]
     pub conversation_id: Option<i64>,
     /// Check every conversation.
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub all: bool,
     /// Repair what can be repaired (default: report only, write nothing).
     #[serde(default)]
+    #[ts(as = "Option<bool>", optional)]
     pub apply: bool,
 }
 
 /// How one broken summary's repair went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub enum ResummaryStatus {
     /// A new text was written.
@@ -69,7 +72,7 @@ pub enum ResummaryStatus {
 }
 
 /// One re-summarization.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Resummarized {
     /// The summary.
@@ -89,20 +92,23 @@ pub struct Resummarized {
 }
 
 /// The summarizer failure that stopped the repairs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "DoctorStopError")]
 pub struct StopError {
     /// The summary being repaired.
     pub summary_id: String,
     /// The error's `LCM_…` code.
+    #[ts(as = "crate::error::ErrorCode")]
     pub code: String,
     /// The error's message.
     pub message: String,
 }
 
 /// What a check found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "DoctorFindings")]
 pub struct Findings {
     /// Broken invariants.
     pub violations: Vec<Violation>,
@@ -118,7 +124,7 @@ impl Findings {
 }
 
 /// The result of `doctor`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DoctorReport {
     /// True when nothing is left to repair (after `apply`, when it was asked for).

@@ -20,8 +20,9 @@ use crate::store::links::{self, ContextEntry};
 use crate::timestamp;
 
 /// What a repair did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "DoctorRepairKind")]
 pub enum RepairKind {
     /// A link row pointing at a missing row was deleted.
     RemovedDanglingLink,
@@ -46,8 +47,9 @@ pub enum RepairKind {
 }
 
 /// One repair.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "DoctorRepair")]
 pub struct Repair {
     /// What was done.
     pub kind: RepairKind,

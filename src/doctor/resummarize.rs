@@ -19,7 +19,7 @@ use crate::summarize::SummarizeInput;
 use crate::timefmt::Zone;
 
 /// A summary whose text ends with a fallback or truncation marker.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokenSummary {
     /// The summary.
@@ -27,7 +27,7 @@ pub struct BrokenSummary {
     /// Its conversation.
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Its depth.
     pub depth: i64,
     /// Stored token count.
@@ -87,7 +87,7 @@ pub fn find(g: &Graph, a: &Analysis) -> Vec<BrokenSummary> {
         let b = BrokenSummary {
             summary_id: id.clone(),
             conversation_id: g.conversation_id,
-            kind: s.kind.clone(),
+            kind: s.kind,
             depth: s.depth,
             token_count: s.token_count,
             chars: s.content.chars().count(),

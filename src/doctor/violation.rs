@@ -4,8 +4,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// The kinds of violation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "ViolationKind")]
 pub enum Kind {
     /// `PRAGMA integrity_check` did not answer `ok`.
     SqliteIntegrity,
@@ -48,7 +49,7 @@ pub enum Kind {
 }
 
 /// One broken invariant.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Violation {
     /// What is broken.
@@ -65,6 +66,7 @@ pub struct Violation {
     pub message: String,
     /// Kind-specific details (columns, ordinals, table).
     #[serde(skip_serializing_if = "Value::is_null")]
+    #[ts(as = "Option<crate::typegen::JsonObject>", optional)]
     pub details: Value,
 }
 

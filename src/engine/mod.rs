@@ -183,7 +183,7 @@ impl Engine {
                 let mut sources = summaries::sources_of_many(c, &ids)?;
                 let mut out = Vec::with_capacity(list.len());
                 for s in list {
-                    let message_ids = if s.kind == "leaf" {
+                    let message_ids = if s.kind == crate::store::summaries::SummaryKind::Leaf {
                         summaries::source_message_ids(c, &s.summary_id)?
                     } else {
                         Vec::new()
@@ -268,8 +268,9 @@ impl Engine {
 }
 
 /// Parameters of `insertSummary`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct InsertSummaryParams {
     /// The conversation.
     pub conversation_id: i64,
@@ -287,7 +288,7 @@ pub struct InsertSummaryParams {
 }
 
 /// A summary with its DAG links.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryWithLinks {
     /// The row.

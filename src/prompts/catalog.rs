@@ -71,14 +71,16 @@ pub fn resolve_dir(prompt_dir: Option<&str>) -> PathBuf {
 }
 
 /// One template in a listing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptEntry {
     /// `leaf`, `condensed-d1`, `condensed-d2`, `condensed-d3`.
+    #[ts(type = "\"leaf\" | \"condensed-d1\" | \"condensed-d2\" | \"condensed-d3\"")]
     pub name: &'static str,
     /// The file name in use: `leaf.jinja` (embedded or override) or `leaf.tmpl`.
     pub file: String,
     /// `embedded` or `override`.
+    #[ts(type = "\"embedded\" | \"override\"")]
     pub source: &'static str,
     /// The override file that wins, if any.
     pub path: Option<String>,
@@ -89,7 +91,7 @@ pub struct PromptEntry {
 }
 
 /// What `listPrompts` returns.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptList {
     /// The override directory consulted.
@@ -154,8 +156,9 @@ fn file_name(p: &Path) -> String {
 }
 
 /// A file `exportPrompts` did not write, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "PromptSkippedFile")]
 pub struct SkippedFile {
     /// The file that was left alone.
     pub path: String,
@@ -164,8 +167,9 @@ pub struct SkippedFile {
 }
 
 /// What `exportPrompts` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "PromptExportReport")]
 pub struct ExportReport {
     /// The directory written to.
     pub dir: String,
@@ -222,12 +226,14 @@ pub fn export(dir: Option<&str>, force: bool) -> Result<ExportReport> {
 }
 
 /// A template's active text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ShownPrompt {
     /// `leaf`, `condensed-d1`, …
+    #[ts(type = "\"leaf\" | \"condensed-d1\" | \"condensed-d2\" | \"condensed-d3\"")]
     pub name: &'static str,
     /// `embedded` or `override`.
+    #[ts(type = "\"embedded\" | \"override\"")]
     pub source: &'static str,
     /// The override file, if one is active.
     pub path: Option<String>,
@@ -256,10 +262,11 @@ pub fn show(name: &str, prompt_dir: Option<&str>) -> Result<ShownPrompt> {
 }
 
 /// An override compared with its embedded default.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptDiff {
     /// `leaf`, `condensed-d1`, …
+    #[ts(type = "\"leaf\" | \"condensed-d1\" | \"condensed-d2\" | \"condensed-d3\"")]
     pub name: &'static str,
     /// The override directory consulted.
     pub dir: String,

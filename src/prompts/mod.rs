@@ -180,14 +180,15 @@ impl std::fmt::Debug for PromptSet {
 }
 
 /// A rendered prompt and the template that produced it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RenderedPrompt {
     /// The user message.
     pub prompt: String,
     /// The system prompt.
     pub system_prompt: String,
-    /// Template name (`leaf`, `condensed-d1`, …).
+    /// Template name: `leaf`, `condensed-d1`, `condensed-d2` or `condensed-d3`.
+    #[ts(type = "\"leaf\" | \"condensed-d1\" | \"condensed-d2\" | \"condensed-d3\"")]
     pub template: &'static str,
     /// `embedded` or the override file's path.
     pub source: String,

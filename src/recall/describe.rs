@@ -27,7 +27,7 @@ const EXPAND_FILE_MIN_BYTES: usize = 1024;
 const EXPAND_FILE_MAX_BYTES: usize = 512_000;
 
 /// One node of a summary's source subtree.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestNode {
     /// The node.
@@ -37,7 +37,7 @@ pub struct ManifestNode {
     /// Distance from the described summary.
     pub depth_from_root: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// DAG depth.
     pub depth: i64,
     /// Tokens of the node's content.
@@ -67,7 +67,7 @@ pub struct ManifestNode {
 }
 
 /// A described summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryDescription {
     /// The row.
@@ -84,6 +84,7 @@ pub struct SummaryDescription {
     /// Budget cap used for the manifest.
     pub budget_cap: i64,
     /// `request`, `delegated_grant_remaining` or `config_default`.
+    #[ts(type = "\"request\" | \"delegated_grant_remaining\" | \"config_default\"")]
     pub budget_source: String,
     /// Source subtree, breadth first, at most [`MAX_MANIFEST_NODES`].
     pub manifest: Vec<ManifestNode>,
@@ -94,7 +95,7 @@ pub struct SummaryDescription {
 }
 
 /// A described large file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct FileDescription {
     /// The row.
@@ -102,18 +103,23 @@ pub struct FileDescription {
     pub record: LargeFileRecord,
     /// Content (whole with `includeContent`, bounded with `expandFile`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub content: Option<String>,
     /// Whether `content` stops before the end of the file or range.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub content_truncated: Option<bool>,
     /// First line of `content` (line ranges).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub start_line: Option<usize>,
     /// Last line of `content` (line ranges).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub end_line: Option<usize>,
     /// Why the content could not be read, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub content_error: Option<String>,
 }
 

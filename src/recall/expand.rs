@@ -13,7 +13,7 @@ use crate::store::messages;
 use crate::store::summaries::{self, SummaryRecord};
 
 /// A summary reached by an expansion.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandedSummary {
     /// The summary.
@@ -23,7 +23,7 @@ pub struct ExpandedSummary {
     /// The expansion root it was reached from.
     pub root_id: String,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// DAG depth.
     pub depth: i64,
     /// Full content.
@@ -37,7 +37,7 @@ pub struct ExpandedSummary {
 }
 
 /// A source message reached through a leaf.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandedMessage {
     /// message_id
@@ -59,7 +59,7 @@ pub struct ExpandedMessage {
 }
 
 /// The outcome of one or more expansions under one budget.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Walk {
     /// The expanded roots, in order.
@@ -75,13 +75,13 @@ pub struct Walk {
 }
 
 /// A root of an expansion.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct WalkRoot {
     /// The root summary.
     pub summary_id: String,
     /// Its kind.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Its conversation.
     pub conversation_id: i64,
 }
@@ -107,7 +107,7 @@ impl Walk {
     ) -> Result<()> {
         self.roots.push(WalkRoot {
             summary_id: root.summary_id.clone(),
-            kind: root.kind.clone(),
+            kind: root.kind,
             conversation_id: root.conversation_id,
         });
         let mut seen = HashSet::new();
@@ -126,7 +126,7 @@ impl Walk {
         if depth <= 0 || self.truncated || !seen.insert(node.summary_id.clone()) {
             return Ok(());
         }
-        if node.kind == "leaf" {
+        if node.kind == crate::store::summaries::SummaryKind::Leaf {
             return if lim.include_messages {
                 self.leaf_messages(conn, node, root, lim)
             } else {
@@ -150,7 +150,7 @@ impl Walk {
                 summary_id: s.summary_id.clone(),
                 parent_summary_id: node.summary_id.clone(),
                 root_id: root.to_owned(),
-                kind: s.kind.clone(),
+                kind: s.kind,
                 depth: s.depth,
                 content: s.content.clone(),
                 token_count: s.token_count,

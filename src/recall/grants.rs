@@ -24,8 +24,9 @@ pub const DEFAULT_MAX_DEPTH: i64 = 3;
 const RETAIN_MS: i64 = 60 * 60 * 1000;
 
 /// Parameters of `createGrant`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct CreateGrantParams {
     /// Conversations the grantee may read (at least one).
     pub conversation_ids: Vec<i64>,
@@ -47,9 +48,11 @@ pub struct CreateGrantParams {
     pub issuer: Option<String>,
 }
 
-/// A grant as reported to callers.
-#[derive(Debug, Clone, Serialize)]
+/// A delegation grant as reported to callers (kept in memory by the engine; lost
+/// on close).
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "Grant")]
 pub struct GrantInfo {
     /// `grant_` + 12 characters.
     pub grant_id: String,

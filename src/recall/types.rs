@@ -8,17 +8,21 @@ use super::expand::Walk;
 use super::grants::GrantInfo;
 use super::grep::{MessageHit, Mode, Scope, ScopeStats, Sort, SummaryHit};
 
-/// Parameters of `grep`.
-#[derive(Debug, Clone, Deserialize)]
+/// Parameters of `grep`. Needs `conversationId`, `allConversations: true` or `grantId`.
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct GrepParams {
-    /// Regex or full-text query.
+    /// A regex (mode `regex`, Rust syntax, at most 1000 bytes) or full-text terms
+    /// (quoted phrases kept).
     pub pattern: String,
     /// Default `regex`.
     #[serde(default)]
+    #[ts(as = "Option<Mode>", optional)]
     pub mode: Mode,
     /// Default `both`.
     #[serde(default)]
+    #[ts(as = "Option<Scope>", optional)]
     pub scope: Scope,
     /// Search one conversation.
     #[serde(default)]
@@ -26,25 +30,26 @@ pub struct GrepParams {
     /// Search every conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
-    /// Inclusive lower time bound (ISO).
+    /// Inclusive lower bound, ISO-8601.
     #[serde(default)]
     pub since: Option<String>,
-    /// Exclusive upper time bound (ISO).
+    /// Exclusive upper bound, ISO-8601; must be later than `since`.
     #[serde(default)]
     pub before: Option<String>,
     /// Results per scope, 1–200 (default 50).
     #[serde(default)]
     pub limit: Option<i64>,
-    /// full_text order (regex is always by recency).
+    /// full_text only (regex is always newest first). Default `recency`.
     #[serde(default)]
+    #[ts(as = "Option<Sort>", optional)]
     pub sort: Sort,
-    /// Delegation grant to run under.
+    /// Run under a delegation grant (scope and token budget).
     #[serde(default)]
     pub grant_id: Option<String>,
 }
 
 /// Result of `grep`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct GrepResult {
     /// The pattern as given.
@@ -73,30 +78,32 @@ pub struct GrepResult {
     pub elapsed_ms: f64,
     /// The grant's state after this call, when run under one.
     pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
+    /// The `lcm_grep` tool text (`## LCM Grep Results` …), ready to print.
     pub text: String,
 }
 
 /// Options of `describe`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct DescribeOptions {
-    /// The item must belong to this conversation (else null).
+    /// The item must belong to this conversation, else the result is null.
     #[serde(default)]
     pub conversation_id: Option<i64>,
     /// Explicitly allow any conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
-    /// Budget cap for the manifest.
+    /// Budget cap marking manifest nodes in/over budget (default: the grant's
+    /// remaining budget, else `maxExpandTokens`).
     #[serde(default)]
     pub token_cap: Option<i64>,
     /// Delegation grant to run under.
     #[serde(default)]
     pub grant_id: Option<String>,
-    /// Files: bounded content for an agent.
+    /// Files: include content for an agent, bounded by `expandFileMaxBytes`.
     #[serde(default)]
     pub expand_file: Option<bool>,
-    /// Files: bound of `expandFile` (default 32768, 1024–512000).
+    /// Files: bound of `expandFile` (default 32768, clamped to 1024–512000).
     #[serde(default)]
     pub expand_file_max_bytes: Option<i64>,
     /// Files: first line (1-based).
@@ -105,19 +112,20 @@ pub struct DescribeOptions {
     /// Files: last line (1-based, inclusive).
     #[serde(default)]
     pub end_line: Option<i64>,
-    /// Files: the whole content, byte-exact (no bound).
+    /// Files: the whole content, byte-exact, unbounded (programmatic recovery).
     #[serde(default)]
     pub include_content: Option<bool>,
 }
 
 /// Result of `describe`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct DescribeResult {
     /// The id described.
     pub id: String,
     /// `summary` or `file`.
     #[serde(rename = "type")]
+    #[ts(type = "\"summary\" | \"file\"")]
     pub kind: String,
     /// Summary details.
     pub summary: Option<SummaryDescription>,
@@ -125,13 +133,14 @@ pub struct DescribeResult {
     pub file: Option<FileDescription>,
     /// The grant's state after this call.
     pub grant: Option<GrantInfo>,
-    /// The reference tool's text rendering.
+    /// The `lcm_describe` tool text (`LCM_SUMMARY …` / `## LCM File: …`).
     pub text: String,
 }
 
-/// Parameters of `expand`.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Parameters of `expand`: `summaryId` and/or `summaryIds`, else `query`.
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct ExpandParams {
     /// One root.
     #[serde(default)]
@@ -139,13 +148,13 @@ pub struct ExpandParams {
     /// Several roots, in priority order (after `summaryId`).
     #[serde(default)]
     pub summary_ids: Option<Vec<String>>,
-    /// Full-text query choosing the roots (when no ids are given).
+    /// Full-text query over summaries in scope, used when no id is given.
     #[serde(default)]
     pub query: Option<String>,
-    /// Levels of sources (default 3).
+    /// Levels of sources to descend (default 3; `maxDepth` is accepted too).
     #[serde(default, alias = "maxDepth")]
     pub depth: Option<i64>,
-    /// Include leaf messages.
+    /// Also return the original messages of leaves (default false).
     #[serde(default)]
     pub include_messages: Option<bool>,
     /// Token cap (default `maxExpandTokens`; a grant's remaining budget caps it).
@@ -163,7 +172,7 @@ pub struct ExpandParams {
 }
 
 /// Result of `expand`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpandResult {
     /// The walk.
@@ -177,13 +186,14 @@ pub struct ExpandResult {
     pub depth: i64,
     /// The grant's state after this call.
     pub grant: Option<GrantInfo>,
-    /// The reference's compact text.
+    /// `## Expansion Results …` text for a sub-agent.
     pub text: String,
 }
 
-/// State of the in-memory message catalog.
-#[derive(Debug, Clone, Serialize)]
+/// State of the in-memory message catalog behind `grep` (`warmRecallIndex`).
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "RecallIndexInfo")]
 pub struct IndexInfo {
     /// Messages indexed.
     pub indexed_messages: usize,
@@ -194,12 +204,13 @@ pub struct IndexInfo {
 }
 
 /// Options of `getMessages`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GetMessagesOptions {
     /// Re-inline externalized large files (default true: messages exactly as
     /// ingested). False gives the stored form with `[LCM File: …]` references.
     #[serde(default = "yes")]
+    #[ts(as = "Option<bool>", optional)]
     pub expand_files: bool,
 }
 

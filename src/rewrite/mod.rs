@@ -38,8 +38,9 @@ pub const MAX_CONCURRENCY: usize = 64;
 
 /// `{ summaryId?, subtree?, depth?, all? }`: which summaries (exactly one of
 /// `summaryId`, `depth`, `all: true`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields, rename = "RewriteSelector")]
 pub struct SelectorParams {
     /// A summary (with everything beneath it unless `subtree: false`).
     #[serde(default)]

@@ -96,13 +96,13 @@ pub fn aborted() -> LcmError {
 }
 
 /// One rewritten (or, in a dry run, previewed) summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RewriteEntry {
     /// `sum_…`.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// 0 for leaves.
     pub depth: i64,
     /// Source messages (leaf) or source summaries (condensed).
@@ -137,7 +137,7 @@ pub struct RewriteEntry {
 }
 
 /// Why a run stopped.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RewriteFailure {
     /// The summary being rewritten.
@@ -146,6 +146,7 @@ pub struct RewriteFailure {
     pub depth: i64,
     /// The `LCM_…` code.
     #[serde(serialize_with = "code_str")]
+    #[ts(as = "crate::error::ErrorCode")]
     pub code: ErrorCode,
     /// The message.
     pub message: String,
@@ -156,7 +157,7 @@ fn code_str<S: serde::Serializer>(c: &ErrorCode, s: S) -> std::result::Result<S:
 }
 
 /// The result of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RewriteReport {
     /// The conversation.
@@ -173,12 +174,13 @@ pub struct RewriteReport {
     pub new_tokens: i64,
     /// `new_tokens - old_tokens`.
     pub delta: i64,
-    /// Set when the run stopped early (the entries before it stand).
+    /// Always null on a resolved promise (a failed run rejects); set when a run
+    /// stopped early (the entries before it stand).
     pub error: Option<RewriteFailure>,
 }
 
 /// A progress event: one more summary done.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RewriteProgress {
     /// Summaries done so far, this one included.

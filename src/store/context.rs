@@ -18,7 +18,7 @@ pub struct ContextSummary {
     /// `sum_…` id.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// 0 for leaves.
     pub depth: i64,
     /// Summaries transitively below this one.

@@ -7,8 +7,9 @@ use serde::Serialize;
 use crate::error::Result;
 
 /// A `conversations` row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "Conversation")]
 pub struct ConversationRecord {
     /// conversation_id
     pub conversation_id: i64,

@@ -190,11 +190,7 @@ pub fn stored_values(m: &Meta) -> [Value; 9] {
 /// The columns as stored.
 pub fn stored(s: &SummaryRecord) -> Meta {
     Meta {
-        kind: if s.kind == "leaf" {
-            "leaf"
-        } else {
-            "condensed"
-        },
+        kind: s.kind.as_str(),
         depth: s.depth,
         token_count: s.token_count,
         earliest: s.earliest_at.as_deref().and_then(timestamp::parse),

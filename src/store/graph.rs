@@ -348,7 +348,7 @@ pub struct LinkedSource {
     /// The message's seq.
     pub seq: Option<i64>,
     /// The summary's kind.
-    pub kind: Option<String>,
+    pub kind: Option<crate::store::summaries::SummaryKind>,
     /// The summary's depth.
     pub depth: Option<i64>,
     /// Its tokens (0 when missing).

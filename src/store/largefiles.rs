@@ -20,7 +20,7 @@ pub struct Source {
 }
 
 /// A `large_files` row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct LargeFileRecord {
     /// `file_` + 16 hex.

@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use super::conversations::{self, SessionRef};
 use super::derived::{file_ids_in, MsgRow};
-use crate::error::Result;
+use crate::error::{LcmError, Result};
 use crate::message::ingest::{NewMessage, NewPart};
 use crate::message::rebuild::{PartText, StoredMessage, StoredPart};
 use crate::timestamp;
 
 /// Outcome of one message of a batch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct IngestedMessage {
     /// False when the message was a replay and was not stored again.
@@ -766,14 +766,60 @@ pub fn ids_in_order(conn: &Connection, conversation_id: i64) -> Result<Vec<i64>>
     Ok(ids)
 }
 
+/// What a context item points at. Stored and serialized as `message` / `summary`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextItemType {
+    /// A raw message (`message_id` set).
+    Message,
+    /// A summary (`summary_id` set).
+    Summary,
+}
+
+impl ContextItemType {
+    /// The text stored in `context_items.item_type` and sent to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextItemType::Message => "message",
+            ContextItemType::Summary => "summary",
+        }
+    }
+
+    /// Reads a stored `context_items.item_type`; anything else is a corrupt row.
+    pub fn from_stored(text: &str) -> Result<ContextItemType> {
+        match text {
+            "message" => Ok(ContextItemType::Message),
+            "summary" => Ok(ContextItemType::Summary),
+            other => Err(LcmError::internal(format!(
+                "context_items.item_type holds {other:?}, expected 'message' or 'summary'"
+            ))),
+        }
+    }
+}
+
+// The store boundary: stored as text, read back with an error naming the value.
+impl rusqlite::types::FromSql for ContextItemType {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = v.as_str()?;
+        ContextItemType::from_stored(text)
+            .map_err(|e| rusqlite::types::FromSqlError::Other(e.message.into()))
+    }
+}
+
+impl rusqlite::ToSql for ContextItemType {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
 /// One entry of the context list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextItem {
     /// Position, 0..n-1.
     pub ordinal: i64,
     /// `message` or `summary`.
-    pub item_type: String,
+    pub item_type: ContextItemType,
     /// The message, for message items.
     pub message_id: Option<i64>,
     /// The summary, for summary items.
@@ -826,7 +872,7 @@ pub fn context_token_count(conn: &Connection, conversation_id: i64) -> Result<i6
 }
 
 /// Counts of a conversation's rows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct ConversationStats {
     /// Stored messages.

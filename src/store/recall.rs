@@ -519,7 +519,7 @@ pub struct SummaryMatch {
     /// conversation_id
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth in the DAG.
     pub depth: i64,
     /// Latest source time, else creation time, as stored.
@@ -702,7 +702,7 @@ pub struct SubtreeNode {
     /// Levels below the root.
     pub depth_from_root: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth in the DAG.
     pub depth: i64,
     /// Tokens of the summary.

@@ -10,8 +10,62 @@ use super::Features;
 use crate::error::{LcmError, Result};
 use crate::tokens;
 
+/// The kind of a summary: a leaf summarizes messages, a condensed summary
+/// summarizes summaries. Stored and serialized as `leaf` / `condensed`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryKind {
+    /// Summarizes messages (depth 0).
+    #[default]
+    Leaf,
+    /// Summarizes summaries (depth 1 and up).
+    Condensed,
+}
+
+impl SummaryKind {
+    /// The text stored in `summaries.kind` and sent to JavaScript.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryKind::Leaf => "leaf",
+            SummaryKind::Condensed => "condensed",
+        }
+    }
+
+    /// Reads a stored `summaries.kind`; anything else is a corrupt row.
+    pub fn from_stored(text: &str) -> Result<SummaryKind> {
+        match text {
+            "leaf" => Ok(SummaryKind::Leaf),
+            "condensed" => Ok(SummaryKind::Condensed),
+            other => Err(LcmError::internal(format!(
+                "summaries.kind holds {other:?}, expected 'leaf' or 'condensed'"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for SummaryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// The store boundary: stored as text, read back with an error naming the value.
+impl rusqlite::types::FromSql for SummaryKind {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = v.as_str()?;
+        SummaryKind::from_stored(text)
+            .map_err(|e| rusqlite::types::FromSqlError::Other(e.message.into()))
+    }
+}
+
+impl rusqlite::ToSql for SummaryKind {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
 /// A `summaries` row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     /// `sum_` + 16 hex.
@@ -19,7 +73,7 @@ pub struct SummaryRecord {
     /// Owning conversation.
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: SummaryKind,
     /// 0 for leaves, 1 + source depth for condensed nodes.
     pub depth: i64,
     /// Summary text.
@@ -45,13 +99,14 @@ pub struct SummaryRecord {
 }
 
 /// A summary without its text: what choosing and ordering summaries needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "PlannedRewrite")]
 pub struct SummaryOutline {
     /// `sum_…`.
     pub summary_id: String,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: SummaryKind,
     /// 0 for leaves.
     pub depth: i64,
     /// Source messages (leaf) or source summaries (condensed).
@@ -415,4 +470,48 @@ pub fn delete_fts_rows(tx: &Transaction, id: &str, features: Features) -> Result
         .execute([id])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::SummaryKind;
+    use crate::store::messages::ContextItemType;
+
+    #[test]
+    fn kinds_serialize_and_store_as_before() {
+        for (k, text) in [
+            (SummaryKind::Leaf, "leaf"),
+            (SummaryKind::Condensed, "condensed"),
+        ] {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{text}\""));
+            assert_eq!(SummaryKind::from_stored(text).unwrap(), k);
+        }
+        for (t, text) in [
+            (ContextItemType::Message, "message"),
+            (ContextItemType::Summary, "summary"),
+        ] {
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{text}\""));
+            assert_eq!(ContextItemType::from_stored(text).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn an_unknown_stored_kind_is_an_error_naming_it() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let err = conn
+            .query_row("SELECT 'branch'", [], |r| r.get::<_, SummaryKind>(0))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("summaries.kind holds \"branch\""),
+            "{err}"
+        );
+        let err = conn
+            .query_row("SELECT 'file'", [], |r| r.get::<_, ContextItemType>(0))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("context_items.item_type holds \"file\""),
+            "{err}"
+        );
+    }
 }

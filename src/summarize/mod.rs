@@ -25,7 +25,7 @@ pub use render::{render_params, RenderParams};
 pub use select::{build_pipeline, build_summarizer, max_output_tokens, Provider, ProviderConfig};
 
 /// One request to a summarizer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRequest {
     /// The rendered prompt (the user message).
@@ -64,8 +64,9 @@ pub trait Summarizer: Send + Sync {
 }
 
 /// How a summary was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
+#[ts(rename = "SummaryLevel")]
 pub enum Level {
     /// The normal prompt produced a smaller summary.
     Normal,
@@ -98,11 +99,13 @@ pub struct SummarizeInput {
 }
 
 /// Parameters of `summarizeText` (JavaScript): a source text run through the pipeline.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct SummarizeTextParams {
     /// Depth of the summary to build (default 0, a leaf).
     #[serde(default)]
+    #[ts(as = "Option<i64>", optional)]
     pub depth: i64,
     /// The source text, with its `[…]` headers.
     pub source_text: String,
@@ -147,8 +150,9 @@ impl SummarizeTextParams {
 }
 
 /// The pipeline's answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "SummarizeResult")]
 pub struct SummarizeOutput {
     /// Final summary text.
     pub content: String,

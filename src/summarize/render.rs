@@ -6,12 +6,15 @@ use crate::error::{LcmError, Result};
 use crate::prompts::{PromptSet, PromptVars, RenderedPrompt};
 
 /// Parameters of `renderPrompt` (JavaScript).
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[ts(optional_fields, rename = "RenderPromptParams")]
 pub struct RenderParams {
     /// Depth of the summary (0 leaf, 1, 2, 3+).
+    #[ts(as = "Option<i64>", optional)]
     pub depth: i64,
     /// The aggressive leaf policy.
+    #[ts(as = "Option<bool>", optional)]
     pub aggressive: bool,
     /// Target length; default computed as the pipeline does from `sourceText`.
     pub target_tokens: Option<i64>,
@@ -22,6 +25,7 @@ pub struct RenderParams {
     /// Formatted time range.
     pub time_range: Option<String>,
     /// The source text.
+    #[ts(as = "Option<String>", optional)]
     pub source_text: String,
     /// Operator instructions.
     pub custom_instructions: Option<String>,

@@ -44,14 +44,17 @@ pub struct BootstrapParams {
 }
 
 /// Result of `bootstrap`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct BootstrapResult {
     /// True when messages were imported.
     pub bootstrapped: bool,
     /// Messages imported by this call.
     pub imported_messages: usize,
-    /// Why (see the `REASON_*` constants).
+    /// Why: `imported session messages`, `reconciled missing session messages`,
+    /// `conversation already up to date`, `no messages in session file`,
+    /// `no common message with the stored conversation`, or (`transcriptTail`)
+    /// `the transcript tail is not stored: pass the whole transcript`.
     pub reason: &'static str,
     /// The conversation, when there is one.
     pub conversation_id: Option<i64>,

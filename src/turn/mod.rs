@@ -47,14 +47,17 @@ pub struct CommitTurnParams {
 }
 
 /// Result of `commitTurn`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct CommitTurnResult {
-    /// `committed` or `duplicate`.
+    /// `committed`, or `duplicate`: this key was committed before with the same
+    /// payload; nothing was written.
+    #[ts(type = "\"committed\" | \"duplicate\"")]
     pub status: &'static str,
-    /// The conversation, when the turn reached one.
+    /// The conversation; null for a heartbeat or empty turn of a session without one.
     pub conversation_id: Option<i64>,
-    /// Messages stored by this call.
+    /// Messages stored by this call (0 for a duplicate, a heartbeat, an empty turn,
+    /// and entry ids already stored).
     pub ingested_count: usize,
 }
 

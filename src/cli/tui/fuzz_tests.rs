@@ -96,7 +96,7 @@ impl World {
         let b = with_links("sum_b", 0, back, &[3]);
         let message = ContextItem {
             ordinal: 1,
-            item_type: "message".into(),
+            item_type: crate::store::messages::ContextItemType::Message,
             message_id: Some(4),
             summary_id: None,
             token_count: 7,
@@ -140,7 +140,7 @@ impl World {
 
     fn dissolved(&self, conv: i64, summary_id: &str, apply: bool) -> DissolvePlan {
         let item = |m: i64| RestoredItem {
-            item_type: "message",
+            item_type: crate::store::messages::ContextItemType::Message,
             summary_id: None,
             message_id: Some(m),
             kind: None,
@@ -154,7 +154,7 @@ impl World {
             conversation_id: conv,
             target: SummaryView {
                 summary_id: summary_id.into(),
-                kind: "leaf".into(),
+                kind: crate::store::summaries::SummaryKind::Leaf,
                 depth: 0,
                 token_count: 10,
                 ordinal: Some(0),

@@ -11,7 +11,11 @@ use crate::rewrite::{PlannedSummary, RewriteEntry, RewriteFailure, RewritePrevie
 pub(super) fn planned(id: &str, depth: i64, tokens: i64) -> PlannedSummary {
     PlannedSummary {
         summary_id: id.into(),
-        kind: if depth == 0 { "leaf" } else { "condensed" }.into(),
+        kind: if depth == 0 {
+            crate::store::summaries::SummaryKind::Leaf
+        } else {
+            crate::store::summaries::SummaryKind::Condensed
+        },
         depth,
         child_count: 2,
         token_count: tokens,
@@ -44,7 +48,7 @@ pub(super) fn preview(id: &str) -> RewritePreview {
 pub(super) fn entry(id: &str, depth: i64, old: i64, new: i64) -> RewriteEntry {
     RewriteEntry {
         summary_id: id.into(),
-        kind: "condensed".into(),
+        kind: crate::store::summaries::SummaryKind::Condensed,
         depth,
         child_count: 2,
         earliest_at: None,
@@ -373,7 +377,7 @@ pub(super) fn conversation(id: i64) -> crate::store::browse::ConversationOvervie
 pub(super) fn context_summary(id: &str, depth: i64) -> crate::store::messages::ContextItem {
     crate::store::messages::ContextItem {
         ordinal: 0,
-        item_type: "summary".into(),
+        item_type: crate::store::messages::ContextItemType::Summary,
         message_id: None,
         summary_id: Some(id.into()),
         token_count: 10,
@@ -392,7 +396,11 @@ pub(super) fn with_links(
         summary: crate::store::summaries::SummaryRecord {
             summary_id: id.into(),
             conversation_id: 7,
-            kind: if depth == 0 { "leaf" } else { "condensed" }.into(),
+            kind: if depth == 0 {
+                crate::store::summaries::SummaryKind::Leaf
+            } else {
+                crate::store::summaries::SummaryKind::Condensed
+            },
             depth,
             content: format!("content of {id}"),
             token_count: 10,

@@ -393,7 +393,7 @@ fn draw_dag(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: Theme) {
                     } else {
                         "▸"
                     };
-                    let kind = if s.summary.kind == "leaf" {
+                    let kind = if s.summary.kind == crate::store::summaries::SummaryKind::Leaf {
                         "leaf"
                     } else {
                         "cond"

@@ -189,7 +189,7 @@ async fn check_invariants(engine: &Engine, conv: i64) -> i64 {
     for s in sums.values() {
         let r = &s.summary;
         deepest = deepest.max(r.depth);
-        if r.kind == "leaf" {
+        if r.kind == crate::store::summaries::SummaryKind::Leaf {
             let srcs: Vec<_> = s.message_ids.iter().map(|m| &msgs[m]).collect();
             assert_eq!(r.depth, 0);
             assert_eq!(
@@ -376,7 +376,10 @@ async fn a_sweep_compacts_everything_outside_the_tail_and_goes_deep() {
     assert!(r.ok && r.compacted, "{}", r.reason);
     assert!(r.tokens_after < r.tokens_before);
     let items = engine.get_context_items(conv).await.unwrap();
-    let raw = items.iter().filter(|i| i.item_type == "message").count();
+    let raw = items
+        .iter()
+        .filter(|i| i.item_type == crate::store::messages::ContextItemType::Message)
+        .count();
     assert_eq!(raw, 4, "only the fresh tail stays raw");
     let deepest = check_invariants(&engine, conv).await;
     assert!(deepest >= 2, "deepest {deepest}");
@@ -756,7 +759,10 @@ async fn a_lone_short_chunk_that_cannot_shrink_does_not_end_the_sweep() {
         r.reason
     );
     let items = engine.get_context_items(conv).await.unwrap();
-    let raw = items.iter().filter(|i| i.item_type == "message").count();
+    let raw = items
+        .iter()
+        .filter(|i| i.item_type == crate::store::messages::ContextItemType::Message)
+        .count();
     assert_eq!(raw, 4, "only the fresh tail stays raw ({})", r.reason);
     check_invariants(&engine, conv).await;
 
@@ -1043,7 +1049,7 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
         let sent = inputs[n - 1].clone();
         let planned = crate::rewrite::plan::PlannedSummary {
             summary_id: rec.summary_id.clone(),
-            kind: rec.kind.clone(),
+            kind: rec.kind,
             depth: rec.depth,
             child_count: 0,
             token_count: rec.token_count,
@@ -1078,7 +1084,7 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
             assert_eq!(built.time_range, sent.time_range);
             assert_eq!(built.depth, sent.depth);
         }
-        if rec.kind == "leaf" {
+        if rec.kind == crate::store::summaries::SummaryKind::Leaf {
             leaves += 1;
             tool_calls += sent.source_text.matches("[tool call exec]").count();
             tool_results += sent.source_text.matches("[tool]\nfile_").count();

@@ -41,7 +41,8 @@ pub const SNIPPET_CHARS: usize = 200;
 const BATCH: usize = 32;
 
 /// How the pattern is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, ts_rs::TS)]
+#[ts(rename = "GrepMode")]
 pub enum Mode {
     /// A regular expression (Rust `regex` syntax, linear time).
     #[serde(rename = "regex")]
@@ -53,8 +54,9 @@ pub enum Mode {
 }
 
 /// What is searched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
+#[ts(rename = "GrepScope")]
 pub enum Scope {
     /// Raw messages.
     Messages,
@@ -66,8 +68,9 @@ pub enum Scope {
 }
 
 /// Result order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
+#[ts(rename = "GrepSort")]
 pub enum Sort {
     /// Newest first.
     #[default]
@@ -111,7 +114,7 @@ impl Sort {
 }
 
 /// A message that matched.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageHit {
     /// message_id
@@ -129,7 +132,7 @@ pub struct MessageHit {
 }
 
 /// A summary that matched.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryHit {
     /// sum_…
@@ -137,7 +140,7 @@ pub struct SummaryHit {
     /// conversation_id
     pub conversation_id: i64,
     /// `leaf` or `condensed`.
-    pub kind: String,
+    pub kind: crate::store::summaries::SummaryKind,
     /// Depth in the DAG.
     pub depth: i64,
     /// The time used for filters and order: latest source time, else creation (ISO).
@@ -153,8 +156,9 @@ pub struct SummaryHit {
 }
 
 /// How a search ran.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
+#[ts(rename = "GrepScopeStats")]
 pub struct ScopeStats {
     /// `fts`, `fts-trigram`, `like`, `trigram-filter`, `scan`; before the catalog
     /// is built also `fts-words`, `trigram-slices` and `scan-newest` (see [`cold`]).
@@ -163,9 +167,11 @@ pub struct ScopeStats {
     pub candidates: usize,
     /// Rows read and checked against the pattern.
     pub scanned: usize,
-    /// True when the scan budget stopped the search before the scope was covered.
+    /// True when the scan budget (10,000 rows) stopped the search before the scope
+    /// was covered.
     pub truncated: bool,
-    /// Messages in the in-memory catalog (message scope only).
+    /// Messages in the engine's in-memory catalog (message scope only; null when
+    /// the search was answered from SQLite before the catalog was built).
     pub indexed_messages: Option<usize>,
     /// Approximate bytes of memory the catalog holds (message scope only).
     pub index_bytes: Option<usize>,

@@ -283,7 +283,7 @@ fn hit_of(m: &SummaryMatch, rank: Option<f64>) -> SummaryHit {
     SummaryHit {
         summary_id: m.summary_id.clone(),
         conversation_id: m.conversation_id,
-        kind: m.kind.clone(),
+        kind: m.kind,
         depth: m.depth,
         created_at: iso_ms(parse_time_ms(&m.time)),
         earliest_at: m.earliest_at.clone(),

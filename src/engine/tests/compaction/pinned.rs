@@ -90,7 +90,7 @@ async fn describe(engine: &Engine, fake: &Fake, conv: i64) -> String {
         .iter()
         .map(|s| {
             let r = &s.summary;
-            let sources: Vec<String> = if r.kind == "leaf" {
+            let sources: Vec<String> = if r.kind == crate::store::summaries::SummaryKind::Leaf {
                 s.message_ids.iter().map(|m| format!("m{}", seq[m])).collect()
             } else {
                 s.parent_ids.iter().map(|p| name[p].clone()).collect()
