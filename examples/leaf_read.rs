@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use lcm_native::compaction::source::{input_with_rows, Render};
 use lcm_native::store::dag::Sources;
-use lcm_native::timefmt::Zone;
+use lcm_native::timeformat::Zone;
 use rusqlite::{Connection, OpenFlags};
 
 fn main() {

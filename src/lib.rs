@@ -29,7 +29,7 @@ pub mod rewrite;
 pub mod store;
 pub mod summarize;
 pub mod text;
-pub mod timefmt;
+pub mod timeformat;
 pub mod timestamp;
 pub mod tokens;
 pub mod transcript;

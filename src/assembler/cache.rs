@@ -164,7 +164,7 @@ mod tests {
             content: content.into(),
         };
         let format = crate::config::SummaryFormat::Xml;
-        let text = super::super::xml::render(&view, format, crate::timefmt::Zone::utc());
+        let text = super::super::xml::render(&view, format, crate::timeformat::Zone::utc());
         let range = super::super::xml::content_range(&text, format).unwrap();
         let c = CachedSummary {
             view: SummaryView {

@@ -52,7 +52,7 @@ use crate::message::{ingest, rebuild};
 use crate::store::conversations::{self, SessionRef};
 use crate::store::Store;
 use crate::store::{context, messages};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::tokens;
 
 pub use cache::Cache;

@@ -10,7 +10,7 @@ use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use crate::config::SummaryFormat;
 use crate::text;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::timestamp;
 
 /// The fields of a summary the presentation needs: the stored row as the context

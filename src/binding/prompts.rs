@@ -9,7 +9,7 @@ use napi_derive::napi;
 use super::js::{coded, opt_string_arg, stringify, to_js, Input, Params};
 use crate::error::LcmError;
 use crate::prompts::source::parse_time_value;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// The optional `timezone` argument of `what`, resolved (`LCM_CONFIG` for an unknown
 /// zone, `LCM_INVALID_INPUT` for a value that is not a string).

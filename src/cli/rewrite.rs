@@ -17,7 +17,7 @@ use crate::rewrite::{
     PlannedSummary, RewriteOptions, RewriteProgress, Selector, DEFAULT_CONCURRENCY, MAX_CONCURRENCY,
 };
 use crate::summarize::{build_pipeline, SummarizerChoice, SummaryPipeline};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// The `--provider` values.
 pub(crate) const PROVIDERS: [&str; 4] = ["anthropic", "openai", "openai-responses", "offline"];

@@ -17,7 +17,7 @@ use crate::store::derived::MsgRow;
 use crate::store::messages::ContextItem;
 use crate::store::{summaries, Features, Store};
 use crate::summarize::{Level, SummarizeInput, SummarizeOutput, SummaryPipeline};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::tokens;
 
 /// What one pass will summarize, chosen from a snapshot of the context list.

@@ -12,7 +12,7 @@ use super::{CompactParams, CompactResult, Compactor, Hooks, Mode};
 use crate::error::{LcmError, Result};
 use crate::store::dag::{self, Persisted};
 use crate::store::messages::{self, ContextItem};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// Why a run stopped before its mode was done.
 #[derive(Debug)]

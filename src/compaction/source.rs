@@ -19,7 +19,7 @@ use crate::store::dag::Sources;
 use crate::store::derived::MsgRow;
 use crate::store::sources;
 use crate::summarize::SummarizeInput;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// How the source blocks are rendered.
 #[derive(Debug, Clone, Copy)]

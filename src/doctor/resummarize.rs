@@ -16,7 +16,7 @@ use crate::error::{LcmError, Result};
 use crate::store::graph::{self, Graph};
 use crate::store::{self, dag::Sources, links, summaries, Features};
 use crate::summarize::SummarizeInput;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// A summary whose text ends with a fallback or truncation marker.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::error::{LcmError, Result};
 use crate::store::Store;
 use crate::summarize::SummaryPipeline;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 fn tick(progress: Option<&Progress>, phase: &str, done: usize, total: usize) {
     if let Some(p) = progress {

@@ -41,7 +41,7 @@ use crate::store::{Store, StoreOptions};
 use crate::summarize::{
     build_pipeline, SummarizeOutput, SummarizeTextParams, Summarizer, SummaryPipeline,
 };
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// The engine.
 pub struct Engine {

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::{LcmError, Result};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::timestamp;
 
 /// A time from a JSON value: epoch milliseconds, or a timestamp string (ISO,

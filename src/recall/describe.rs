@@ -16,7 +16,7 @@ use crate::largefiles::blocks::group_thousands;
 use crate::largefiles::storage::{self, LargeFileRecord};
 use crate::store::recall;
 use crate::store::summaries::{self, SummaryRecord};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::tokens;
 
 /// Most manifest nodes listed.

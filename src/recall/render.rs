@@ -6,7 +6,7 @@
 
 use super::text::{cut_chars, one_line};
 use super::types::GrepResult;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::tokens;
 
 /// Character cap of the whole text.

@@ -21,7 +21,7 @@ use crate::largefiles::restore::{message_has_reference, Restorer};
 use crate::message::rebuild;
 use crate::store::recall as store_recall;
 use crate::store::{messages, summaries, Store};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::tokens;
 
 /// What a recall call reads: the store, the options, the timezone for rendered

@@ -16,7 +16,7 @@ use crate::prompts::RenderedPrompt;
 use crate::store::{summaries, Store};
 use crate::summarize::{build_pipeline, Summarizer, SummarizerChoice, SummaryPipeline};
 use crate::summarize::{render_params, RenderParams};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// The summaries a rewrite would touch, in the order it would touch them;
 /// `LCM_ABORTED` once `cancel` trips.

@@ -22,7 +22,7 @@ use crate::compaction::CancelToken;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::store::{summaries, Store};
 use crate::summarize::{Level, SummaryPipeline};
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use crate::timestamp;
 use crate::tokens;
 

@@ -21,7 +21,7 @@ use crate::compaction::source::{input_for, Render};
 use crate::error::{LcmError, Result};
 use crate::store::{self, dag::Sources};
 use crate::summarize::SummarizeInput;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// New texts of this run by summary id (they win over the stored ones).
 pub type Overlay = HashMap<String, String>;

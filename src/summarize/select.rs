@@ -20,7 +20,7 @@ use super::{fallback, Summarizer, SummaryPipeline};
 use crate::config::EngineOptions;
 use crate::error::{ErrorCode, LcmError, Result};
 use crate::prompts::PromptSet;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 /// A summary provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,7 +34,7 @@ use super::{db, Ctx};
 use crate::config::EngineOptions;
 use crate::engine::Engine;
 use crate::summarize::SummarizerChoice;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 use app::{Action, App, Msg};
 
 /// Flags of the interactive browser (`lcm-tui [flags]` or `lcm-tui tui [flags]`).

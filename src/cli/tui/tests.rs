@@ -495,7 +495,7 @@ pub(super) fn render(app: &App, width: u16, height: u16) -> Vec<Vec<String>> {
     use ratatui::backend::TestBackend;
     let mut t = ratatui::Terminal::new(TestBackend::new(width, height)).unwrap();
     let theme = super::view::Theme { color: false };
-    t.draw(|f| super::view::draw(f, app, &crate::timefmt::Zone::utc(), theme))
+    t.draw(|f| super::view::draw(f, app, &crate::timeformat::Zone::utc(), theme))
         .unwrap();
     let buf = t.backend().buffer().clone();
     (0..height)

@@ -12,7 +12,7 @@ use super::app::{App, Flow, Node, Screen};
 use super::flow::{signed, variant, DissolveFlow, Pane, Phase, Review, RewriteFlow};
 use crate::cli::output::{plural, thousands};
 use crate::rewrite::RewritePreview;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 use crate::cli::visible::{clip, fit};
 

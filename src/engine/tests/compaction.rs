@@ -1060,7 +1060,7 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
         let (rewrite, doctor) = engine
             .store()
             .read(move |c| {
-                let zone = crate::timefmt::Zone::utc();
+                let zone = crate::timeformat::Zone::utc();
                 let overlay = HashMap::new();
                 let rw = crate::rewrite::source::rebuild(c, &planned, &zone, true, &overlay, None)?;
                 let dr =

@@ -3,7 +3,7 @@ use crate::prompts::source::{
     condensed_source_text, leaf_source_text, SourceMessage, SourceSummary,
 };
 use crate::summarize::targets;
-use crate::timefmt::Zone;
+use crate::timeformat::Zone;
 
 const PROSE: &str = "I think there are several ways we could approach this, and each one has tradeoffs in how complex it is and how long it would take to do properly. Let me walk through them one at a time so that we can compare them side by side.";
 
