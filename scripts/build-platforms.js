@@ -36,8 +36,10 @@ const TARGETS = {
   'linux-arm64-gnu': { triple: 'aarch64-unknown-linux-gnu', build: `aarch64-unknown-linux-gnu.${GLIBC_FLOOR}`, os: 'linux', cpu: 'arm64', libc: 'glibc', file: /ELF 64-bit LSB shared object, ARM aarch64/ },
   'linux-x64-musl': { triple: 'x86_64-unknown-linux-musl', os: 'linux', cpu: 'x64', libc: 'musl', file: /ELF 64-bit LSB shared object, x86-64/ },
   'linux-arm64-musl': { triple: 'aarch64-unknown-linux-musl', os: 'linux', cpu: 'arm64', libc: 'musl', file: /ELF 64-bit LSB shared object, ARM aarch64/ },
-  'darwin-x64': { triple: 'x86_64-apple-darwin', os: 'darwin', cpu: 'x64', file: /Mach-O 64-bit (x86_64 )?dynamically linked shared library( x86_64)?/ },
-  'darwin-arm64': { triple: 'aarch64-apple-darwin', os: 'darwin', cpu: 'arm64', file: /Mach-O 64-bit (arm64 )?dynamically linked shared library( arm64)?/ },
+  // macOS floors: zig links for its newest macOS unless MACOSX_DEPLOYMENT_TARGET says
+  // otherwise (it wrote minos 15.0); Node 20 itself needs macOS 11 on arm64.
+  'darwin-x64': { triple: 'x86_64-apple-darwin', os: 'darwin', cpu: 'x64', macos: '10.15', file: /Mach-O 64-bit (x86_64 )?dynamically linked shared library( x86_64)?/ },
+  'darwin-arm64': { triple: 'aarch64-apple-darwin', os: 'darwin', cpu: 'arm64', macos: '11.0', file: /Mach-O 64-bit (arm64 )?dynamically linked shared library( arm64)?/ },
   // node.exe from nodejs.org is built with MSVC, so napi's loader looks for the
   // win32-x64-msvc package. MSVC's import libraries cannot be had offline; the GNU
   // target links with zig's mingw-w64, and a Node-API addon only crosses the C ABI
@@ -119,6 +121,15 @@ function check(platform, spec, path) {
     if (needed.some((n) => /^libc\.so\.6$|^libgcc_s/.test(n))) problems.push(`links glibc libraries: ${needed.join(' ')}`)
     else notes.push(`needs ${needed.join(' ') || 'nothing'}`)
   }
+  if (spec.macos) {
+    const objdump = llvmNm()?.replace(/llvm-nm$/, 'llvm-objdump')
+    const headers = objdump ? run(objdump, ['--macho', '--private-headers', path]).stdout || '' : ''
+    const minos = /cmd LC_BUILD_VERSION[\s\S]*?minos (\d+\.\d+)/.exec(headers)?.[1] || /cmd LC_VERSION_MIN_MACOSX[\s\S]*?version (\d+\.\d+)/.exec(headers)?.[1]
+    if (!objdump) notes.push('llvm-objdump missing: macOS floor not checked')
+    else if (!minos) problems.push('no macOS minimum version in the load commands')
+    else if (!versionAtMost(minos, spec.macos)) problems.push(`needs macOS ${minos} > floor ${spec.macos}`)
+    else notes.push(`macOS minos ${minos} <= ${spec.macos}`)
+  }
   if (spec.os === 'win32' && has('objdump')) {
     const r = run('objdump', ['-p', path]).stdout || ''
     const dlls = [...r.matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
@@ -194,6 +205,7 @@ function main() {
       const env = { ...process.env }
       delete env.CARGO_BUILD_TARGET
       // A cdylib on musl must link libc dynamically (Rust's musl targets default to static).
+      if (spec.macos) env.MACOSX_DEPLOYMENT_TARGET = spec.macos
       if (spec.libc === 'musl') env[`CARGO_TARGET_${cargoTriple.toUpperCase().replace(/-/g, '_')}_RUSTFLAGS`] = '-C target-feature=-crt-static'
       const t0 = Date.now()
       const r = spawnSync('cargo', cargoArgs, { cwd: root, env, stdio: 'inherit' })
