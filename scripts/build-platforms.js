@@ -133,11 +133,29 @@ function check(platform, spec, path) {
   if (spec.os === 'win32' && has('objdump')) {
     const r = run('objdump', ['-p', path]).stdout || ''
     const dlls = [...r.matchAll(/DLL Name: (\S+)/g)].map((m) => m[1])
-    const foreign = dlls.filter((d) => /libgcc|libwinpthread|libstdc\+\+/i.test(d))
-    if (foreign.length) problems.push(`imports MinGW runtime DLLs not on Windows: ${foreign.join(' ')}`)
+    const foreign = dlls.filter((d) => /libgcc|libwinpthread|libstdc\+\+|libnode/i.test(d))
+    if (foreign.length) problems.push(`imports DLLs a Windows node.exe does not have: ${foreign.join(' ')}`)
     else notes.push(`imports ${dlls.join(' ')}`)
   }
   return { ok: problems.length === 0, text: [...problems, ...notes].join('; ') }
+}
+
+/**
+ * napi-build links `-lnode` for windows-gnu targets (MinGW-built Node ships
+ * libnode.dll) and panics unless LIBNODE_PATH holds a libnode.dll. napi-rs loads
+ * every napi_* function at run time (its dyn-symbols feature), so nothing is
+ * imported from it: an empty libnode.dll and an import library with no exports
+ * (`zig dlltool`) satisfy the build, and the check refuses a DLL that would import
+ * libnode.dll (node.exe from nodejs.org has none).
+ */
+function libnodeStub(targetDir) {
+  const dir = join(targetDir, 'libnode-stub')
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'libnode.dll'), '')
+  writeFileSync(join(dir, 'node.def'), 'LIBRARY libnode.dll\nEXPORTS\n')
+  const r = run('python3', ['-m', 'ziglang', 'dlltool', '-d', join(dir, 'node.def'), '-l', join(dir, 'libnode.a'), '-m', 'i386:x86-64'])
+  if (r.status !== 0) throw new Error(`zig dlltool failed: ${r.stderr}`)
+  return dir
 }
 
 /** Writes npm/<platform>/package.json (and README.md) at the main package's version. */
@@ -206,6 +224,7 @@ function main() {
       delete env.CARGO_BUILD_TARGET
       // A cdylib on musl must link libc dynamically (Rust's musl targets default to static).
       if (spec.macos) env.MACOSX_DEPLOYMENT_TARGET = spec.macos
+      if (cargoTriple === 'x86_64-pc-windows-gnu') env.LIBNODE_PATH = libnodeStub(targetDir)
       if (spec.libc === 'musl') env[`CARGO_TARGET_${cargoTriple.toUpperCase().replace(/-/g, '_')}_RUSTFLAGS`] = '-C target-feature=-crt-static'
       const t0 = Date.now()
       const r = spawnSync('cargo', cargoArgs, { cwd: root, env, stdio: 'inherit' })
