@@ -1,11 +1,14 @@
 'use strict'
-// Loads the native addon (index.js) for the lcm-tui bin and the OpenClaw plugin.
-// When it cannot load, the error says what to do instead of napi's generic
-// "Cannot find native binding": OpenClaw installs plugins without running their
-// install scripts, and `npm install --ignore-scripts` does the same, so without a
-// prebuilt binary package for the platform the addon has to be built once.
+// Loads the native addon for the lcm-tui bin and the OpenClaw plugin: the platform
+// package (`lcm-native-<platform>`, an optionalDependency holding the prebuilt
+// binary) first, then a local build through napi's loader (index.js: a
+// `lcm-native.<platform>.node` beside it, from `npm run build` or the install
+// script). When neither loads, the error (`LCM_NATIVE_MISSING`) names the platform
+// and its Rust target triple and says what to do instead of napi's generic "Cannot
+// find native binding". NAPI_RS_NATIVE_LIBRARY_PATH (napi's override) skips the
+// platform package.
 const { join } = require('node:path')
-const { platformSuffix } = require('./scripts/platform.js')
+const { platformSuffix, targetTriple } = require('./scripts/platform.js')
 
 /**
  * The first addon of each version loaded in this process (a Map: version →
@@ -30,23 +33,54 @@ function loadNative(packageDir = __dirname) {
   const loaded = (globalThis[SHARED] ??= new Map())
   const first = loaded.get(version)
   if (first) return first.addon
+  const tried = []
   try {
-    const addon = require('./index.js')
+    const addon = requireAddon(version, tried)
     loaded.set(version, Object.freeze({ addon, dir: __dirname }))
     return addon
-  } catch (cause) {
+  } catch (loaderError) {
+    const cause = tried.length ? new Error(tried.join('; '), { cause: loaderError }) : loaderError
     const build = `\`node ${join(packageDir, 'scripts', 'install.js')}\` (needs a Rust toolchain, https://rustup.rs; a few minutes), then restart the gateway or rerun the command.`
     const why = loadError(cause)
+    const platform = `${platformSuffix()} (Rust target ${targetTriple() || `none prebuilt for ${process.platform}-${process.arch}`})`
     const err = new Error(
       why === null
-        ? `lcm-native: no native addon is built for ${platformSuffix()}. OpenClaw installs plugins without running their install scripts, ` +
-            `as does npm with --ignore-scripts, and no prebuilt binary package for this platform is installed. Build it once with ${build}`
-        : `lcm-native: the native addon for ${platformSuffix()} does not load (${why}). Rebuild it with ${build}`,
+        ? `lcm-native: no native addon is built for ${platform}: neither the platform package lcm-native-${platformSuffix()} nor a local build is installed. ` +
+            `npm installs the platform package as an optional dependency (unless optional dependencies are omitted); without it, the addon is built by the install script, ` +
+            `and OpenClaw installs plugins without running their install scripts, as does npm with --ignore-scripts. Reinstall lcm-native, or build it once with ${build}`
+        : `lcm-native: the native addon for ${platform} does not load (${why}). Reinstall lcm-native, or rebuild it with ${build}`,
     )
     err.code = 'LCM_NATIVE_MISSING'
     err.cause = cause
     throw err
   }
+}
+
+/**
+ * The platform package when it is installed at this package's version, else the
+ * local build through napi's loader (which looks for the platform package again,
+ * at any version, as its last resort). Notes why the platform package was passed
+ * over in `tried`.
+ */
+function requireAddon(version, tried) {
+  if (!process.env.NAPI_RS_NATIVE_LIBRARY_PATH) {
+    const name = `lcm-native-${platformSuffix()}`
+    let manifest = null
+    try {
+      manifest = require(`${name}/package.json`)
+    } catch {
+      /* not installed: the local build */
+    }
+    if (manifest && manifest.version !== version) tried.push(`${name}@${manifest.version} is installed, lcm-native is ${version}`)
+    else if (manifest) {
+      try {
+        return require(name)
+      } catch (e) {
+        tried.push(`${name}: ${String(e.message ?? e).split('\n')[0]}`)
+      }
+    }
+  }
+  return require('./index.js')
 }
 
 /**

@@ -10,7 +10,9 @@ import { join } from 'node:path'
 import { root, tempDir } from './helpers.mjs'
 import { loopProvider } from './openclaw-model.mjs'
 
-const { platformSuffix } = createRequire(import.meta.url)('../scripts/platform.js')
+const require = createRequire(import.meta.url)
+const { platformSuffix } = require('../scripts/platform.js')
+const { packPlugin } = require('../scripts/pack-plugin.js')
 
 /** Directories whose node_modules may hold `openclaw`. */
 export function candidateDirs() {
@@ -75,11 +77,23 @@ export function openclawCliAsync(state, args) {
 /**
  * Packs this checkout and has OpenClaw install the archive into `state` (its
  * extensions directory; no install script runs). Returns `{ installed, output }`.
+ * With `prebuilt`, the archive bundles this machine's platform package
+ * (`npm run pack:plugin`): the install needs no build. Its binary is the one
+ * `npm run build:platforms` left in npm/<platform>/ (CI builds it, and sets
+ * LCM_NATIVE_TEST_PREBUILT=1 to require it), else the addon this checkout built.
  */
-export function installPackedPlugin(state) {
+export function installPackedPlugin(state, { prebuilt = false } = {}) {
   const out = tempDir('lcm-oc-pack-')
-  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: root, encoding: 'utf8' }))
-  const r = openclawCli(state, ['plugins', 'install', join(out, packed.filename), '--force', '--accept-capabilities'])
+  let archive
+  if (prebuilt) {
+    const built = join(root, 'npm', platformSuffix(), `lcm-native.${platformSuffix()}.node`)
+    if (!existsSync(built) && process.env.LCM_NATIVE_TEST_PREBUILT === '1') throw new Error(`${built} is not built (npm run build:platforms -- ${platformSuffix()})`)
+    archive = packPlugin({ outDir: out, addon: existsSync(built) ? built : join(root, `lcm-native.${platformSuffix()}.node`) })
+  } else {
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: root, encoding: 'utf8' }))
+    archive = join(out, packed.filename)
+  }
+  const r = openclawCli(state, ['plugins', 'install', archive, '--force', '--accept-capabilities'])
   return { installed: join(state, 'extensions', 'lcm-native'), output: r.stdout + r.stderr }
 }
 
@@ -148,7 +162,8 @@ export async function startGateway(state, port, { readyMs = 120_000 } = {}) {
 }
 
 /**
- * A state directory with the packed plugin installed (its addon copied in) and a
+ * A state directory with the plugin installed as users do before the registry
+ * has it (the archive with the platform package bundled, no build) and a
  * config for a gateway on a free loopback port with token auth: the loopback model
  * server on `modelPort` as the default model, the `exec` tool without approval,
  * lcm-native's config `pluginConfig`, and the recurring heartbeat off (OpenClaw's
@@ -157,8 +172,7 @@ export async function startGateway(state, port, { readyMs = 120_000 } = {}) {
  */
 export async function gatewayState(prefix, { modelPort, token, pluginConfig }) {
   const state = tempDir(prefix)
-  const { installed } = installPackedPlugin(state)
-  addAddon(installed)
+  installPackedPlugin(state, { prebuilt: true })
   const port = await freePort()
   const configFile = join(state, 'openclaw.json')
   const config = JSON.parse(readFileSync(configFile, 'utf8'))

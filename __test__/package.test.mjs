@@ -12,7 +12,7 @@ import { createRequire } from 'node:module'
 import { root, tempDir } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
-const { platformSuffix } = require('../scripts/platform.js')
+const { platformSuffix, targetTriple } = require('../scripts/platform.js')
 const addonFile = `lcm-native.${platformSuffix()}.node`
 
 let packed
@@ -101,7 +101,7 @@ describe('the npm package', () => {
     const how = `node ${join(bare, 'scripts', 'install.js')}`
     const cli = spawnSync(process.execPath, [join(bare, 'bin', 'lcm-tui.js'), '--version'], { encoding: 'utf8' })
     expect(cli.status).toBe(1)
-    expect(cli.stderr).toContain(`lcm-native: no native addon is built for ${platformSuffix()}.`)
+    expect(cli.stderr).toContain(`lcm-native: no native addon is built for ${platformSuffix()} (Rust target ${targetTriple()}): neither the platform package lcm-native-${platformSuffix()} nor a local build`)
     expect(cli.stderr).toContain(how)
     // Without the addon the plugin still registers (OpenClaw refuses every agent run
     // when a selected plugin fails to), logs how to build it, naming the installed
@@ -132,7 +132,7 @@ describe('the npm package', () => {
     writeFileSync(join(bare, addonFile), 'not a shared library')
     const broken = spawnSync(process.execPath, [join(bare, 'bin', 'lcm-tui.js'), '--version'], { encoding: 'utf8' })
     expect(broken.status).toBe(1)
-    expect(broken.stderr).toContain(`lcm-native: the native addon for ${platformSuffix()} does not load (`)
-    expect(broken.stderr).toContain(`Rebuild it with \`${how}\``)
+    expect(broken.stderr).toContain(`lcm-native: the native addon for ${platformSuffix()} (Rust target ${targetTriple()}) does not load (`)
+    expect(broken.stderr).toContain(`rebuild it with \`${how}\``)
   })
 })

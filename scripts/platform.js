@@ -23,6 +23,7 @@ const TRIPLES = {
   'linux-x64-gnu': 'x86_64-unknown-linux-gnu',
   'linux-x64-musl': 'x86_64-unknown-linux-musl',
   'linux-arm64-gnu': 'aarch64-unknown-linux-gnu',
+  'linux-arm64-musl': 'aarch64-unknown-linux-musl',
   'darwin-x64': 'x86_64-apple-darwin',
   'darwin-arm64': 'aarch64-apple-darwin',
   'win32-x64-msvc': 'x86_64-pc-windows-msvc',
