@@ -1051,6 +1051,166 @@ export type InsertSummaryParams = {
   model?: string,
 };
 
+/* ---- Status ---- */
+
+/** Parameters of `status`. */
+export type StatusParams = {
+  /**
+   * The session to report on (runtime id); without it and `sessionKey`, only the
+   * database is reported.
+   */
+  sessionId?: string,
+  /** The session's stable key (found first, as everywhere). */
+  sessionKey?: string,
+  /**
+   * The model's context budget, in tokens: gives the threshold and whether
+   * compaction is due.
+   */
+  tokenBudget?: number,
+  /**
+   * The threshold ratio in force for this session (default: the engine's
+   * `contextThreshold`).
+   */
+  contextThreshold?: number,
+  /**
+   * List the largest tables (default true). Reads every page of the file, so it
+   * takes time in proportion to its size.
+   */
+  tables?: boolean,
+};
+
+/** The answer of `status`. */
+export type EngineStatus = {
+  /** The database file. */
+  database: DatabaseStatus,
+  /** Conversations by state. */
+  conversations: ConversationCounts,
+  /** The session asked about (null when none was named). */
+  session: SessionStatus | null,
+};
+
+/** The database file. */
+export type DatabaseStatus = {
+  /** Its path. */
+  path: string,
+  /** Bytes of the main file. */
+  fileBytes: number,
+  /** Bytes of its write-ahead log (`-wal`), 0 when there is none. */
+  walBytes: number,
+  /** Bytes per page. */
+  pageSize: number,
+  /** Pages in the main file. */
+  pageCount: number,
+  /** Unused pages (VACUUM returns them to the file system). */
+  freelistPages: number,
+  /**
+   * The largest tables, indexes counted toward their table, largest first (null
+   * when not asked, or when SQLite lacks the `dbstat` table).
+   */
+  largestTables: Array<TableSize> | null,
+  /**
+   * Stored messages not yet in the full-text index (indexed in batches; a search
+   * indexes them first).
+   */
+  unindexedMessages: number,
+};
+
+/** Bytes used by one table, its indexes included. */
+export type TableSize = {
+  /** The table (an index counts toward its table). */
+  name: string,
+  /** Bytes of its pages. */
+  bytes: number,
+};
+
+/** Conversations by state. */
+export type ConversationCounts = {
+  /** The active row of each session. */
+  active: number,
+  /** Archived rows (a reset or a new session keeps the old one). */
+  archived: number,
+};
+
+/** One session's context. */
+export type SessionStatus = {
+  /** Its active conversation (null when nothing was stored for it yet). */
+  conversationId: number | null,
+  /** Stored messages. */
+  messages: number,
+  /** Σ tokens of the stored messages. */
+  messageTokens: number,
+  /** Context-list entries (messages and summaries). */
+  contextItems: number,
+  /** Σ tokens of the context list. */
+  contextTokens: number,
+  /** The budget asked about (null when none was given). */
+  tokenBudget: number | null,
+  /** The threshold ratio in force. */
+  contextThreshold: number,
+  /** ⌊contextThreshold × tokenBudget⌋ (null without a budget). */
+  threshold: number | null,
+  /** Summaries per depth, shallowest first. */
+  summariesByDepth: Array<DepthCount>,
+  /** When the newest summary was written (SQLite UTC text; survives restarts). */
+  newestSummaryAt: string | null,
+  /** The last compaction of this process that wrote summaries. */
+  lastCompaction: CompactionRecord | null,
+  /** What is still to do. */
+  pending: PendingWork,
+};
+
+/** Summaries of one depth in a conversation. */
+export type DepthCount = {
+  /** Depth (0: leaves). */
+  depth: number,
+  /** Summaries of that depth. */
+  count: number,
+  /** How many of them are in the context list. */
+  inContext: number,
+};
+
+/** A compaction that wrote summaries, as this process saw it (`status`). */
+export type CompactionRecord = {
+  /** When it ended (ISO 8601, UTC). */
+  at: string,
+  /** The mode that ran. */
+  mode: CompactMode,
+  /** Why it ended (the result's `reason`). */
+  reason: string,
+  /** Stored context tokens before. */
+  tokensBefore: number,
+  /** Stored context tokens after. */
+  tokensAfter: number,
+  /** Summaries written. */
+  passes: number,
+  /**
+   * Summarizer requests made: one per pass, two when the aggressive prompt was
+   * needed; none for a deterministic fallback that needed no request.
+   */
+  summarizerCalls: number,
+  /** Passes that fell back to deterministic truncation. */
+  fallbacks: number,
+  /** Estimated tokens sent to the summarizer (the passes' source text). */
+  tokensIn: number,
+  /** Estimated tokens of the summaries written. */
+  tokensOut: number,
+  /** Wall-clock time of the passes, in milliseconds. */
+  ms: number,
+};
+
+/** Work still to do for a session. */
+export type PendingWork = {
+  /** Compaction calls of this session running now. */
+  compactionsRunning: number,
+  /** The context is over the threshold (false without a budget). */
+  compactionDue: boolean,
+  /**
+   * A compaction that did not end left a gap in the context list (the next one
+   * closes it first).
+   */
+  contextGap: boolean,
+};
+
 /* ---- Ingest, turns, transcripts ---- */
 
 /** Result of `ingest`. */
@@ -2071,6 +2231,13 @@ export declare class LcmEngine {
   getSummaries(conversationId: number): Promise<Array<SummaryWithLinks>>
   /** Row counts and token totals of a conversation. */
   getStats(conversationId: number): Promise<ConversationStats>
+  /**
+   * The database (path, size, largest tables, conversations active and archived)
+   * and, for a session (`sessionId` / `sessionKey`), its context: items and
+   * tokens against `tokenBudget`, summaries per depth, the last compaction of this
+   * process and pending work. Reads only; without params, the database only.
+   */
+  status(params?: StatusParams): Promise<EngineStatus>
   /**
    * Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
    * `summaryIds` of one depth for a condensed node) by one summary with the given

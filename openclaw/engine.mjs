@@ -145,6 +145,7 @@ export class LcmContextEngine {
    */
   async assemble(params) {
     const budget = resolveTokenBudget(params, this.config)
+    this.handle.noteBudget(params, budget)
     const live = Array.isArray(params.messages) ? params.messages : []
     if (this.policy.isIgnored(params.sessionKey)) return boundLiveMessages(live, budget)
     try {

@@ -10,6 +10,9 @@ const require = createRequire(import.meta.url)
 // needs none.
 const { loadNative } = require('../native.js')
 
+/** Sessions whose last budget a handle remembers (two entries each: key and id). */
+const MAX_REMEMBERED_SESSIONS = 2048
+
 /** @type {Map<string, SharedHandle>} */
 const handles = new Map()
 
@@ -109,6 +112,8 @@ export class SharedHandle {
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null
+    /** The last token budget seen per session (key and id), for `/lcm status`. */
+    this.budgets = new Map()
     // A missing addon fails the open like an unreadable file: the engine falls back
     // to the live context and the host keeps compacting, instead of the plugin
     // failing to register (OpenClaw then refuses every agent run).
@@ -145,6 +150,22 @@ export class SharedHandle {
     if (this.closed) throw Object.assign(new Error('lcm-native engine was shut down'), { code: 'LCM_CLOSED' })
     if (!engine) throw this.error
     return engine
+  }
+
+  /** Remembers the budget a session's turn used (`/lcm` answers with it). */
+  noteBudget(session, budget) {
+    for (const k of [session?.sessionKey, session?.sessionId]) {
+      if (!k) continue
+      this.budgets.delete(k)
+      this.budgets.set(k, budget)
+    }
+    // Bounds memory on a gateway that sees many sessions: the oldest go first.
+    while (this.budgets.size > MAX_REMEMBERED_SESSIONS) this.budgets.delete(this.budgets.keys().next().value)
+  }
+
+  /** The last budget noted for the session (by key, then id). */
+  budgetOf(session) {
+    return this.budgets.get(session?.sessionKey) ?? this.budgets.get(session?.sessionId)
   }
 
   /** Feeds a compaction result to the auth breaker. */

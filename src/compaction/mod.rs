@@ -346,8 +346,10 @@ impl Compactor {
             ));
         };
         let _guard = self.coordinator.lock(conv.conversation_id).await;
-        run::Run::new(self, conv.conversation_id, &p, hooks)?
+        let r = run::Run::new(self, conv.conversation_id, &p, hooks)?
             .run(&p)
-            .await
+            .await?;
+        self.coordinator.record(conv.conversation_id, &r);
+        Ok(r)
     }
 }

@@ -1174,3 +1174,79 @@ async fn an_error_mid_sweep_leaves_no_write_running_and_no_gaps() {
     );
     check_invariants(&engine, conv).await;
 }
+
+/// `status` reports the session's context, summaries per depth, the last
+/// compaction of this engine and whether compaction is due, on a file database
+/// (sizes from `dbstat`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_the_session_and_its_last_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db");
+    let opts = EngineOptions {
+        db_path: Some(path.to_string_lossy().into_owned()),
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 40, 50).await;
+    let ask = |budget| crate::status::StatusParams {
+        session_id: Some("s1".into()),
+        token_budget: Some(budget),
+        ..Default::default()
+    };
+    let before = engine.status(ask(1_000)).await.unwrap();
+    let s = before.session.as_ref().unwrap();
+    assert_eq!(s.conversation_id, Some(conv));
+    assert_eq!((s.messages, s.context_items), (40, 40));
+    assert_eq!(s.threshold, Some(750));
+    assert!(s.context_tokens > 750 && s.pending.compaction_due);
+    assert!(s.summaries_by_depth.is_empty() && s.last_compaction.is_none());
+    assert_eq!(
+        (before.conversations.active, before.conversations.archived),
+        (1, 0)
+    );
+    let tables = before.database.largest_tables.as_ref().unwrap();
+    assert_eq!(tables.len(), crate::status::LARGEST_TABLES);
+    assert!(tables.windows(2).all(|w| w[0].bytes >= w[1].bytes));
+    assert!(tables.iter().any(|t| t.name == "messages"), "{tables:?}");
+    assert!(before.database.file_bytes > 0);
+    assert_eq!(before.database.path, path.to_string_lossy());
+
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.compacted, "{r:?}");
+    let after = engine.status(ask(1_000)).await.unwrap();
+    let s = after.session.unwrap();
+    let last = s.last_compaction.unwrap();
+    assert_eq!(
+        (last.tokens_before, last.tokens_after),
+        (r.tokens_before, r.tokens_after)
+    );
+    assert_eq!(last.passes, r.passes.len() as i64);
+    assert_eq!(
+        last.summarizer_calls,
+        fake.inputs.lock().unwrap().len() as i64
+    );
+    let summaries = engine.get_summaries(conv).await.unwrap();
+    assert_eq!(
+        s.summaries_by_depth.iter().map(|d| d.count).sum::<i64>(),
+        summaries.len() as i64
+    );
+    assert_eq!(s.context_tokens, r.tokens_after);
+    assert!(s.newest_summary_at.is_some());
+    assert!(!s.pending.compaction_due && !s.pending.context_gap);
+
+    // No session named: the database only; an unknown session: nothing stored.
+    let db_only = engine.status(Default::default()).await.unwrap();
+    assert!(db_only.session.is_none());
+    let unknown = engine
+        .status(crate::status::StatusParams {
+            session_key: Some("nobody".into()),
+            tables: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(unknown.session.unwrap().conversation_id, None);
+    assert!(unknown.database.largest_tables.is_none());
+    let bad = engine.status(ask(0)).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+}
