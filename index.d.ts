@@ -216,6 +216,8 @@ export interface CompactParams extends HostPassThrough {
   customInstructions?: string
   /** Target of `untilUnder` (default tokenBudget). */
   targetTokens?: number
+  /** This call's replacements of contextThreshold / freshTailCount / leafChunkTokens. */
+  overrides?: PolicyOverrides
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
   /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
@@ -237,6 +239,8 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
   customInstructions?: string
+  /** As in `CompactParams` (for the turn's threshold sweep). */
+  overrides?: PolicyOverrides
   /** As in `CompactParams`. */
   signal?: AbortSignal
   /** As in `CompactParams`. */
@@ -383,8 +387,23 @@ export type EngineOptions = {
   maxRounds?: number,
   /** `maxSweepIterations`: passes one sweep may run (default 200). */
   maxSweepIterations?: number,
-  /** `sweepDeadlineMs`: wall-clock limit of one compaction call (default 300000). */
+  /**
+   * `sweepDeadlineMs`: wall-clock limit of one sweep, and of a compaction call
+   * other than `untilUnder` (default 300000).
+   */
   sweepDeadlineMs?: number,
+  /**
+   * `compactUntilUnderDeadlineMs`: wall-clock limit of an `untilUnder` call, all
+   * its sweeps together (default 300000).
+   */
+  compactUntilUnderDeadlineMs?: number,
+  /**
+   * `summaryPrefixTargetTokens`: a sweep condenses beyond `incrementalMaxDepth`
+   * (at the hard fanout) while the summaries outside the fresh tail weigh more
+   * than this, or the context is over its target. Default
+   * max(condensedTargetTokens, min(leafChunkTokens, ⌊threshold / 2⌋)).
+   */
+  summaryPrefixTargetTokens?: number,
   /** `summaryMaxOverageFactor`: a summary over factor × target is capped (default 3). */
   summaryMaxOverageFactor?: number,
   /** `fallbackMaxTokens`: size of the deterministic truncation fallback (default 512). */
@@ -1452,6 +1471,20 @@ export type RenderedPrompt = {
 
 /* ---- Compaction ---- */
 
+/**
+ * Per-call replacements of the compaction policy (the plugin's
+ * `contextThresholdOverrides` rules): what is given replaces the engine's option
+ * for this call only.
+ */
+export type PolicyOverrides = {
+  /** Replaces `contextThreshold`, in (0, 1]. */
+  contextThreshold?: number,
+  /** Replaces `freshTailCount`. */
+  freshTailCount?: number,
+  /** Replaces `leafChunkTokens`. */
+  leafChunkTokens?: number,
+};
+
 /** Parameters of `evaluate`. */
 export type EvaluateParams = {
   /** Runtime session id. */
@@ -1462,6 +1495,8 @@ export type EvaluateParams = {
   tokenBudget: number,
   /** The host's observed token count of the live context, if known. */
   currentTokenCount?: number,
+  /** This call's policy replacements. */
+  overrides?: PolicyOverrides,
 };
 
 /**

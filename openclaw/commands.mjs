@@ -149,11 +149,13 @@ export async function runLcmCommand(args, session, { handle, config }) {
     if (sub === 'help') return HELP
     if (!handle) return 'lcm-native is not running (disabled, or the gateway is stopping).'
     const engine = await handle.use()
-    const budget = resolveTokenBudget({ tokenBudget: handle.budgetOf?.(session) }, config)
+    // The budget and the contextThresholdOverrides rule of the session's last turn.
+    const seen = handle.sessionOf?.(session)
+    const budget = resolveTokenBudget({ tokenBudget: seen?.budget }, config)
+    const overrides = seen?.overrides
     switch (sub) {
       case 'status': {
-        const threshold = handle.thresholdOf?.(session)
-        const s = await engine.status({ ...scope, tokenBudget: budget, ...(threshold !== undefined ? { contextThreshold: threshold } : {}) })
+        const s = await engine.status({ ...scope, tokenBudget: budget, ...(overrides ? { contextThreshold: overrides.contextThreshold } : {}) })
         return formatStatus(s, { breaker: handle.breaker, session })
       }
       case 'doctor': {
@@ -167,8 +169,7 @@ export async function runLcmCommand(args, session, { handle, config }) {
       case 'compact': {
         if (!named) return 'No session in this context: /lcm compact needs a chat session.'
         if (handle.breaker.isOpen()) return `Not compacting: the summarizer breaker is open (retry in ${fmt(Math.ceil(handle.breaker.remainingMs() / 60_000))} min).`
-        const threshold = handle.thresholdOf?.(session)
-        const r = await engine.compact({ ...scope, tokenBudget: budget, mode: 'sweep', force: true, ...(threshold !== undefined ? { contextThreshold: threshold } : {}) })
+        const r = await engine.compact({ ...scope, tokenBudget: budget, mode: 'sweep', force: true, ...(overrides ? { overrides } : {}) })
         handle.recordCompaction(r)
         return formatCompact(r)
       }

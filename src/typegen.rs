@@ -215,6 +215,7 @@ pub fn generated() -> String {
     );
     out.push_str("\n/* ---- Compaction ---- */\n");
     declare!(&cfg, &mut out;
+        compaction::PolicyOverrides,
         compaction::EvaluateParams,
         compaction::Evaluation,
         compaction::Mode,
