@@ -60,6 +60,10 @@ describe('/lcm through api.registerCommand', () => {
     // Another session of the same gateway sees its own scope.
     const other = checkReply(await host.command('lcm', 'status', { sessionKey: 'agent:main:other', sessionId: 'sess-2' }))
     expect(other).toContain('Session agent:main:other: nothing stored yet')
+    // A session stored before this gateway saw a turn of it: the default budget, said so.
+    await engine.afterTurn({ sessionId: 'sess-3', sessionKey: 'agent:main:third', messages: conversation(2, 20), prePromptMessageCount: 0 })
+    const third = checkReply(await host.command('lcm', 'status', { sessionKey: 'agent:main:third', sessionId: 'sess-3' }))
+    expect(third).toContain('tokens of 128,000 budget (the configured default: no turn of this session since the gateway started)')
     await engine.dispose()
     await plugin.shutdown()
   })

@@ -57,7 +57,7 @@ export function fitReply(text, max = MAX_REPLY_CHARS) {
 }
 
 /** The text of `/lcm status` for a status result and the breaker. */
-export function formatStatus(s, { breaker, session } = {}) {
+export function formatStatus(s, { breaker, session, budgetSeen = true } = {}) {
   const lines = []
   const d = s.database
   lines.push(`Database: ${d.path}`)
@@ -72,7 +72,8 @@ export function formatStatus(s, { breaker, session } = {}) {
   } else {
     lines.push(`Session ${who} (conversation ${x.conversationId})`)
     const pct = x.tokenBudget ? ` (${((100 * x.contextTokens) / x.tokenBudget).toFixed(0)}%)` : ''
-    const budget = x.tokenBudget ? ` of ${fmt(x.tokenBudget)} budget${pct}; compacts above ${fmt(x.threshold)} (${x.contextThreshold})` : ''
+    const which = budgetSeen ? 'budget' : 'budget (the configured default: no turn of this session since the gateway started)'
+    const budget = x.tokenBudget ? ` of ${fmt(x.tokenBudget)} ${which}${pct}; compacts above ${fmt(x.threshold)} (${x.contextThreshold})` : ''
     lines.push(`  context: ${fmt(x.contextItems)} items, ${fmt(x.contextTokens)} tokens${budget}`)
     lines.push(`  stored: ${fmt(x.messages)} messages, ${fmt(x.messageTokens)} tokens`)
     lines.push(
@@ -156,7 +157,7 @@ export async function runLcmCommand(args, session, { handle, config }) {
     switch (sub) {
       case 'status': {
         const s = await engine.status({ ...scope, tokenBudget: budget, ...(overrides ? { contextThreshold: overrides.contextThreshold } : {}) })
-        return formatStatus(s, { breaker: handle.breaker, session })
+        return formatStatus(s, { breaker: handle.breaker, session, budgetSeen: seen !== undefined })
       }
       case 'doctor': {
         if (!named) return 'No session in this context: /lcm doctor needs a chat session.'
