@@ -216,6 +216,8 @@ export interface CompactParams extends HostPassThrough {
   customInstructions?: string
   /** Target of `untilUnder` (default tokenBudget). */
   targetTokens?: number
+  /** This call's replacements of contextThreshold / freshTailCount / leafChunkTokens. */
+  overrides?: PolicyOverrides
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
   /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
@@ -237,6 +239,8 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
   customInstructions?: string
+  /** As in `CompactParams` (for the turn's threshold sweep). */
+  overrides?: PolicyOverrides
   /** As in `CompactParams`. */
   signal?: AbortSignal
   /** As in `CompactParams`. */
@@ -383,8 +387,23 @@ export type EngineOptions = {
   maxRounds?: number,
   /** `maxSweepIterations`: passes one sweep may run (default 200). */
   maxSweepIterations?: number,
-  /** `sweepDeadlineMs`: wall-clock limit of one compaction call (default 300000). */
+  /**
+   * `sweepDeadlineMs`: wall-clock limit of one sweep, and of a compaction call
+   * other than `untilUnder` (default 300000).
+   */
   sweepDeadlineMs?: number,
+  /**
+   * `compactUntilUnderDeadlineMs`: wall-clock limit of an `untilUnder` call, all
+   * its sweeps together (default 300000).
+   */
+  compactUntilUnderDeadlineMs?: number,
+  /**
+   * `summaryPrefixTargetTokens`: a sweep condenses beyond `incrementalMaxDepth`
+   * (at the hard fanout) while the summaries outside the fresh tail weigh more
+   * than this, or the context is over its target. Default
+   * max(condensedTargetTokens, min(leafChunkTokens, ⌊threshold / 2⌋)).
+   */
+  summaryPrefixTargetTokens?: number,
   /** `summaryMaxOverageFactor`: a summary over factor × target is capped (default 3). */
   summaryMaxOverageFactor?: number,
   /** `fallbackMaxTokens`: size of the deterministic truncation fallback (default 512). */
@@ -1051,6 +1070,166 @@ export type InsertSummaryParams = {
   model?: string,
 };
 
+/* ---- Status ---- */
+
+/** Parameters of `status`. */
+export type StatusParams = {
+  /**
+   * The session to report on (runtime id); without it and `sessionKey`, only the
+   * database is reported.
+   */
+  sessionId?: string,
+  /** The session's stable key (found first, as everywhere). */
+  sessionKey?: string,
+  /**
+   * The model's context budget, in tokens: gives the threshold and whether
+   * compaction is due.
+   */
+  tokenBudget?: number,
+  /**
+   * The threshold ratio in force for this session (default: the engine's
+   * `contextThreshold`).
+   */
+  contextThreshold?: number,
+  /**
+   * List the largest tables (default true). Reads every page of the file, so it
+   * takes time in proportion to its size.
+   */
+  tables?: boolean,
+};
+
+/** The answer of `status`. */
+export type EngineStatus = {
+  /** The database file. */
+  database: DatabaseStatus,
+  /** Conversations by state. */
+  conversations: ConversationCounts,
+  /** The session asked about (null when none was named). */
+  session: SessionStatus | null,
+};
+
+/** The database file. */
+export type DatabaseStatus = {
+  /** Its path. */
+  path: string,
+  /** Bytes of the main file. */
+  fileBytes: number,
+  /** Bytes of its write-ahead log (`-wal`), 0 when there is none. */
+  walBytes: number,
+  /** Bytes per page. */
+  pageSize: number,
+  /** Pages in the main file. */
+  pageCount: number,
+  /** Unused pages (VACUUM returns them to the file system). */
+  freelistPages: number,
+  /**
+   * The largest tables, indexes counted toward their table, largest first (null
+   * when not asked, or when SQLite lacks the `dbstat` table).
+   */
+  largestTables: Array<TableSize> | null,
+  /**
+   * Stored messages not yet in the full-text index (indexed in batches; a search
+   * indexes them first).
+   */
+  unindexedMessages: number,
+};
+
+/** Bytes used by one table, its indexes included. */
+export type TableSize = {
+  /** The table (an index counts toward its table). */
+  name: string,
+  /** Bytes of its pages. */
+  bytes: number,
+};
+
+/** Conversations by state. */
+export type ConversationCounts = {
+  /** The active row of each session. */
+  active: number,
+  /** Archived rows (a reset or a new session keeps the old one). */
+  archived: number,
+};
+
+/** One session's context. */
+export type SessionStatus = {
+  /** Its active conversation (null when nothing was stored for it yet). */
+  conversationId: number | null,
+  /** Stored messages. */
+  messages: number,
+  /** Σ tokens of the stored messages. */
+  messageTokens: number,
+  /** Context-list entries (messages and summaries). */
+  contextItems: number,
+  /** Σ tokens of the context list. */
+  contextTokens: number,
+  /** The budget asked about (null when none was given). */
+  tokenBudget: number | null,
+  /** The threshold ratio in force. */
+  contextThreshold: number,
+  /** ⌊contextThreshold × tokenBudget⌋ (null without a budget). */
+  threshold: number | null,
+  /** Summaries per depth, shallowest first. */
+  summariesByDepth: Array<DepthCount>,
+  /** When the newest summary was written (SQLite UTC text; survives restarts). */
+  newestSummaryAt: string | null,
+  /** The last compaction of this process that wrote summaries. */
+  lastCompaction: CompactionRecord | null,
+  /** What is still to do. */
+  pending: PendingWork,
+};
+
+/** Summaries of one depth in a conversation. */
+export type DepthCount = {
+  /** Depth (0: leaves). */
+  depth: number,
+  /** Summaries of that depth. */
+  count: number,
+  /** How many of them are in the context list. */
+  inContext: number,
+};
+
+/** A compaction that wrote summaries, as this process saw it (`status`). */
+export type CompactionRecord = {
+  /** When it ended (ISO 8601, UTC). */
+  at: string,
+  /** The mode that ran. */
+  mode: CompactMode,
+  /** Why it ended (the result's `reason`). */
+  reason: string,
+  /** Stored context tokens before. */
+  tokensBefore: number,
+  /** Stored context tokens after. */
+  tokensAfter: number,
+  /** Summaries written. */
+  passes: number,
+  /**
+   * Summarizer requests made: one per pass, two when the aggressive prompt was
+   * needed; none for a deterministic fallback that needed no request.
+   */
+  summarizerCalls: number,
+  /** Passes that fell back to deterministic truncation. */
+  fallbacks: number,
+  /** Estimated tokens sent to the summarizer (the passes' source text). */
+  tokensIn: number,
+  /** Estimated tokens of the summaries written. */
+  tokensOut: number,
+  /** Wall-clock time of the passes, in milliseconds. */
+  ms: number,
+};
+
+/** Work still to do for a session. */
+export type PendingWork = {
+  /** Compaction calls of this session running now. */
+  compactionsRunning: number,
+  /** The context is over the threshold (false without a budget). */
+  compactionDue: boolean,
+  /**
+   * A compaction that did not end left a gap in the context list (the next one
+   * closes it first).
+   */
+  contextGap: boolean,
+};
+
 /* ---- Ingest, turns, transcripts ---- */
 
 /** Result of `ingest`. */
@@ -1292,6 +1471,20 @@ export type RenderedPrompt = {
 
 /* ---- Compaction ---- */
 
+/**
+ * Per-call replacements of the compaction policy (the plugin's
+ * `contextThresholdOverrides` rules): what is given replaces the engine's option
+ * for this call only.
+ */
+export type PolicyOverrides = {
+  /** Replaces `contextThreshold`, in (0, 1]. */
+  contextThreshold?: number,
+  /** Replaces `freshTailCount`. */
+  freshTailCount?: number,
+  /** Replaces `leafChunkTokens`. */
+  leafChunkTokens?: number,
+};
+
 /** Parameters of `evaluate`. */
 export type EvaluateParams = {
   /** Runtime session id. */
@@ -1302,6 +1495,8 @@ export type EvaluateParams = {
   tokenBudget: number,
   /** The host's observed token count of the live context, if known. */
   currentTokenCount?: number,
+  /** This call's policy replacements. */
+  overrides?: PolicyOverrides,
 };
 
 /**
@@ -2071,6 +2266,13 @@ export declare class LcmEngine {
   getSummaries(conversationId: number): Promise<Array<SummaryWithLinks>>
   /** Row counts and token totals of a conversation. */
   getStats(conversationId: number): Promise<ConversationStats>
+  /**
+   * The database (path, size, largest tables, conversations active and archived)
+   * and, for a session (`sessionId` / `sessionKey`), its context: items and
+   * tokens against `tokenBudget`, summaries per depth, the last compaction of this
+   * process and pending work. Reads only; without params, the database only.
+   */
+  status(params?: StatusParams): Promise<EngineStatus>
   /**
    * Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
    * `summaryIds` of one depth for a condensed node) by one summary with the given

@@ -105,6 +105,7 @@ function calls(f, ids) {
     getContextItems: () => [conv()],
     getSummaries: () => [conv()],
     getStats: () => [conv()],
+    status: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), tokenBudget: pick([1, 1000, 200_000]), tables: next() < 0.5 }],
     integrityCheck: () => [],
   }
 }

@@ -87,6 +87,7 @@ export function fakeApi({ pluginConfig = freshConfig(), llm, registrationMode = 
   const engines = new Map()
   const tools = []
   const hooks = new Map()
+  const commands = []
   const logs = { info: [], warn: [], error: [] }
   const api = {
     id: 'lcm-native',
@@ -104,6 +105,7 @@ export function fakeApi({ pluginConfig = freshConfig(), llm, registrationMode = 
     },
     registerContextEngine: (id, factory) => engines.set(id, factory),
     registerTool: (tool, opts) => tools.push({ tool, opts }),
+    registerCommand: (command) => commands.push(command),
     on: (name, handler) => hooks.set(name, [...(hooks.get(name) ?? []), handler]),
   }
   return {
@@ -112,6 +114,13 @@ export function fakeApi({ pluginConfig = freshConfig(), llm, registrationMode = 
     tools,
     hooks,
     logs,
+    commands,
+    /** Runs a registered command as the host does for `/name args` in a chat. */
+    async command(name, args = '', ctx = { sessionKey: 'agent:main:main', sessionId: 'sess-1' }) {
+      const c = commands.find((x) => x.name === name)
+      if (!c) throw new Error(`no command ${name}`)
+      return c.handler({ channel: 'test', isAuthorizedSender: true, commandBody: `/${name} ${args}`.trim(), args, config: {}, ...ctx })
+    },
     /** Builds the tool `name` for a session, as the host does per run. */
     tool(name, ctx = { sessionKey: 'agent:main:main', sessionId: 'sess-1' }) {
       const row = tools.find((t) => t.opts?.name === name)

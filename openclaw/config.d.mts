@@ -29,7 +29,7 @@ export interface LcmPluginConfig {
   condensedMinFanout?: number
   /** Condensation fanout when the context is over budget. Default `2`. At least 1. Engine option `condensedMinFanoutHard`. */
   condensedMinFanoutHard?: number
-  /** Condensation depth after an incremental leaf pass (-1: unlimited). Default `1`. At least -1. Engine option `incrementalMaxDepth`. */
+  /** Deepest source depth condensed at normal fanout, by sweeps and incremental passes (0: leaves only, -1: unlimited); deeper condensation only under summary-prefix pressure. Default `1`. At least -1. Engine option `incrementalMaxDepth`. */
   sweepMaxDepth?: number
   /** Alias of `sweepMaxDepth`. */
   incrementalMaxDepth?: number
@@ -59,7 +59,7 @@ export interface LcmPluginConfig {
   summaryModel?: string
   /** Provider of summaryModel when it names none (anthropic, openai, openai-responses, offline). */
   summaryProvider?: string
-  /** Model that answers lcm_expand_query (default: the host model). */
+  /** Model that answers lcm_expand_query; provider/model names a provider (default: the host model). */
   expansionModel?: string
   /** Time to live of an lcm_expand_query delegation grant, in milliseconds. Default `120000`. At least 1. */
   delegationTimeoutMs?: number
@@ -77,6 +77,38 @@ export interface LcmPluginConfig {
   timezone?: string
   /** How long a write waits for another process's lock on the database, in milliseconds. Default `30000`. At least 0. Engine option `busyTimeoutMs`. */
   busyTimeoutMs?: number
+  /** Rules {name?, match: {model?, modelContextWindowMin?, modelContextWindowMax?, sessionPattern?}, contextThreshold, freshTailCount?, leafChunkTokens?} for matching calls; every matcher of a rule must match, the most specific rule applies (model > sessionPattern > window), ties by order. Default `[]`. */
+  contextThresholdOverrides?: Array<{ name?: string; match?: { model?: string; modelContextWindowMin?: number; modelContextWindowMax?: number; sessionPattern?: string }; contextThreshold: number; freshTailCount?: number; leafChunkTokens?: number }>
+  /** A sweep condenses beyond sweepMaxDepth while summaries outside the fresh tail weigh more than this; default max(condensedTargetTokens, min(leafChunkTokens, threshold / 2)). At least 1. Engine option `summaryPrefixTargetTokens`. */
+  summaryPrefixTargetTokens?: number
+  /** Wall-clock limit of a compaction toward the budget (all its sweeps), in milliseconds. Default `300000`. At least 1. Engine option `compactUntilUnderDeadlineMs`. */
+  compactUntilUnderDeadlineMs?: number
+  /** Reference key, no effect yet: model that writes the exploration summary of a large text file. */
+  largeFileSummaryModel?: string
+  /** Reference key, no effect yet: provider of largeFileSummaryModel. */
+  largeFileSummaryProvider?: string
+  /** Provider of expansionModel when it names none. */
+  expansionProvider?: string
+  /** Reference key, no effect: what the host does when LCM is unavailable. */
+  hostFallbackMode?: "error" | "capture-only"
+  /** Reference key, no effect: evict context by relevance to the prompt. */
+  promptAwareEviction?: boolean
+  /** Reference key, no effect: stub large tool payloads in assembly. */
+  stubLargeToolPayloads?: boolean
+  /** Reference key, no effect: garbage-collect session transcript entries. */
+  transcriptGcEnabled?: boolean
+  /** false: summaries through the host model ask for no reasoning (reasoning: off); true: the model's default. Default `true`. */
+  enableSummaryThinking?: boolean
+  /** Reference key, no effect: run threshold compaction inline or deferred. */
+  proactiveThresholdCompactionMode?: "deferred" | "inline"
+  /** Reference key, no effect: rotation of oversized session JSONL files. */
+  autoRotateSessionFiles?: { enabled?: boolean; createBackups?: boolean; sizeBytes?: number; startup?: string; runtime?: string }
+  /** Reference key, no effect: a log file of the plugin's own. */
+  independentLogFile?: { enabled?: boolean; file?: string; maxFileBytes?: number }
+  /** Reference key, no effect: replayed external messages tolerated per turn. At least 0. */
+  replayFloodThresholdExternal?: number
+  /** Reference key, no effect: replayed internal messages tolerated per turn. At least 0. */
+  replayFloodThresholdInternal?: number
 }
 
 /** The keys `resolveConfig` always sets (to their defaults when unset). */
@@ -90,4 +122,6 @@ export interface ResolvedLcmPluginConfigValues extends LcmPluginConfig {
   circuitBreakerThreshold: number
   circuitBreakerCooldownMs: number
   defaultTokenBudget: number
+  contextThresholdOverrides: Array<{ name?: string; match?: { model?: string; modelContextWindowMin?: number; modelContextWindowMax?: number; sessionPattern?: string }; contextThreshold: number; freshTailCount?: number; leafChunkTokens?: number }>
+  enableSummaryThinking: boolean
 }

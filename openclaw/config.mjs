@@ -3,6 +3,8 @@
 // variables, under the reference's names. Precedence: environment, then plugin
 // config, then defaults (the reference's order).
 
+import { parseRules, RULE_SCHEMA, RULES_TS_TYPE } from './overrides.mjs'
+
 /** Default token budget when neither the host nor the config gives one. */
 export const DEFAULT_TOKEN_BUDGET = 128_000
 
@@ -30,7 +32,7 @@ export const CONFIG_KEYS = [
   { key: 'leafMinFanout', env: 'LCM_LEAF_MIN_FANOUT', type: 'integer', option: 'leafMinFanout', default: 8, minimum: 1, description: 'Leaf summaries needed before they are condensed' },
   { key: 'condensedMinFanout', env: 'LCM_CONDENSED_MIN_FANOUT', type: 'integer', option: 'condensedMinFanout', default: 4, minimum: 1, description: 'Condensed summaries of one depth needed before they are condensed' },
   { key: 'condensedMinFanoutHard', env: 'LCM_CONDENSED_MIN_FANOUT_HARD', type: 'integer', option: 'condensedMinFanoutHard', default: 2, minimum: 1, description: 'Condensation fanout when the context is over budget' },
-  { key: 'sweepMaxDepth', aliases: ['incrementalMaxDepth'], env: 'LCM_SWEEP_MAX_DEPTH', type: 'integer', option: 'incrementalMaxDepth', default: 1, minimum: -1, description: 'Condensation depth after an incremental leaf pass (-1: unlimited)' },
+  { key: 'sweepMaxDepth', aliases: ['incrementalMaxDepth'], env: ['LCM_SWEEP_MAX_DEPTH', 'LCM_INCREMENTAL_MAX_DEPTH'], type: 'integer', option: 'incrementalMaxDepth', default: 1, minimum: -1, description: 'Deepest source depth condensed at normal fanout, by sweeps and incremental passes (0: leaves only, -1: unlimited); deeper condensation only under summary-prefix pressure' },
   { key: 'leafChunkTokens', env: 'LCM_LEAF_CHUNK_TOKENS', type: 'integer', option: 'leafChunkTokens', default: 20_000, minimum: 1, description: 'Tokens of messages one leaf summary covers at most' },
   { key: 'maxSweepIterations', env: 'LCM_MAX_SWEEP_ITERATIONS', type: 'integer', option: 'maxSweepIterations', default: 200, minimum: 1, description: 'Passes one sweep may run' },
   { key: 'sweepDeadlineMs', env: 'LCM_SWEEP_DEADLINE_MS', type: 'integer', option: 'sweepDeadlineMs', default: 300_000, minimum: 1, description: 'Wall-clock limit of one compaction call, in milliseconds' },
@@ -43,7 +45,7 @@ export const CONFIG_KEYS = [
   { key: 'maxExpandTokens', env: 'LCM_MAX_EXPAND_TOKENS', type: 'integer', option: 'maxExpandTokens', default: 4_000, minimum: 1, resolved: true, description: 'Default token cap of expansions and delegation grants' },
   { key: 'summaryModel', env: 'LCM_SUMMARY_MODEL', type: 'string', label: 'Summary model', description: 'Model for summaries; provider/model names a provider. Default: the host model through api.runtime.llm' },
   { key: 'summaryProvider', env: 'LCM_SUMMARY_PROVIDER', type: 'string', description: 'Provider of summaryModel when it names none (anthropic, openai, openai-responses, offline)' },
-  { key: 'expansionModel', env: 'LCM_EXPANSION_MODEL', type: 'string', description: 'Model that answers lcm_expand_query (default: the host model)' },
+  { key: 'expansionModel', env: 'LCM_EXPANSION_MODEL', type: 'string', description: 'Model that answers lcm_expand_query; provider/model names a provider (default: the host model)' },
   { key: 'delegationTimeoutMs', env: 'LCM_DELEGATION_TIMEOUT_MS', type: 'integer', default: 120_000, minimum: 1, resolved: true, description: 'Time to live of an lcm_expand_query delegation grant, in milliseconds' },
   { key: 'summaryTimeoutMs', env: 'LCM_SUMMARY_TIMEOUT_MS', type: 'integer', option: 'summaryTimeoutMs', default: 60_000, minimum: 1, description: 'Timeout of one summarizer request, in milliseconds' },
   { key: 'customInstructions', env: 'LCM_CUSTOM_INSTRUCTIONS', type: 'string', option: 'customInstructions', description: 'Operator instructions added to every summarization prompt' },
@@ -53,13 +55,56 @@ export const CONFIG_KEYS = [
   { key: 'defaultTokenBudget', env: 'LCM_DEFAULT_TOKEN_BUDGET', type: 'integer', default: DEFAULT_TOKEN_BUDGET, minimum: 1, resolved: true, description: 'Token budget when the host gives none' },
   { key: 'timezone', env: 'LCM_TIMEZONE', type: 'string', option: 'timezone', description: 'IANA zone of the timestamps in prompts and summaries (default TZ, else UTC)' },
   { key: 'busyTimeoutMs', env: 'LCM_BUSY_TIMEOUT_MS', type: 'integer', option: 'busyTimeoutMs', default: 30_000, minimum: 0, description: 'How long a write waits for another process\'s lock on the database, in milliseconds' },
+  // Issue 59: reference keys.
+  { key: 'contextThresholdOverrides', type: 'array', items: RULE_SCHEMA, tsType: RULES_TS_TYPE, parse: parseRules, default: [], resolved: true, description: 'Rules {name?, match: {model?, modelContextWindowMin?, modelContextWindowMax?, sessionPattern?}, contextThreshold, freshTailCount?, leafChunkTokens?} for matching calls; every matcher of a rule must match, the most specific rule applies (model > sessionPattern > window), ties by order' },
+  { key: 'summaryPrefixTargetTokens', env: 'LCM_SUMMARY_PREFIX_TARGET_TOKENS', type: 'integer', option: 'summaryPrefixTargetTokens', minimum: 1, description: 'A sweep condenses beyond sweepMaxDepth while summaries outside the fresh tail weigh more than this; default max(condensedTargetTokens, min(leafChunkTokens, threshold / 2))' },
+  { key: 'compactUntilUnderDeadlineMs', env: 'LCM_COMPACT_UNTIL_UNDER_DEADLINE_MS', type: 'integer', option: 'compactUntilUnderDeadlineMs', default: 300_000, minimum: 1, description: 'Wall-clock limit of a compaction toward the budget (all its sweeps), in milliseconds' },
+  { key: 'largeFileSummaryModel', env: 'LCM_LARGE_FILE_SUMMARY_MODEL', type: 'string', noEffect: 'this version writes the deterministic exploration summary of large files (structure, headers, head and tail)', description: 'Reference key, no effect yet: model that writes the exploration summary of a large text file' },
+  { key: 'largeFileSummaryProvider', env: 'LCM_LARGE_FILE_SUMMARY_PROVIDER', type: 'string', noEffect: 'this version writes the deterministic exploration summary of large files (structure, headers, head and tail)', description: 'Reference key, no effect yet: provider of largeFileSummaryModel' },
+  { key: 'expansionProvider', env: 'LCM_EXPANSION_PROVIDER', type: 'string', description: 'Provider of expansionModel when it names none' },
+  { key: 'hostFallbackMode', env: 'LCM_HOST_FALLBACK_MODE', type: 'string', enum: ['error', 'capture-only'], noEffect: 'when the store cannot answer, lcm-native always falls back to the live context and lets the host compact', description: 'Reference key, no effect: what the host does when LCM is unavailable' },
+  { key: 'promptAwareEviction', env: 'LCM_PROMPT_AWARE_EVICTION_ENABLED', type: 'boolean', noEffect: 'assembly keeps the newest context under the budget; prompt-aware eviction is not implemented', description: 'Reference key, no effect: evict context by relevance to the prompt' },
+  { key: 'stubLargeToolPayloads', env: 'LCM_STUB_LARGE_TOOL_PAYLOADS', type: 'boolean', noEffect: 'large tool results are externalized at ingest (largeFileThresholdTokens) instead of stubbed', description: 'Reference key, no effect: stub large tool payloads in assembly' },
+  { key: 'transcriptGcEnabled', env: 'LCM_TRANSCRIPT_GC_ENABLED', type: 'boolean', noEffect: 'lcm-native never rewrites OpenClaw\'s session transcripts', description: 'Reference key, no effect: garbage-collect session transcript entries' },
+  { key: 'enableSummaryThinking', env: 'LCM_ENABLE_SUMMARY_THINKING', type: 'boolean', default: true, resolved: true, description: 'false: summaries through the host model ask for no reasoning (reasoning: off); true: the model\'s default' },
+  { key: 'proactiveThresholdCompactionMode', env: 'LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE', type: 'string', enum: ['deferred', 'inline'], noEffect: 'threshold compaction always runs in turn maintenance, after the reply (as deferred)', description: 'Reference key, no effect: run threshold compaction inline or deferred' },
+  {
+    key: 'autoRotateSessionFiles',
+    type: 'object',
+    noEffect: 'OpenClaw keeps transcripts in its own store; lcm-native never rotates session files',
+    description: 'Reference key, no effect: rotation of oversized session JSONL files',
+    properties: [
+      { key: 'enabled', env: 'LCM_AUTO_ROTATE_SESSION_FILES_ENABLED', type: 'boolean', description: 'Rotate oversized session files' },
+      { key: 'createBackups', env: 'LCM_AUTO_ROTATE_SESSION_FILES_CREATE_BACKUPS', type: 'boolean', description: 'Keep a backup of a rotated file' },
+      { key: 'sizeBytes', env: 'LCM_AUTO_ROTATE_SESSION_FILES_SIZE_BYTES', type: 'integer', minimum: 1, description: 'Size that triggers a rotation' },
+      { key: 'startup', env: 'LCM_AUTO_ROTATE_SESSION_FILES_STARTUP', type: 'string', description: 'Rotation at start-up' },
+      { key: 'runtime', env: 'LCM_AUTO_ROTATE_SESSION_FILES_RUNTIME', type: 'string', description: 'Rotation while running' },
+    ],
+  },
+  {
+    key: 'independentLogFile',
+    type: 'object',
+    noEffect: 'lcm-native logs through OpenClaw\'s plugin logger, into the gateway\'s log',
+    description: 'Reference key, no effect: a log file of the plugin\'s own',
+    properties: [
+      { key: 'enabled', env: 'LCM_LOG_FILE_ENABLED', type: 'boolean', description: 'Write the log file' },
+      { key: 'file', env: 'LCM_LOG_FILE', type: 'string', description: 'Its path' },
+      { key: 'maxFileBytes', env: 'LCM_LOG_MAX_FILE_BYTES', type: 'integer', minimum: 1, description: 'Its size limit' },
+    ],
+  },
+  { key: 'replayFloodThresholdExternal', env: 'LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL', type: 'integer', minimum: 0, noEffect: 'turns are deduplicated by their transcript entry ids and durable-turn receipts, so a replay stores nothing twice', description: 'Reference key, no effect: replayed external messages tolerated per turn' },
+  { key: 'replayFloodThresholdInternal', env: 'LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL', type: 'integer', minimum: 0, noEffect: 'turns are deduplicated by their transcript entry ids and durable-turn receipts, so a replay stores nothing twice', description: 'Reference key, no effect: replayed internal messages tolerated per turn' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
 const DEFAULTS = Object.fromEntries(CONFIG_KEYS.filter((r) => r.resolved).map((r) => [r.key, r.default]))
 
-/** Parses one value of `type` from config (any JSON) or env (a string); undefined when absent or invalid. */
-function parseValue(type, raw, fromEnv) {
+/** The environment variables of a row, first one winning. */
+export const envNames = (row) => (row.env === undefined ? [] : Array.isArray(row.env) ? row.env : [row.env])
+
+/** Parses one value of `row` from config (any JSON) or env (a string); undefined when absent. */
+function parseValue(row, raw, fromEnv) {
+  const type = row.type
   if (raw === undefined || raw === null) return undefined
   if (fromEnv && typeof raw === 'string' && raw.trim() === '' && type !== 'list' && type !== 'string') return undefined
   switch (type) {
@@ -72,10 +117,12 @@ function parseValue(type, raw, fromEnv) {
     case 'integer': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' ? Number(raw.trim()) : NaN
       if (!Number.isFinite(n) || (type === 'integer' && !Number.isInteger(n))) return INVALID
+      if ((row.minimum !== undefined && n < row.minimum) || (row.maximum !== undefined && n > row.maximum)) return INVALID
       return n
     }
     case 'string':
-      return typeof raw === 'string' ? raw : INVALID
+      if (typeof raw !== 'string') return INVALID
+      return row.enum && !row.enum.includes(raw.trim()) ? INVALID : raw
     case 'list':
       if (Array.isArray(raw)) return raw.every((s) => typeof s === 'string') ? raw.map((s) => s.trim()).filter(Boolean) : INVALID
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -86,9 +133,95 @@ function parseValue(type, raw, fromEnv) {
 }
 const INVALID = Symbol('invalid')
 
+/** What a row's values must be, for a warning. */
+function expected(row) {
+  if (row.enum) return `one of ${row.enum.join(', ')}`
+  const range = row.maximum !== undefined ? ` from ${row.minimum} to ${row.maximum}` : row.minimum !== undefined ? ` of at least ${row.minimum}` : ''
+  return `${row.type === 'integer' ? 'an integer' : `a ${row.type}`}${range}`
+}
+
+/** Levenshtein distance, for "did you mean". */
+function distance(a, b) {
+  const x = a.toLowerCase()
+  const y = b.toLowerCase()
+  let prev = Array.from({ length: y.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= x.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= y.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x[i - 1] === y[j - 1] ? 0 : 1))
+    prev = cur
+  }
+  return prev[y.length]
+}
+
+/** The known name closest to `name`, when close enough to be a typo (a third of its length, at least 2 edits). */
+export function closestKey(name, known) {
+  let best
+  let bestD = Infinity
+  for (const k of known) {
+    const d = distance(name, k)
+    if (d < bestD) [best, bestD] = [k, d]
+  }
+  return bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined
+}
+
+function unknownKey(where, name, known) {
+  const guess = closestKey(name, known)
+  return `config ${where}${name}: unknown key, ignored${guess ? ` (did you mean ${where}${guess}?)` : ''}`
+}
+
+/** One row's value from config and environment (environment wins); pushes warnings. */
+function resolveRow(row, cfg, env, warnings, prefix = '') {
+  const names = [row.key, ...(row.aliases ?? [])]
+  let value
+  const given = names.find((n) => cfg[n] !== undefined)
+  if (given) {
+    const raw = cfg[given]
+    if (row.type === 'object') {
+      if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
+        value = resolveObject(row, raw, env, warnings, `${prefix}${given}.`)
+      } else warnings.push(`config ${prefix}${given}: expected an object, ignored`)
+    } else if (row.parse) {
+      const r = row.parse(raw)
+      if (r === undefined) warnings.push(`config ${prefix}${given}: expected ${row.type === 'array' ? 'an array' : `a ${row.type}`}, ignored`)
+      else {
+        warnings.push(...r.warnings)
+        value = r.value
+      }
+    } else {
+      const v = parseValue(row, raw, false)
+      if (v === INVALID) warnings.push(`config ${prefix}${given}: expected ${expected(row)}, ignored`)
+      else value = v
+    }
+  } else if (row.type === 'object') {
+    // Only environment variables: the object is made of them.
+    const fromEnv = resolveObject(row, {}, env, warnings, `${prefix}${row.key}.`)
+    if (Object.keys(fromEnv).length) value = fromEnv
+  }
+  for (const name of row.type === 'object' ? [] : envNames(row).slice().reverse()) {
+    if (env[name] === undefined) continue
+    const v = parseValue(row, env[name], true)
+    if (v === INVALID) warnings.push(`${name}: expected ${expected(row)}, ignored`)
+    else if (v !== undefined) value = v
+  }
+  return value
+}
+
+/** The properties of an object row. */
+function resolveObject(row, raw, env, warnings, prefix) {
+  const out = {}
+  const known = row.properties.map((p) => p.key)
+  for (const k of Object.keys(raw)) if (!known.includes(k)) warnings.push(unknownKey(prefix, k, known))
+  for (const p of row.properties) {
+    const v = resolveRow(p, raw, env, warnings, prefix)
+    if (v !== undefined) out[p.key] = v
+  }
+  return out
+}
+
 /**
- * Resolves the plugin configuration. Unknown config keys and unparsable values
- * are reported in `warnings` (and otherwise ignored), never thrown.
+ * Resolves the plugin configuration. Unknown config keys (with the closest known
+ * one), unparsable values and reference keys that have no effect here are
+ * reported in `warnings` (once each), never thrown.
  * @param {Record<string, unknown> | undefined} pluginConfig
  * @param {Record<string, string | undefined>} [env]
  */
@@ -96,25 +229,15 @@ export function resolveConfig(pluginConfig, env = process.env) {
   const cfg = pluginConfig && typeof pluginConfig === 'object' ? pluginConfig : {}
   const values = { ...DEFAULTS }
   const warnings = []
-  const known = new Set()
+  const known = []
   for (const row of CONFIG_KEYS) {
-    const names = [row.key, ...(row.aliases ?? [])]
-    names.forEach((n) => known.add(n))
-    let value
-    const fromConfigName = names.find((n) => cfg[n] !== undefined)
-    if (fromConfigName) {
-      const v = parseValue(row.type, cfg[fromConfigName], false)
-      if (v === INVALID) warnings.push(`config ${fromConfigName}: expected ${row.type}, ignored`)
-      else value = v
-    }
-    if (row.env && env[row.env] !== undefined) {
-      const v = parseValue(row.type, env[row.env], true)
-      if (v === INVALID) warnings.push(`${row.env}: expected ${row.type}, ignored`)
-      else if (v !== undefined) value = v
-    }
-    if (value !== undefined) values[row.key] = value
+    known.push(row.key, ...(row.aliases ?? []))
+    const value = resolveRow(row, cfg, env, warnings)
+    if (value === undefined) continue
+    values[row.key] = value
+    if (row.noEffect) warnings.push(`config ${row.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${row.noEffect})`)
   }
-  for (const k of Object.keys(cfg)) if (!known.has(k)) warnings.push(`config ${k}: unknown key, ignored`)
+  for (const k of Object.keys(cfg)) if (!known.includes(k)) warnings.push(unknownKey('', k, known))
   return { ...values, engineOptions: engineOptionsOf(values), warnings }
 }
 

@@ -11,6 +11,7 @@ import { acquire } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
 import { hostTranscript, transcriptTarget } from './transcript.mjs'
+import { callModel, overridesOf, selectRule } from './overrides.mjs'
 
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
@@ -69,6 +70,7 @@ export class LcmContextEngine {
     const { handle, release } = acquire(this.config.engineOptions, {
       llm,
       summaryModel: this.config.summaryModel,
+      summaryThinking: this.config.enableSummaryThinking,
       breaker: { threshold: this.config.circuitBreakerThreshold, cooldownMs: this.config.circuitBreakerCooldownMs },
       packageDir: options.packageDir,
     })
@@ -140,11 +142,20 @@ export class LcmContextEngine {
   }
 
   /**
+   * The call's policy overrides: the `contextThresholdOverrides` rule that fits
+   * the session and the model best (undefined when none does).
+   */
+  overridesFor(params) {
+    return overridesOf(selectRule(this.config.contextThresholdOverrides, { sessionKey: params?.sessionKey, ...callModel(params) }))
+  }
+
+  /**
    * Builds the model context under the resolved budget. When the store cannot
    * answer, returns the newest live messages that fit the budget.
    */
   async assemble(params) {
     const budget = resolveTokenBudget(params, this.config)
+    this.handle.noteSession(params, { budget, overrides: this.overridesFor(params) })
     const live = Array.isArray(params.messages) ? params.messages : []
     if (this.policy.isIgnored(params.sessionKey)) return boundLiveMessages(live, budget)
     try {
@@ -180,6 +191,7 @@ export class LcmContextEngine {
         // The core maps the target: "budget" sweeps until under the budget, "threshold" sweeps once.
         compactionTarget: target,
         force: params.force === true,
+        ...this.overridesParam(params),
         ...(positive(params.currentTokenCount) ? { currentTokenCount: positive(params.currentTokenCount) } : {}),
         ...(typeof params.customInstructions === 'string' && params.customInstructions ? { customInstructions: params.customInstructions } : {}),
         ...(params.abortSignal ? { signal: params.abortSignal } : {}),
@@ -210,6 +222,12 @@ export class LcmContextEngine {
     } catch (err) {
       return { ok: false, compacted: false, reason: `compaction failed: ${describeError(err)}` }
     }
+  }
+
+  /** `{ overrides }` for an engine call, or nothing. */
+  overridesParam(params) {
+    const overrides = this.overridesFor(params)
+    return overrides ? { overrides } : {}
   }
 
   breakerReason() {
@@ -311,6 +329,7 @@ export class LcmContextEngine {
         sessionKey: params.sessionKey,
         tokenBudget: budget,
         ...(current ? { currentTokenCount: current } : {}),
+        ...this.overridesParam(params),
       })
       if (!evaluation.shouldCompact && !evaluation.leafTrigger) return { ...NO_REWRITE, reason: 'below threshold' }
       if (signal?.aborted) throw abortError(signal)
@@ -319,6 +338,7 @@ export class LcmContextEngine {
         sessionKey: params.sessionKey,
         tokenBudget: budget,
         mode: 'incremental',
+        ...this.overridesParam(params),
         ...(signal ? { signal } : {}),
       })
     } catch (err) {

@@ -192,11 +192,22 @@ export interface LcmPluginHostApi {
   registerContextEngine(id: string, factory: (ctx: any) => LcmContextEngine | Promise<LcmContextEngine>): void
   registerTool(factory: (ctx: { sessionKey?: string; sessionId?: string }) => LcmRecallTool | null, opts?: { name?: string }): void
   on?(hookName: 'gateway_stop' | 'gateway_start', handler: () => Promise<void>): void
+  /** `/lcm` and `/lossless` are registered through it when the host has it. */
+  registerCommand?(command: LcmCommandDefinition): void
+}
+
+/** A chat command as OpenClaw's `registerCommand` takes it (`/lcm`, `/lossless`). */
+export interface LcmCommandDefinition {
+  name: string
+  description: string
+  acceptsArgs: boolean
+  requireAuth: boolean
+  handler(ctx: { args?: string; sessionKey?: string; sessionId?: string }): Promise<{ text: string }>
 }
 
 /**
- * Registers the engine `lcm-native`, the four recall tools and the shutdown on
- * `gateway_stop`. Resolves `ready` once the database opened.
+ * Registers the engine `lcm-native`, the four recall tools, the `/lcm` command
+ * (alias `/lossless`) and the shutdown on `gateway_stop`. Resolves `ready` once the database opened.
  */
 export declare function register(
   api: LcmPluginHostApi,
@@ -207,6 +218,9 @@ export declare const ENGINE_ID: 'lcm-native'
 export declare const ENGINE_NAME: string
 export declare const ACCEPTED_HOST_PARAMS: readonly string[]
 export declare const TOOL_NAMES: readonly ['lcm_grep', 'lcm_describe', 'lcm_expand', 'lcm_expand_query']
+export declare const COMMAND_NAMES: readonly ['lcm', 'lossless']
+/** Runs one `/lcm` invocation (`args`: what follows the command name) for a session; resolves with the reply text. */
+export declare function runLcmCommand(args: string, session: { sessionKey?: string; sessionId?: string }, deps: { handle: unknown; config: ResolvedLcmPluginConfig }): Promise<string>
 export declare const DEFAULT_TOKEN_BUDGET: number
 export declare const CONFIG_KEYS: ReadonlyArray<ConfigKey>
 export declare function resolveConfig(pluginConfig?: LcmPluginConfig | Record<string, unknown>, env?: Record<string, string | undefined>): ResolvedLcmPluginConfig

@@ -6,11 +6,13 @@ import { resolveConfig } from './config.mjs'
 import { acquire } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
+import { lcmCommands } from './commands.mjs'
 
 export { createContextEngine, LcmContextEngine, ENGINE_ID, ENGINE_NAME, ACCEPTED_HOST_PARAMS, resolveTokenBudget } from './engine.mjs'
 export { resolveConfig, CONFIG_KEYS, DEFAULT_TOKEN_BUDGET } from './config.mjs'
 export { checkTurnAnchors } from './turn.mjs'
 export { TOOL_NAMES } from './tools.mjs'
+export { COMMAND_NAMES, runLcmCommand } from './commands.mjs'
 
 /** Registration modes in which the plugin only describes itself (no database). */
 const METADATA_ONLY_MODES = new Set(['cli-metadata', 'setup-only'])
@@ -22,7 +24,8 @@ function hostLlm(api) {
 
 /**
  * Registers lcm-native with OpenClaw: the context engine `lcm-native`, the
- * recall tools (bound to the calling session), and the database shutdown on
+ * recall tools (bound to the calling session), the `/lcm` command (alias
+ * `/lossless`), and the database shutdown on
  * `gateway_stop`. Summaries go through `api.runtime.llm.complete` when the host
  * offers it, else through the configured provider, else the offline summarizer.
  * Returns `{ ready, shutdown }` (hosts ignore it; tests await `ready`).
@@ -42,7 +45,7 @@ export function register(api, options = {}) {
   // The plugin holds one reference for the gateway's lifetime, so the database
   // stays open between the per-turn engine instances.
   // OpenClaw runs the plugin from a copy: errors name the installed directory.
-  const shared = { llm, summaryModel: config.summaryModel, breaker, packageDir: api.rootDir }
+  const shared = { llm, summaryModel: config.summaryModel, summaryThinking: config.enableSummaryThinking, breaker, packageDir: api.rootDir }
   let lease = acquire(config.engineOptions, shared)
   // After `gateway_stop` the tools are withdrawn; the next engine the host asks
   // for (a restarted gateway) opens the database again, as it does after a failed open.
@@ -71,6 +74,9 @@ export function register(api, options = {}) {
       { name },
     )
   }
+
+  // `/lcm` and `/lossless`, answered with the calling session's scope.
+  if (typeof api.registerCommand === 'function') for (const command of lcmCommands(() => lease?.handle ?? null, config)) api.registerCommand(command)
 
   const shutdown = async () => {
     const held = lease

@@ -10,6 +10,9 @@ const require = createRequire(import.meta.url)
 // needs none.
 const { loadNative } = require('../native.js')
 
+/** Sessions whose last budget a handle remembers (two entries each: key and id). */
+const MAX_REMEMBERED_SESSIONS = 2048
+
 /** @type {Map<string, SharedHandle>} */
 const handles = new Map()
 
@@ -71,7 +74,7 @@ export function isAuthError(err) {
  * A summarizer callback over the host's `llm.complete`. Marks refused
  * credentials on `state` so the breaker can count them.
  */
-export function hostSummarizer(llm, { model, state }) {
+export function hostSummarizer(llm, { model, state, thinking }) {
   return async (request) => {
     try {
       const result = await llm.complete({
@@ -79,6 +82,8 @@ export function hostSummarizer(llm, { model, state }) {
         systemPrompt: request.systemPrompt,
         maxTokens: Math.max(256, Math.ceil(request.targetTokens * 1.5)),
         ...(model ? { model } : {}),
+        // enableSummaryThinking: false asks the host for no reasoning; otherwise the model's default.
+        ...(thinking === false ? { reasoning: 'off' } : {}),
         purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
       })
       state.lastAuthFailure = false
@@ -109,6 +114,8 @@ export class SharedHandle {
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null
+    /** The last budget and overrides seen per session (key and id), for `/lcm`. */
+    this.budgets = new Map()
     // A missing addon fails the open like an unreadable file: the engine falls back
     // to the live context and the host keeps compacting, instead of the plugin
     // failing to register (OpenClaw then refuses every agent run).
@@ -147,6 +154,27 @@ export class SharedHandle {
     return engine
   }
 
+  /**
+   * Remembers the budget and policy overrides a session's turn used (`/lcm`
+   * answers and compacts with them).
+   * @param {{ sessionKey?: string, sessionId?: string }} session
+   * @param {{ budget: number, overrides?: object }} seen
+   */
+  noteSession(session, seen) {
+    for (const k of [session?.sessionKey, session?.sessionId]) {
+      if (!k) continue
+      this.budgets.delete(k)
+      this.budgets.set(k, seen)
+    }
+    // Bounds memory on a gateway that sees many sessions: the oldest go first.
+    while (this.budgets.size > MAX_REMEMBERED_SESSIONS) this.budgets.delete(this.budgets.keys().next().value)
+  }
+
+  /** What was last noted for the session (by key, then id), if anything. */
+  sessionOf(session) {
+    return this.budgets.get(session?.sessionKey) ?? this.budgets.get(session?.sessionId)
+  }
+
   /** Feeds a compaction result to the auth breaker. */
   recordCompaction(result) {
     const auth = result.errorCode === 'LCM_LLM_AUTH' || (result.errorCode === 'LCM_CALLBACK' && this.summarizerState.lastAuthFailure)
@@ -168,7 +196,7 @@ export class SharedHandle {
  * use. `summarizer` (a host LLM callback) is installed only by the opener.
  * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
  */
-export function acquire(options, { breaker, llm, summaryModel, packageDir } = {}) {
+export function acquire(options, { breaker, llm, summaryModel, summaryThinking, packageDir } = {}) {
   const key = databaseKey(options.dbPath)
   let handle = handles.get(key)
   if (!handle) {
@@ -178,7 +206,7 @@ export function acquire(options, { breaker, llm, summaryModel, packageDir } = {}
     let open = options
     if (llm) {
       const { summaryProvider: _p, ...rest } = options
-      open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state }) }
+      open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state, thinking: summaryThinking }) }
     }
     handle = new SharedHandle(key, open, breakerConfig, state, packageDir)
     handles.set(key, handle)

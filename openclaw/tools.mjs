@@ -107,7 +107,7 @@ async function expandQuery(ctx, args, signal) {
       messages: [{ role: 'user', content: `${expansion.text}\n\nQuestion: ${args.prompt.trim()}` }],
       systemPrompt: ANSWER_SYSTEM_PROMPT,
       maxTokens: typeof args.maxTokens === 'number' && args.maxTokens > 0 ? Math.floor(args.maxTokens) : 2000,
-      ...(config.expansionModel ? { model: config.expansionModel } : {}),
+      ...(expansionModelRef(config) ? { model: expansionModelRef(config) } : {}),
       purpose: 'lcm_expand_query',
       ...(signal ? { signal } : {}),
     })
@@ -143,4 +143,16 @@ export function createRecallTool(name, binding) {
       return run({ ...binding, engine }, args, signal)
     },
   }
+}
+
+/**
+ * The model ref `lcm_expand_query` asks the host for: `expansionModel`, prefixed
+ * with `expansionProvider` when it names no provider itself (undefined: the host's
+ * model).
+ */
+export function expansionModelRef(config) {
+  const model = config.expansionModel?.trim()
+  if (!model) return undefined
+  const provider = config.expansionProvider?.trim()
+  return provider && !model.includes('/') ? `${provider}/${model}` : model
 }

@@ -15,9 +15,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MANIFEST = 'openclaw.plugin.json'
 export const TYPES = 'openclaw/config.d.mts'
 
-/** The JSON schema of one value of `row`. */
+/** The JSON schema of one value of `row`: an object row is strict, with its properties. */
 function valueSchema(row) {
+  if (row.type === 'object') {
+    const properties = {}
+    for (const p of row.properties) properties[p.key] = { ...valueSchema(p), description: describe(p, false) }
+    return { type: 'object', additionalProperties: false, properties }
+  }
+  if (row.type === 'array') return { type: 'array', items: row.items }
   const s = row.type === 'list' ? { type: 'array', items: { type: 'string' } } : { type: row.type }
+  if (row.enum) s.enum = row.enum
   if (row.minimum !== undefined) s.minimum = row.minimum
   if (row.maximum !== undefined) s.maximum = row.maximum
   return s
@@ -69,6 +76,14 @@ export function manifestText(current, rows = CONFIG_KEYS) {
 
 const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]' }
 
+/** The TypeScript type of a row's value. */
+function tsType(row) {
+  if (row.tsType) return row.tsType
+  if (row.enum) return row.enum.map((v) => JSON.stringify(v)).join(' | ')
+  if (row.type === 'object') return `{ ${row.properties.map((p) => `${p.key}?: ${tsType(p)}`).join('; ')} }`
+  return TS_TYPES[row.type]
+}
+
 /** A doc comment at two spaces of indentation. */
 const doc = (text) => `  /** ${text} */\n`
 
@@ -77,7 +92,7 @@ export function typesText(rows = CONFIG_KEYS) {
   let config = ''
   let resolved = ''
   for (const row of rows) {
-    const type = TS_TYPES[row.type]
+    const type = tsType(row)
     const dflt = row.default !== undefined ? ` Default \`${JSON.stringify(row.default)}\`.` : ''
     const range =
       row.maximum !== undefined ? ` From ${row.minimum} to ${row.maximum}.` : row.minimum !== undefined ? ` At least ${row.minimum}.` : ''

@@ -86,9 +86,20 @@ pub struct EngineOptions {
     /// `maxSweepIterations`: passes one sweep may run (default 200).
     #[ts(as = "Option<i64>", optional)]
     pub max_sweep_iterations: i64,
-    /// `sweepDeadlineMs`: wall-clock limit of one compaction call (default 300000).
+    /// `sweepDeadlineMs`: wall-clock limit of one sweep, and of a compaction call
+    /// other than `untilUnder` (default 300000).
     #[ts(as = "Option<u64>", optional)]
     pub sweep_deadline_ms: u64,
+    /// `compactUntilUnderDeadlineMs`: wall-clock limit of an `untilUnder` call, all
+    /// its sweeps together (default 300000).
+    #[ts(as = "Option<u64>", optional)]
+    pub compact_until_under_deadline_ms: u64,
+    /// `summaryPrefixTargetTokens`: a sweep condenses beyond `incrementalMaxDepth`
+    /// (at the hard fanout) while the summaries outside the fresh tail weigh more
+    /// than this, or the context is over its target. Default
+    /// max(condensedTargetTokens, min(leafChunkTokens, ⌊threshold / 2⌋)).
+    #[ts(optional)]
+    pub summary_prefix_target_tokens: Option<i64>,
     /// `summaryMaxOverageFactor`: a summary over factor × target is capped (default 3).
     #[ts(as = "Option<f64>", optional)]
     pub summary_max_overage_factor: f64,
@@ -162,6 +173,8 @@ impl Default for EngineOptions {
             max_rounds: 10,
             max_sweep_iterations: 200,
             sweep_deadline_ms: 300_000,
+            compact_until_under_deadline_ms: 300_000,
+            summary_prefix_target_tokens: None,
             summary_max_overage_factor: 3.0,
             fallback_max_tokens: 512,
             max_expand_tokens: 4_000,
@@ -244,6 +257,16 @@ impl EngineOptions {
                 crate::store::MMAP_MAX_BYTES,
                 self.mmap_size_bytes
             )));
+        }
+        if self.summary_prefix_target_tokens.is_some_and(|t| t < 1) {
+            return Err(LcmError::invalid(
+                "summaryPrefixTargetTokens must be at least 1",
+            ));
+        }
+        if self.sweep_deadline_ms == 0 || self.compact_until_under_deadline_ms == 0 {
+            return Err(LcmError::invalid(
+                "sweepDeadlineMs and compactUntilUnderDeadlineMs must be at least 1",
+            ));
         }
         if self.fresh_tail_count < 0 {
             return Err(LcmError::invalid("freshTailCount must not be negative"));

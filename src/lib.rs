@@ -26,6 +26,7 @@ pub mod params;
 pub mod prompts;
 pub mod recall;
 pub mod rewrite;
+pub mod status;
 pub mod store;
 pub mod summarize;
 pub mod text;

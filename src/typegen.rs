@@ -178,6 +178,18 @@ pub fn generated() -> String {
         crate::store::messages::ConversationStats,
         crate::engine::InsertSummaryParams,
     );
+    out.push_str("\n/* ---- Status ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::status::StatusParams,
+        crate::status::EngineStatus,
+        crate::status::DatabaseStatus,
+        crate::store::status::TableSize,
+        crate::status::ConversationCounts,
+        crate::status::SessionStatus,
+        crate::store::status::DepthCount,
+        crate::compaction::control::CompactionRecord,
+        crate::status::PendingWork,
+    );
     out.push_str("\n/* ---- Ingest, turns, transcripts ---- */\n");
     declare!(&cfg, &mut out;
         crate::ingest::IngestResult,
@@ -203,6 +215,7 @@ pub fn generated() -> String {
     );
     out.push_str("\n/* ---- Compaction ---- */\n");
     declare!(&cfg, &mut out;
+        compaction::PolicyOverrides,
         compaction::EvaluateParams,
         compaction::Evaluation,
         compaction::Mode,

@@ -217,6 +217,8 @@ export interface CompactParams extends HostPassThrough {
   customInstructions?: string
   /** Target of `untilUnder` (default tokenBudget). */
   targetTokens?: number
+  /** This call's replacements of contextThreshold / freshTailCount / leafChunkTokens. */
+  overrides?: PolicyOverrides
   /** Stops the call between passes (an in-flight summarizer call is abandoned; finished passes stay). */
   signal?: AbortSignal
   /** Called with each pass as it is written (fire-and-forget; what it throws or returns is ignored). Anything but a function, `null` or `undefined` rejects with `LCM_INVALID_INPUT`. */
@@ -238,6 +240,8 @@ export interface AfterTurnParams<M extends AgentMessage = StoredAgentMessage> ex
   /** Heartbeat turns are neither stored nor compacted. */
   isHeartbeat?: boolean
   customInstructions?: string
+  /** As in `CompactParams` (for the turn's threshold sweep). */
+  overrides?: PolicyOverrides
   /** As in `CompactParams`. */
   signal?: AbortSignal
   /** As in `CompactParams`. */

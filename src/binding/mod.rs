@@ -301,6 +301,23 @@ impl LcmEngine {
         engine_call!(env, self, "getStats", id => |id| get_stats(id))
     }
 
+    /// The database (path, size, largest tables, conversations active and archived)
+    /// and, for a session (`sessionId` / `sessionKey`), its context: items and
+    /// tokens against `tokenBudget`, summaries per depth, the last compaction of this
+    /// process and pending work. Reads only; without params, the database only.
+    #[napi(
+        ts_args_type = "params?: StatusParams",
+        ts_return_type = "Promise<EngineStatus>"
+    )]
+    pub fn status<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> Result<Pending<'env>> {
+        let p: js::Params<Option<crate::status::StatusParams>> = js::Params::optional(env, params)?;
+        engine_call!(env, self, "status", p => |p| status(p.unwrap_or_default()))
+    }
+
     /// Low-level: replaces a contiguous run of context items (`messageIds` for a leaf,
     /// `summaryIds` of one depth for a condensed node) by one summary with the given
     /// text, in one transaction; metadata is computed from the sources. Resolves with

@@ -190,6 +190,7 @@ fn compact(
         current_token_count: None,
         custom_instructions: None,
         target_tokens: None,
+        overrides: None,
     };
     Ok(ctx.block_on(engine.compact(p, hooks))??)
 }

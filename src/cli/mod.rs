@@ -24,6 +24,7 @@ pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod rewrite;
+pub mod status;
 pub mod transplant;
 pub mod tui;
 pub mod visible;
@@ -95,6 +96,8 @@ pub enum Command {
     Transplant(transplant::TransplantArgs),
     /// Import a session transcript (JSONL) into a conversation, optionally compacting it (dry run unless --apply)
     Backfill(backfill::BackfillArgs),
+    /// Database size and largest tables, conversations, and one session's context and last compaction
+    Status(status::StatusArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -165,6 +168,7 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Dissolve(a) => dissolve::run(a, ctx),
         Command::Transplant(a) => transplant::run(a, ctx),
         Command::Backfill(a) => backfill::run(a, ctx),
+        Command::Status(a) => status::run(a, ctx),
     }
 }
 

@@ -389,3 +389,55 @@ fn stored_text_prints_visible_on_a_terminal_and_byte_exact_in_a_pipe() {
         "{piped:?}"
     );
 }
+
+#[test]
+fn status_prints_the_database_and_the_session() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("lcm.db");
+    let (conv, ids) = build_db(&path);
+    let db = path.to_string_lossy().into_owned();
+    let (code, out, err) = cli(&[
+        "status",
+        "--db",
+        &db,
+        "--session",
+        "cli-test",
+        "--budget",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["database"]["path"], db.as_str());
+    assert_eq!(v["conversations"]["active"], 1);
+    assert_eq!(v["session"]["conversationId"], conv);
+    assert_eq!(v["session"]["messages"], 12);
+    let depths = v["session"]["summariesByDepth"].as_array().unwrap();
+    let total: i64 = depths.iter().map(|d| d["count"].as_i64().unwrap()).sum();
+    assert_eq!(total, ids.len() as i64);
+    assert_eq!(v["session"]["threshold"], 750);
+    let (code, text, err) = cli(&[
+        "status",
+        "--db",
+        &db,
+        "--session",
+        "cli-test",
+        "--budget",
+        "1000",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        text.contains(&format!("Session (conversation {conv})")),
+        "{text}"
+    );
+    assert!(
+        text.contains("Conversations: 1 active, 0 archived"),
+        "{text}"
+    );
+    assert!(text.contains("largest: "), "{text}");
+    assert!(
+        text.contains("d0 4 (0 in context), d1 2 (0 in context), d2 1 (1 in context)"),
+        "{text}"
+    );
+    assert!(text.contains("of 1,000 budget"), "{text}");
+}

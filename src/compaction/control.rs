@@ -68,6 +68,70 @@ pub struct Coordinator {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
     running: Mutex<Vec<Running>>,
     next_id: AtomicU64,
+    /// The newest compaction that wrote something, per conversation (this process).
+    last: Mutex<HashMap<i64, CompactionRecord>>,
+}
+
+/// A compaction that wrote summaries, as this process saw it (`status`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionRecord {
+    /// When it ended (ISO 8601, UTC).
+    pub at: String,
+    /// The mode that ran.
+    pub mode: super::Mode,
+    /// Why it ended (the result's `reason`).
+    pub reason: String,
+    /// Stored context tokens before.
+    pub tokens_before: i64,
+    /// Stored context tokens after.
+    pub tokens_after: i64,
+    /// Summaries written.
+    pub passes: i64,
+    /// Summarizer requests made: one per pass, two when the aggressive prompt was
+    /// needed; none for a deterministic fallback that needed no request.
+    pub summarizer_calls: i64,
+    /// Passes that fell back to deterministic truncation.
+    pub fallbacks: i64,
+    /// Estimated tokens sent to the summarizer (the passes' source text).
+    pub tokens_in: i64,
+    /// Estimated tokens of the summaries written.
+    pub tokens_out: i64,
+    /// Wall-clock time of the passes, in milliseconds.
+    pub ms: u64,
+}
+
+impl CompactionRecord {
+    /// The record of a result that wrote summaries; `None` otherwise.
+    pub fn of(r: &super::CompactResult) -> Option<Self> {
+        if r.passes.is_empty() {
+            return None;
+        }
+        use crate::summarize::Level;
+        let calls = |l: Level| match l {
+            Level::Normal | Level::Capped => 1,
+            Level::Aggressive => 2,
+            // The pipeline tried both prompts before truncating.
+            Level::Fallback => 2,
+        };
+        Some(CompactionRecord {
+            at: crate::timestamp::to_iso(chrono::Utc::now()),
+            mode: r.mode,
+            reason: r.reason.clone(),
+            tokens_before: r.tokens_before,
+            tokens_after: r.tokens_after,
+            passes: r.passes.len() as i64,
+            summarizer_calls: r.passes.iter().map(|p| calls(p.level)).sum(),
+            fallbacks: r
+                .passes
+                .iter()
+                .filter(|p| p.level == Level::Fallback)
+                .count() as i64,
+            tokens_in: r.passes.iter().map(|p| p.tokens_in).sum(),
+            tokens_out: r.passes.iter().map(|p| p.tokens_out).sum(),
+            ms: r.passes.iter().map(|p| p.ms).sum(),
+        })
+    }
 }
 
 /// Keeps a running call cancellable by session; deregisters on drop.
@@ -121,6 +185,33 @@ impl Coordinator {
             x.token.cancel();
         }
         hits.len()
+    }
+
+    /// Remembers `r` as the conversation's last compaction when it wrote summaries.
+    pub fn record(&self, conversation_id: i64, r: &super::CompactResult) {
+        if let Some(rec) = CompactionRecord::of(r) {
+            if let Ok(mut last) = self.last.lock() {
+                last.insert(conversation_id, rec);
+            }
+        }
+    }
+
+    /// The conversation's last compaction that wrote summaries (this process).
+    pub fn last(&self, conversation_id: i64) -> Option<CompactionRecord> {
+        self.last.lock().ok()?.get(&conversation_id).cloned()
+    }
+
+    /// How many calls of the session (by id or key) are running.
+    pub fn running(&self, session_id: &str, session_key: Option<&str>) -> usize {
+        let Ok(r) = self.running.lock() else {
+            return 0;
+        };
+        r.iter()
+            .filter(|x| {
+                x.session_id == session_id
+                    || (session_key.is_some() && x.session_key.as_deref() == session_key)
+            })
+            .count()
     }
 
     /// Trips every running call (used when the engine closes).

@@ -53,6 +53,50 @@ pub enum Mode {
     UntilUnder,
 }
 
+/// Per-call replacements of the compaction policy (the plugin's
+/// `contextThresholdOverrides` rules): what is given replaces the engine's option
+/// for this call only.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
+pub struct PolicyOverrides {
+    /// Replaces `contextThreshold`, in (0, 1].
+    #[serde(default)]
+    pub context_threshold: Option<f64>,
+    /// Replaces `freshTailCount`.
+    #[serde(default)]
+    pub fresh_tail_count: Option<i64>,
+    /// Replaces `leafChunkTokens`.
+    #[serde(default)]
+    pub leaf_chunk_tokens: Option<i64>,
+}
+
+impl PolicyOverrides {
+    /// The options with these replacements (the same `Arc` when there are none);
+    /// an error naming the key when a value is out of range.
+    pub fn apply(
+        overrides: Option<&PolicyOverrides>,
+        opts: &Arc<EngineOptions>,
+    ) -> Result<Arc<EngineOptions>> {
+        let Some(o) = overrides.filter(|o| **o != PolicyOverrides::default()) else {
+            return Ok(opts.clone());
+        };
+        let mut next = EngineOptions::clone(opts);
+        if let Some(t) = o.context_threshold {
+            next.context_threshold = t;
+        }
+        if let Some(n) = o.fresh_tail_count {
+            next.fresh_tail_count = n;
+        }
+        if let Some(n) = o.leaf_chunk_tokens {
+            next.leaf_chunk_tokens = n;
+        }
+        next.validate()
+            .map_err(|e| LcmError::invalid(format!("overrides: {}", e.message)))?;
+        Ok(Arc::new(next))
+    }
+}
+
 /// Parameters of `evaluate`.
 #[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -68,6 +112,9 @@ pub struct EvaluateParams {
     /// The host's observed token count of the live context, if known.
     #[serde(default)]
     pub current_token_count: Option<i64>,
+    /// This call's policy replacements.
+    #[serde(default)]
+    pub overrides: Option<PolicyOverrides>,
 }
 
 /// The answer of `evaluate`: compaction is due when `currentTokens > threshold`
@@ -126,6 +173,9 @@ pub struct CompactParams {
     /// `untilUnder` target (default: tokenBudget).
     #[serde(default)]
     pub target_tokens: Option<i64>,
+    /// This call's policy replacements.
+    #[serde(default)]
+    pub overrides: Option<PolicyOverrides>,
 }
 
 /// `compact` parameters as the host may send them.
@@ -153,6 +203,8 @@ struct HostCompactParams {
     runtime_context: Option<serde_json::Value>,
     #[serde(default)]
     runtime_settings: Option<serde_json::Value>,
+    #[serde(default)]
+    overrides: Option<PolicyOverrides>,
 }
 
 impl TryFrom<HostCompactParams> for CompactParams {
@@ -178,6 +230,7 @@ impl TryFrom<HostCompactParams> for CompactParams {
             current_token_count: h.current_token_count,
             custom_instructions: h.custom_instructions,
             target_tokens: h.target_tokens,
+            overrides: h.overrides,
         })
     }
 }
@@ -284,10 +337,11 @@ fn check_budget(budget: i64) -> Result<()> {
 /// Whether the session's context is over the threshold (reads only).
 pub async fn evaluate(
     store: &Store,
-    opts: &EngineOptions,
+    opts: &Arc<EngineOptions>,
     p: EvaluateParams,
 ) -> Result<Evaluation> {
     check_budget(p.token_budget)?;
+    let opts = &*PolicyOverrides::apply(p.overrides.as_ref(), opts)?;
     let session = SessionRef {
         session_id: p.session_id,
         session_key: p.session_key,
@@ -345,9 +399,18 @@ impl Compactor {
                 "no conversation for this session",
             ));
         };
+        let opts = PolicyOverrides::apply(p.overrides.as_ref(), &self.opts)?;
+        let this = Compactor {
+            store: self.store.clone(),
+            opts,
+            pipeline: self.pipeline.clone(),
+            coordinator: self.coordinator.clone(),
+        };
         let _guard = self.coordinator.lock(conv.conversation_id).await;
-        run::Run::new(self, conv.conversation_id, &p, hooks)?
+        let r = run::Run::new(&this, conv.conversation_id, &p, hooks)?
             .run(&p)
-            .await
+            .await?;
+        self.coordinator.record(conv.conversation_id, &r);
+        Ok(r)
     }
 }

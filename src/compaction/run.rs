@@ -18,7 +18,8 @@ use crate::timeformat::Zone;
 #[derive(Debug)]
 enum Stop {
     Aborted,
-    Deadline,
+    /// The option whose wall-clock limit was reached.
+    Deadline(&'static str),
     IterationCap,
     Failed(LcmError),
     Unstable,
@@ -61,7 +62,15 @@ pub struct Run<'a> {
     compactor: &'a Compactor,
     hooks: &'a Hooks,
     limits: Limits,
+    /// The call's wall-clock limit (`compactUntilUnderDeadlineMs` for `untilUnder`,
+    /// else `sweepDeadlineMs`).
     deadline: Instant,
+    /// The option that sets `deadline`.
+    deadline_option: &'static str,
+    /// The running sweep's limit (`sweepDeadlineMs` from its start).
+    sweep_deadline: Instant,
+    /// ⌊contextThreshold × tokenBudget⌋ of the call (the default prefix target).
+    threshold: i64,
     passes: Vec<PassRecord>,
     stop: Option<Stop>,
     sweep_passes: i64,
@@ -140,6 +149,15 @@ fn target_of(p: &CompactParams, threshold: i64) -> i64 {
     }
 }
 
+/// `summaryPrefixTargetTokens`, else max(condensedTargetTokens, min(leafChunkTokens,
+/// ⌊threshold / 2⌋)) (the reference's default).
+pub fn prefix_target(opts: &crate::config::EngineOptions, threshold: i64) -> i64 {
+    opts.summary_prefix_target_tokens.unwrap_or_else(|| {
+        opts.condensed_target_tokens
+            .max(opts.leaf_chunk_tokens.min(threshold / 2))
+    })
+}
+
 /// Chooses the next pass from a snapshot and the index where its tail starts.
 type Chooser<'c> = dyn Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync + 'c;
 
@@ -159,12 +177,22 @@ fn condensed_plan(chunk: select::SummaryChunk, items: &[ContextItem]) -> Plan {
     Plan::Condensed { chunk, previous }
 }
 
-fn shallowest_plan(
+/// Condensation, shallowest depth first, while the context is under pressure:
+/// the summaries before the fresh tail weigh more than `prefix_target`, or the
+/// whole list more than `target`. Sources deeper than `max_depth` − 1 are left
+/// alone (`None`: any depth).
+fn pressure_plan(
     limits: Limits,
     hard: bool,
+    max_depth: Option<i64>,
+    prefix_target: i64,
+    target: i64,
 ) -> impl Fn(&[ContextItem], usize) -> Option<Plan> + Send + Sync {
     move |items, tail| {
-        select::condensation_candidate(items, tail, &limits, hard, None)
+        if !select::under_pressure(items, tail, prefix_target, target) {
+            return None;
+        }
+        select::condensation_candidate(items, tail, &limits, hard, max_depth)
             .map(|c| condensed_plan(c, items))
     }
 }
@@ -220,7 +248,18 @@ impl<'a> Run<'a> {
             compactor,
             hooks,
             limits: Limits::from_options(&compactor.opts),
-            deadline: Instant::now() + Duration::from_millis(compactor.opts.sweep_deadline_ms),
+            deadline: Instant::now()
+                + Duration::from_millis(match p.mode {
+                    Mode::UntilUnder => compactor.opts.compact_until_under_deadline_ms,
+                    _ => compactor.opts.sweep_deadline_ms,
+                }),
+            deadline_option: match p.mode {
+                Mode::UntilUnder => "compactUntilUnderDeadlineMs",
+                _ => "sweepDeadlineMs",
+            },
+            sweep_deadline: Instant::now()
+                + Duration::from_millis(compactor.opts.sweep_deadline_ms),
+            threshold: super::threshold_for(compactor.opts.context_threshold, p.token_budget),
             passes: Vec::new(),
             stop: None,
             sweep_passes: 0,
@@ -251,7 +290,9 @@ impl<'a> Run<'a> {
             self.stop = if self.hooks.cancel.is_cancelled() {
                 Some(Stop::Aborted)
             } else if Instant::now() >= self.deadline {
-                Some(Stop::Deadline)
+                Some(Stop::Deadline(self.deadline_option))
+            } else if Instant::now() >= self.sweep_deadline {
+                Some(Stop::Deadline("sweepDeadlineMs"))
             } else if self.sweep_passes >= self.compactor.opts.max_sweep_iterations {
                 Some(Stop::IterationCap)
             } else {
@@ -598,11 +639,15 @@ impl<'a> Run<'a> {
                 && rec.tokens_in < self.limits.condensed_min_chunk_tokens)
     }
 
-    /// Leaf passes, then condensation shallowest first; while still over `target`,
-    /// condensation with the hard fanout until the context is at or under it.
+    /// Leaf passes; then, while the summaries before the fresh tail weigh more than
+    /// `summaryPrefixTargetTokens` or the context is over `target`: condensation
+    /// shallowest first of sources shallower than `incrementalMaxDepth` (normal
+    /// fanout), then of any depth at the hard fanout.
     async fn sweep(&mut self, target: i64) -> Result<()> {
         self.sweep_passes = 0;
         self.rounds += 1;
+        self.sweep_deadline =
+            Instant::now() + Duration::from_millis(self.compactor.opts.sweep_deadline_ms);
         // One read per round (the first one's is the gate's); the passes keep the list
         // up to date in memory, re-reading when a write shows it moved.
         if self.rounds > 1 {
@@ -610,11 +655,22 @@ impl<'a> Run<'a> {
             self.cache = None;
         }
         self.phase(&leaf_plan(self.limits), None, true).await?;
-        self.phase(&shallowest_plan(self.limits, false), None, false)
+        let opts = &self.compactor.opts;
+        let max_depth = Some(opts.incremental_max_depth).filter(|d| *d >= 0);
+        let prefix = prefix_target(opts, self.threshold);
+        self.phase(
+            &pressure_plan(self.limits, false, max_depth, prefix, target),
+            None,
+            false,
+        )
+        .await?;
+        if self.stop.is_none() {
+            self.phase(
+                &pressure_plan(self.limits, true, None, prefix, target),
+                None,
+                false,
+            )
             .await?;
-        if self.stop.is_none() && self.current_tokens().await? > target {
-            self.phase(&shallowest_plan(self.limits, true), Some(target), false)
-                .await?;
         }
         Ok(())
     }
@@ -763,7 +819,7 @@ impl<'a> Run<'a> {
                 r.aborted = true;
                 "aborted".into()
             }
-            Some(Stop::Deadline) => "deadline reached (sweepDeadlineMs)".into(),
+            Some(Stop::Deadline(option)) => format!("deadline reached ({option})"),
             Some(Stop::IterationCap) => "iteration cap reached (maxSweepIterations)".into(),
             Some(Stop::Unstable) => {
                 "the context kept changing during compaction; call again".into()

@@ -196,6 +196,18 @@ pub fn condensation_candidate(
         .find(|c| is_eligible(c, limits, hard))
 }
 
+/// Whether a sweep should condense: the summaries before the fresh tail (index
+/// `tail`) weigh more than `prefix_target` tokens, or the whole list more than
+/// `target`.
+pub fn under_pressure(items: &[ContextItem], tail: usize, prefix_target: i64, target: i64) -> bool {
+    let prefix: i64 = items[..tail.min(items.len())]
+        .iter()
+        .filter(|i| summary_depth(i).is_some())
+        .map(|i| i.token_count)
+        .sum();
+    prefix > prefix_target || items.iter().map(|i| i.token_count).sum::<i64>() > target
+}
+
 /// Ids of up to `n` summaries before index `before` (optionally only of `depth`),
 /// oldest first: the previous_context of a pass.
 pub fn previous_summaries(

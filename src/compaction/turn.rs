@@ -45,6 +45,9 @@ pub struct AfterTurnParams {
     /// Instructions for this call's prompts.
     #[serde(default)]
     pub custom_instructions: Option<String>,
+    /// This call's policy replacements (for its threshold sweep).
+    #[serde(default)]
+    pub overrides: Option<super::PolicyOverrides>,
 }
 
 /// Result of `afterTurn`.
@@ -93,6 +96,7 @@ impl AfterTurnParams {
             current_token_count: self.current_token_count,
             custom_instructions: self.custom_instructions,
             target_tokens: None,
+            overrides: self.overrides,
         };
         Ok((ingest, sweep))
     }

@@ -16,6 +16,7 @@ mod doctor;
 mod ingest;
 mod recall;
 mod rewrite;
+mod status;
 mod transcripts;
 mod turns;
 

@@ -49,6 +49,15 @@ pub fn caught_up(conn: &Connection) -> Result<bool> {
     Ok(newest_id(conn)? <= stored_watermark(conn)?)
 }
 
+/// Messages stored but not yet in the full-text index, as a read connection sees
+/// them (0 without FTS5).
+pub fn pending_rows(conn: &Connection) -> Result<i64> {
+    if !super::inspect::has_table(conn, "messages_fts")? {
+        return Ok(0);
+    }
+    Ok((newest_id(conn)? - stored_watermark(conn)?).max(0))
+}
+
 /// The last indexed message id as stored (0 when none is recorded).
 fn stored_watermark(conn: &Connection) -> Result<i64> {
     let w: Option<i64> = conn

@@ -38,6 +38,7 @@ pub mod schema;
 mod seam;
 pub mod slices;
 pub mod sources;
+pub mod status;
 pub mod summaries;
 pub mod turns;
 pub mod tx;

@@ -136,6 +136,7 @@ fn params(mode: Mode, budget: i64) -> CompactParams {
         current_token_count: None,
         custom_instructions: None,
         target_tokens: None,
+        overrides: None,
     }
 }
 
@@ -254,6 +255,7 @@ async fn the_threshold_is_floored_and_strict() {
             session_key: None,
             token_budget: 1_000_000,
             current_token_count: None,
+            overrides: None,
         })
         .await
         .unwrap()
@@ -265,6 +267,7 @@ async fn the_threshold_is_floored_and_strict() {
         session_key: None,
         token_budget: budget,
         current_token_count: current,
+        overrides: None,
     };
     let e = engine.evaluate(at(budget, None)).await.unwrap();
     assert_eq!(e.threshold, threshold_for(0.75, budget));
@@ -370,7 +373,13 @@ async fn a_leaf_pass_takes_the_oldest_messages_outside_the_fresh_tail() {
 
 #[tokio::test]
 async fn a_sweep_compacts_everything_outside_the_tail_and_goes_deep() {
-    let (engine, conv) = engine_with(small_options(), 120, 100).await;
+    // A small summary-prefix target keeps the pressure on: the sweep condenses
+    // beyond sweepMaxDepth, at the hard fanout.
+    let opts = EngineOptions {
+        summary_prefix_target_tokens: Some(60),
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 120, 100).await;
     let fake = Arc::new(Fake::default());
     let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
     assert!(r.ok && r.compacted, "{}", r.reason);
@@ -796,6 +805,7 @@ async fn after_turn_ingests_the_new_messages_then_sweeps_over_the_threshold() {
         entry_ids: None,
         is_heartbeat: false,
         custom_instructions: None,
+        overrides: None,
     };
     let r = engine
         .after_turn_with(fake.clone(), turn(0, 1_000_000), Hooks::default())
@@ -832,6 +842,8 @@ async fn the_pressure_phase_stops_once_under_the_target() {
         leaf_min_fanout: 7,
         fresh_tail_count: 2,
         leaf_chunk_tokens: 200,
+        // Only the total puts pressure on here.
+        summary_prefix_target_tokens: Some(1_000_000),
         ..small_options()
     };
     let (engine, conv) = engine_with(opts, 14, 100).await;
@@ -910,6 +922,7 @@ async fn after_turn_accepts_entry_ids_for_the_whole_transcript() {
         entry_ids: Some(ids),
         is_heartbeat: false,
         custom_instructions: None,
+        overrides: None,
     };
     let id = |i: usize| Some(format!("e{i}"));
     let r = engine
@@ -1173,4 +1186,227 @@ async fn an_error_mid_sweep_leaves_no_write_running_and_no_gaps() {
         "two batches committed, the failing one wrote nothing: {summaries}"
     );
     check_invariants(&engine, conv).await;
+}
+
+/// `status` reports the session's context, summaries per depth, the last
+/// compaction of this engine and whether compaction is due, on a file database
+/// (sizes from `dbstat`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_the_session_and_its_last_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lcm.db");
+    let opts = EngineOptions {
+        db_path: Some(path.to_string_lossy().into_owned()),
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 40, 50).await;
+    let ask = |budget| crate::status::StatusParams {
+        session_id: Some("s1".into()),
+        token_budget: Some(budget),
+        ..Default::default()
+    };
+    let before = engine.status(ask(1_000)).await.unwrap();
+    let s = before.session.as_ref().unwrap();
+    assert_eq!(s.conversation_id, Some(conv));
+    assert_eq!((s.messages, s.context_items), (40, 40));
+    assert_eq!(s.threshold, Some(750));
+    assert!(s.context_tokens > 750 && s.pending.compaction_due);
+    assert!(s.summaries_by_depth.is_empty() && s.last_compaction.is_none());
+    assert_eq!(
+        (before.conversations.active, before.conversations.archived),
+        (1, 0)
+    );
+    let tables = before.database.largest_tables.as_ref().unwrap();
+    assert_eq!(tables.len(), crate::status::LARGEST_TABLES);
+    assert!(tables.windows(2).all(|w| w[0].bytes >= w[1].bytes));
+    assert!(tables.iter().any(|t| t.name == "messages"), "{tables:?}");
+    assert!(before.database.file_bytes > 0);
+    assert_eq!(before.database.path, path.to_string_lossy());
+
+    let fake = Arc::new(Fake::default());
+    let r = compact(&engine, &fake, params(Mode::Sweep, 1_000)).await;
+    assert!(r.compacted, "{r:?}");
+    let after = engine.status(ask(1_000)).await.unwrap();
+    let s = after.session.unwrap();
+    let last = s.last_compaction.unwrap();
+    assert_eq!(
+        (last.tokens_before, last.tokens_after),
+        (r.tokens_before, r.tokens_after)
+    );
+    assert_eq!(last.passes, r.passes.len() as i64);
+    assert_eq!(
+        last.summarizer_calls,
+        fake.inputs.lock().unwrap().len() as i64
+    );
+    let summaries = engine.get_summaries(conv).await.unwrap();
+    assert_eq!(
+        s.summaries_by_depth.iter().map(|d| d.count).sum::<i64>(),
+        summaries.len() as i64
+    );
+    assert_eq!(s.context_tokens, r.tokens_after);
+    assert!(s.newest_summary_at.is_some());
+    assert!(!s.pending.compaction_due && !s.pending.context_gap);
+
+    // No session named: the database only; an unknown session: nothing stored.
+    let db_only = engine.status(Default::default()).await.unwrap();
+    assert!(db_only.session.is_none());
+    let unknown = engine
+        .status(crate::status::StatusParams {
+            session_key: Some("nobody".into()),
+            tables: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(unknown.session.unwrap().conversation_id, None);
+    assert!(unknown.database.largest_tables.is_none());
+    let bad = engine.status(ask(0)).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+}
+
+/// The deepest summary depth in the context list after a forced sweep of 120
+/// messages under a large budget, with `max_depth` and a summary-prefix target.
+async fn deepest_after_sweep(max_depth: i64, prefix_target: i64) -> (i64, CompactResult) {
+    let opts = EngineOptions {
+        incremental_max_depth: max_depth,
+        summary_prefix_target_tokens: Some(prefix_target),
+        ..small_options()
+    };
+    let (engine, conv) = engine_with(opts, 120, 100).await;
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000_000)
+        },
+    )
+    .await;
+    (check_invariants(&engine, conv).await, r)
+}
+
+#[tokio::test]
+async fn sweep_max_depth_bounds_full_sweeps_until_the_summary_prefix_is_too_heavy() {
+    // Under a large budget only the summary prefix puts pressure on. A target of 1
+    // keeps it on: sweepMaxDepth bounds the normal-fanout loop (0: none of it, 1:
+    // leaves into depth 1), the hard-fanout loop then goes as deep as it must.
+    let (d0, r0) = deepest_after_sweep(0, 1_000_000).await;
+    assert_eq!(d0, 0, "sweepMaxDepth 0, no prefix pressure: leaves only");
+    assert!(r0.passes.iter().all(|p| p.kind == PassKind::Leaf));
+    let (d1, r1) = deepest_after_sweep(1, 1_000_000).await;
+    assert_eq!(d1, 0, "no pressure at all: no condensation");
+    assert_eq!(r1.passes.len(), r0.passes.len());
+    // A prefix target between one and all the leaves: condensation into depth 1
+    // at the normal fanout relieves it; nothing deeper is needed.
+    let leaves: i64 = r0.passes.iter().map(|p| p.tokens_out).sum();
+    let (d, r) = deepest_after_sweep(1, leaves / 2).await;
+    assert_eq!(
+        d,
+        1,
+        "{:?}",
+        r.passes.iter().map(|p| p.depth).collect::<Vec<_>>()
+    );
+    let (d, _) = deepest_after_sweep(-1, 1).await;
+    assert!(
+        d >= 2,
+        "unlimited depth under constant pressure goes deep, got {d}"
+    );
+    let (d, r) = deepest_after_sweep(0, 1).await;
+    assert!(
+        d >= 1,
+        "pressure condenses beyond sweepMaxDepth 0 at the hard fanout"
+    );
+    assert!(r
+        .passes
+        .iter()
+        .filter(|p| p.kind == PassKind::Condensed)
+        .all(|p| p.source_count >= 2));
+}
+
+#[tokio::test]
+async fn until_under_is_bounded_by_its_own_deadline() {
+    let opts = EngineOptions {
+        compact_until_under_deadline_ms: 40,
+        ..small_options()
+    };
+    let (engine, _) = engine_with(opts, 120, 100).await;
+    let fake = Arc::new(Fake {
+        delay: Some(Duration::from_millis(30)),
+        ..Fake::default()
+    });
+    let r = compact(&engine, &fake, params(Mode::UntilUnder, 1_000)).await;
+    assert_eq!(r.reason, "deadline reached (compactUntilUnderDeadlineMs)");
+    assert!(r.passes.len() <= 3, "{}", r.passes.len());
+    // A sweep call is bounded by sweepDeadlineMs, which this run leaves at 300 s.
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            force: true,
+            ..params(Mode::Sweep, 1_000)
+        },
+    )
+    .await;
+    assert_ne!(r.reason, "deadline reached (compactUntilUnderDeadlineMs)");
+}
+
+#[tokio::test]
+async fn per_call_overrides_replace_the_threshold_tail_and_chunk_for_that_call_only() {
+    let (engine, conv) = engine_with(small_options(), 40, 50).await;
+    let at = |overrides| EvaluateParams {
+        session_id: "s1".into(),
+        session_key: None,
+        token_budget: 10_000,
+        current_token_count: None,
+        overrides,
+    };
+    let plain = engine.evaluate(at(None)).await.unwrap();
+    assert_eq!(plain.threshold, 7_500);
+    let low = PolicyOverrides {
+        context_threshold: Some(0.1),
+        ..Default::default()
+    };
+    let e = engine.evaluate(at(Some(low.clone()))).await.unwrap();
+    assert_eq!(e.threshold, 1_000);
+    assert!(e.should_compact && !plain.should_compact);
+    // A bigger fresh tail and chunk for one compaction call: the tail stays raw.
+    let fake = Arc::new(Fake::default());
+    let r = compact(
+        &engine,
+        &fake,
+        CompactParams {
+            overrides: Some(PolicyOverrides {
+                fresh_tail_count: Some(30),
+                ..low
+            }),
+            ..params(Mode::Sweep, 10_000)
+        },
+    )
+    .await;
+    assert!(r.compacted && r.threshold == 1_000, "{r:?}");
+    let raw = engine
+        .get_context_items(conv)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|i| i.message_id.is_some())
+        .count();
+    assert!(raw >= 30, "the override's tail of 30 stayed raw, got {raw}");
+    // The engine's own options are untouched: the next call without overrides is
+    // under its threshold.
+    assert!(!engine.evaluate(at(None)).await.unwrap().should_compact);
+    let bad = engine
+        .evaluate(at(Some(PolicyOverrides {
+            context_threshold: Some(1.5),
+            ..Default::default()
+        })))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+    assert!(
+        bad.message.contains("overrides: contextThreshold"),
+        "{}",
+        bad.message
+    );
 }
