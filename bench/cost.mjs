@@ -101,7 +101,7 @@ async function runBudget(turns, budget) {
   let prevTouch = 0
   const t = {
     turns: 0, sent: 0, read: { warm: 0, m5: 0, h1: 0 }, breaks: 0, consecutive: 0, lostWarm: 0, lostH1: 0,
-    compactions: 0, compactTurns: [], maxChars4: 0, maxEstimate: 0, maxO200k: 0, overBudget: 0, overBudgetChars4: 0,
+    compactions: 0, compactTurns: [], maxChars4: 0, maxEstimate: 0, maxO200k: 0, overBudget: 0, overBudgetChars4: 0, overBudgetEstimate: 0,
     under: 0, estimateLow: 0, assembleMs: 0, reasons: new Map(),
   }
   let lastBreak = -2
@@ -119,6 +119,7 @@ async function runBudget(turns, budget) {
     t.maxChars4 = Math.max(t.maxChars4, c4)
     t.maxEstimate = Math.max(t.maxEstimate, out.estimatedTokens)
     if (c4 > budget) t.overBudgetChars4 += 1
+    if (out.estimatedTokens > budget) t.overBudgetEstimate += 1
     if (countO200k) {
       const n = countO200k(assembled)
       t.maxO200k = Math.max(t.maxO200k, n)
@@ -209,6 +210,7 @@ function summarize(t, meter, budget, wallMs, stats, exact) {
     largestEstimate: t.maxEstimate,
     largestO200k: exact ? t.maxO200k : null,
     overBudgetChars4: t.overBudgetChars4,
+    overBudgetEstimate: t.overBudgetEstimate,
     overBudgetO200k: exact ? t.overBudget : null,
     estimateBelowO200kBy3pct: exact ? t.estimateLow : null,
     assembleMeanMs: t.assembleMs / t.turns,
@@ -236,7 +238,7 @@ for (const budget of BUDGETS) {
   console.log(`compactions ${r.compactions} (${r.compactionsOnConsecutiveTurns} right after another)`)
   console.log(`summarizer: ${r.summarizerCalls} calls, ${r.summarizerInTokens} in, ${r.summarizerOutTokens} out`)
   console.log(`cost index / 1k turns: warm ${f(r.costPer1kTurnsWarm, 0)}  5 min ${f(r.costPer1kTurns5m, 0)}  1 h ${f(r.costPer1kTurns1h, 0)}  no cache ${f(r.costPer1kTurnsUncached, 0)}`)
-  console.log(`largest assembled: chars/4 ${r.largestChars4}, engine estimate ${r.largestEstimate}, o200k ${r.largestO200k ?? 'n/a'}; over budget: chars/4 ${r.overBudgetChars4}, o200k ${r.overBudgetO200k ?? 'n/a'}`)
+  console.log(`largest assembled: chars/4 ${r.largestChars4}, engine estimate ${r.largestEstimate}, o200k ${r.largestO200k ?? 'n/a'}; over budget: chars/4 ${r.overBudgetChars4}, estimate ${r.overBudgetEstimate}, o200k ${r.overBudgetO200k ?? 'n/a'}`)
   console.log(`assemble mean ${f(r.assembleMeanMs, 2)} ms; maintain: ${JSON.stringify(r.maintainReasons)}`)
 }
 if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify(results, null, 2))

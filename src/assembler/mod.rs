@@ -209,6 +209,9 @@ pub struct Entry {
     pub message: SharedMessage,
     /// Its token estimate; `None` once changed (recomputed at the end).
     pub tokens: Option<i64>,
+    /// Its wire count ([`wire_tokens`]) when known; used only while `tokens` is
+    /// `Some` (unchanged).
+    pub wire: Option<i64>,
     /// Context ordinal (`-1` for synthetic messages).
     pub ordinal: i64,
     /// What it was made from.
@@ -232,6 +235,7 @@ impl Entry {
         Entry {
             message: SharedMessage::new(message),
             tokens: None,
+            wire: None,
             ordinal: -1,
             source: Source::Synthetic,
         }
@@ -246,6 +250,42 @@ impl Entry {
     fn cost(&self) -> i64 {
         self.tokens.unwrap_or_else(|| message_tokens(&self.message))
     }
+
+    /// What the budget holds this message to: its wire count, cached while it is
+    /// unchanged.
+    fn wire_cost(&self) -> i64 {
+        match (self.tokens, self.wire) {
+            (Some(_), Some(w)) => w,
+            _ => wire_tokens(&self.message),
+        }
+    }
+}
+
+/// Tokens a provider adds per message around its serialized content (role and
+/// separators), on top of [`tokens::estimate_wire`] of its JSON.
+pub const MESSAGE_OVERHEAD_TOKENS: i64 = 4;
+
+/// The conservative wire count of a message: [`tokens::estimate_wire`] of its JSON
+/// (envelope, tool-call arguments and ids included) plus
+/// [`MESSAGE_OVERHEAD_TOKENS`]. What `estimatedTokens` and the hard budget count.
+pub fn wire_tokens(v: &Value) -> i64 {
+    tokens::estimate_wire(&v.to_string()) + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// The message a summary is presented as.
+fn summary_message(text: &str, timestamp_ms: i64) -> Value {
+    json!({"role": "user", "content": text, "timestamp": timestamp_ms})
+}
+
+/// [`wire_tokens`] of a summary presented as a user message.
+fn wire_of_summary(text: &str, timestamp_ms: i64) -> i64 {
+    wire_tokens(&summary_message(text, timestamp_ms))
+}
+
+/// Wire count of the recall guidance, which joins the output with the first
+/// summary.
+fn guidance_tokens() -> i64 {
+    tokens::estimate_wire(RECALL_GUIDANCE)
 }
 
 /// Estimated tokens of an AgentMessage, computed as ingest computes a stored
@@ -375,7 +415,7 @@ pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
 
 /// The hard budget over live messages (their estimates computed as at ingest).
 pub fn clamp_live(live: &[Value], budget: i64) -> clamp::Clamp {
-    let costs: Vec<i64> = live.iter().map(message_tokens).collect();
+    let costs: Vec<i64> = live.iter().map(wire_tokens).collect();
     let refs: Vec<&Value> = live.iter().collect();
     clamp::clamp(&refs, &costs, budget)
 }
@@ -499,7 +539,51 @@ fn assemble_with(
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
+    let (r, ratio) = assemble_once(
+        conn,
+        conversation_id,
+        total,
+        budget,
+        budget,
+        settings,
+        reuse,
+    )?;
+    if !r.stats.over_budget && r.stats.clamped_messages == 0 || ratio <= 1.0 {
+        return Ok(r);
+    }
+    // Selection counts stored tokens, the budget holds wire tokens: select again
+    // under the budget scaled by this output's wire ratio (a function of the
+    // data, so a cold and a warm cache assemble alike), then clamp.
+    let mut again = std::mem::take(&mut reuse.next);
+    again.summaries.extend(reuse.old.summaries.drain());
+    again.messages.extend(reuse.old.messages.drain());
+    reuse.old = again;
+    let scaled = (((budget - guidance_tokens()) as f64) / ratio).floor() as i64;
+    let (r, _) = assemble_once(
+        conn,
+        conversation_id,
+        total,
+        budget,
+        scaled.max(1),
+        settings,
+        reuse,
+    )?;
+    Ok(r)
+}
+
+/// One selection under `select_budget` stored tokens, clamped to `budget` wire
+/// tokens; with the output's wire ÷ stored ratio.
+#[allow(clippy::too_many_arguments)]
+fn assemble_once(
+    conn: &Connection,
+    conversation_id: i64,
+    total: i64,
+    budget: i64,
+    select_budget: i64,
+    settings: &Settings,
+    reuse: &mut select::Reuse,
+) -> Result<(AssembleResult, f64)> {
+    let sel = select::select(conn, conversation_id, total, select_budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
         token_budget: budget,
@@ -535,11 +619,17 @@ fn assemble_with(
     Ok(finish(clamp_entries(out, &mut stats), stats))
 }
 
-/// Applies the hard budget ([`clamp`]) to the assembled entries.
+/// Applies the hard budget ([`clamp`]) to the assembled entries, by their wire
+/// counts, leaving room for the recall guidance when a summary is included.
 fn clamp_entries(out: Vec<Entry>, stats: &mut AssembleStats) -> Vec<Entry> {
-    let costs: Vec<i64> = out.iter().map(Entry::cost).collect();
+    let costs: Vec<i64> = out.iter().map(Entry::wire_cost).collect();
     let refs: Vec<&Value> = out.iter().map(|e| &*e.message).collect();
-    let c = clamp::clamp(&refs, &costs, stats.token_budget);
+    let guidance = if out.iter().any(|e| e.source == Source::Summary) {
+        guidance_tokens()
+    } else {
+        0
+    };
+    let c = clamp::clamp(&refs, &costs, stats.token_budget - guidance);
     if c.dropped == 0 {
         return out;
     }
@@ -570,11 +660,13 @@ fn entries(
     let mut parts = messages::parts_of(conn, &misses)?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
+        let item_message_id = match &item.body {
+            select::Body::Message(Some(select::Message::Stored(m))) => Some(m.message_id),
+            _ => None,
+        };
         let (message, source) = match item.body {
             select::Body::Summary(Some(s)) => (
-                SharedMessage::new(
-                    json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms}),
-                ),
+                SharedMessage::new(summary_message(&s.text, s.timestamp_ms)),
                 Source::Summary,
             ),
             select::Body::Message(Some(m)) => {
@@ -584,9 +676,19 @@ fn entries(
             }
             _ => continue,
         };
+        let wire = match (item.wire, &source) {
+            (Some(w), _) => Some(w),
+            (None, Source::Message) => reuse
+                .next
+                .messages
+                .get(&item_message_id.unwrap_or(-1))
+                .map(|c| c.wire),
+            _ => None,
+        };
         out.push(Entry {
             message,
             tokens: Some(item.cost),
+            wire,
             ordinal: item.ordinal,
             source,
         });
@@ -613,12 +715,14 @@ fn message_for(
     stored.parts = parts.remove(&id).unwrap_or_default();
     let mut message = rebuild::rebuild(&stored);
     let downgraded = present(&mut message, &stored.content);
+    let wire = wire_tokens(&message);
     let message = SharedMessage::new(message);
     let cached = cache::CachedMessage {
         content: stored.content,
         envelope: stored.envelope,
         message: message.clone(),
         downgraded,
+        wire,
     };
     reuse.next.messages.insert(id, cached);
     (message, downgraded)
@@ -652,12 +756,14 @@ fn present(message: &mut Value, plain_text: &str) -> bool {
     true
 }
 
-fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
+fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> (AssembleResult, f64) {
     let mut estimated_tokens = 0i64;
+    let mut stored = 0i64;
     let mut messages = Vec::with_capacity(out.len());
     let mut summary_positions = Vec::new();
     for e in out {
-        estimated_tokens += e.cost();
+        estimated_tokens += e.wire_cost();
+        stored += e.cost();
         match e.source {
             Source::Summary => {
                 stats.summaries_included += 1;
@@ -668,14 +774,23 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
         }
         messages.push(e.message);
     }
+    if stats.summaries_included > 0 {
+        estimated_tokens += guidance_tokens();
+    }
     stats.over_budget = estimated_tokens > stats.token_budget;
-    AssembleResult {
+    let ratio = if stored > 0 {
+        estimated_tokens as f64 / stored as f64
+    } else {
+        0.0
+    };
+    let r = AssembleResult {
         system_prompt_addition: (stats.summaries_included > 0).then(|| RECALL_GUIDANCE.to_owned()),
         messages,
         estimated_tokens,
         stats,
         summary_positions,
-    }
+    };
+    (r, ratio)
 }
 
 #[cfg(test)]
