@@ -91,7 +91,9 @@ async function runBudget(turns, budget) {
   const dir = mkdtempSync(join(tmpdir(), 'lcm-cost-'))
   const meter = { calls: 0, inTokens: 0, outTokens: 0 }
   const config = { databasePath: join(dir, 'lcm.db'), largeFilesDir: join(dir, 'files'), ...EXTRA }
-  const engine = createContextEngine({ config, llm: loopbackLlm(meter), logger: { warn: (m) => console.error(m) } })
+  // The engine's clock follows the workload's timestamps (spend window, cache TTL).
+  const clock = { now: 0 }
+  const engine = createContextEngine({ config, llm: loopbackLlm(meter), now: () => clock.now, logger: { warn: (m) => console.error(m) } })
   await engine.ready
   const native = await engine.handle.use()
   const countO200k = typeof native.countTokens === 'function' ? (s) => native.countTokens(s, 'o200k') : null
@@ -109,6 +111,7 @@ async function runBudget(turns, budget) {
   for (let i = 0; i < turns.length; i++) {
     const turn = turns[i]
     const now = turn[0].timestamp
+    clock.now = now
     const a0 = performance.now()
     const out = await engine.assemble({ ...session, tokenBudget: budget, messages: history, runtimeContext: { ...PROVIDER, tokenBudget: budget } })
     t.assembleMs += performance.now() - a0
@@ -153,12 +156,13 @@ async function runBudget(turns, budget) {
     const before = history.length
     history.push(...turn)
     prevTouch = turn[turn.length - 1].timestamp
+    clock.now = prevTouch
     await engine.afterTurn({ ...session, messages: history, prePromptMessageCount: before })
     const m = await engine.maintain({ ...session, tokenBudget: budget, runtimeContext: { ...PROVIDER, tokenBudget: budget } })
     const reason = m.reason ?? ''
-    const key = reason.replace(/\d[\d,]*/g, 'N').replace(/ \(N passes.*$/, '')
+    const key = reason.replace(/\d[\d,.]*/g, 'N').replace(/; N passes.*$/, '').replace(/ \(N passes.*$/, '')
     t.reasons.set(key, (t.reasons.get(key) ?? 0) + 1)
-    if (/\(([1-9]\d*) passes/.test(reason)) {
+    if (/[(;] ?([1-9]\d*) passes/.test(reason)) {
       t.compactions += 1
       t.compactTurns.push(i)
     }

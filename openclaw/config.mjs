@@ -53,6 +53,15 @@ export const CONFIG_KEYS = [
   { key: 'defaultTokenBudget', env: 'LCM_DEFAULT_TOKEN_BUDGET', type: 'integer', default: DEFAULT_TOKEN_BUDGET, minimum: 1, resolved: true, description: 'Token budget when the host gives none' },
   { key: 'timezone', env: 'LCM_TIMEZONE', type: 'string', option: 'timezone', description: 'IANA zone of the timestamps in prompts and summaries (default TZ, else UTC)' },
   { key: 'busyTimeoutMs', env: 'LCM_BUSY_TIMEOUT_MS', type: 'integer', option: 'busyTimeoutMs', default: 30_000, minimum: 0, description: 'How long a write waits for another process\'s lock on the database, in milliseconds' },
+  // Issue 63: cost.
+  { key: 'summaryCallWindowMs', env: 'LCM_SUMMARY_CALL_WINDOW_MS', type: 'integer', default: 600_000, minimum: 1, resolved: true, description: 'Window of the summary spend guard, in milliseconds' },
+  { key: 'summaryMaxCallsPerWindow', env: 'LCM_SUMMARY_MAX_CALLS_PER_WINDOW', type: 'integer', default: 24, minimum: 1, resolved: true, description: 'Summarizer calls one session may make per window before automatic compaction backs off (a manual /compact still runs)' },
+  { key: 'summarySpendBackoffMs', env: 'LCM_SUMMARY_SPEND_BACKOFF_MS', type: 'integer', default: 1_800_000, minimum: 1, resolved: true, description: 'How long automatic compaction of a session backs off once it used its allowance, in milliseconds' },
+  { key: 'fallbackProviders', env: 'LCM_FALLBACK_PROVIDERS', type: 'providers', default: [], resolved: true, description: 'Summarizers tried in order when the configured one is overloaded, times out, is rate limited or answers nothing usable: [{provider, model}] (environment: provider/model,provider/model)' },
+  { key: 'freshTailMaxBudgetRatio', env: 'LCM_FRESH_TAIL_MAX_BUDGET_RATIO', type: 'number', default: 0.25, minimum: 0, maximum: 1, resolved: true, description: 'Token cap of the fresh tail as a share of the token budget (0: none); with contextThreshold it sets the headroom a compaction leaves' },
+  { key: 'leafMinChunkTokens', env: 'LCM_LEAF_MIN_CHUNK_TOKENS', type: 'integer', default: 4_000, minimum: 0, resolved: true, description: 'Raw tokens outside the fresh tail below which automatic compaction waits, unless the context nears the budget (never a few messages at a time)' },
+  { key: 'cacheAwareCompaction', type: 'object', fields: { enabled: 'boolean', cacheTTLSeconds: 'integer', criticalBudgetPressureRatio: 'number', maxColdCacheCatchupPasses: 'integer', hotCachePressureFactor: 'number', hotCacheBudgetHeadroomRatio: 'number', coldCacheObservationThreshold: 'integer' }, honoured: ['enabled', 'cacheTTLSeconds', 'criticalBudgetPressureRatio'], default: { enabled: true, cacheTTLSeconds: 300, criticalBudgetPressureRatio: 0.9 }, resolved: true, description: 'Prompt-cache-aware automatic compaction: enabled, cacheTTLSeconds (the provider\'s cache lifetime), criticalBudgetPressureRatio (share of the budget past which compaction runs at once); the reference\'s other fields are accepted without effect' },
+  { key: 'dynamicLeafChunkTokens', type: 'object', fields: { enabled: 'boolean', max: 'integer' }, honoured: ['enabled', 'max'], default: { enabled: true }, resolved: true, description: 'While the prompt cache is warm, the leaf trigger waits until max (default 2 × leafChunkTokens) raw tokens lie outside the fresh tail, so compactions are fewer and larger' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -76,6 +85,24 @@ function parseValue(type, raw, fromEnv) {
     }
     case 'string':
       return typeof raw === 'string' ? raw : INVALID
+    case 'providers': {
+      // [{provider, model}], or `provider/model` strings (the environment's form).
+      const items = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw
+      if (!Array.isArray(items)) return INVALID
+      const out = []
+      for (const item of items) {
+        if (typeof item === 'string') {
+          const slash = item.indexOf('/')
+          if (slash <= 0 || slash === item.length - 1) return INVALID
+          out.push({ provider: item.slice(0, slash).trim(), model: item.slice(slash + 1).trim() })
+        } else if (item && typeof item.provider === 'string' && typeof item.model === 'string' && item.provider.trim() && item.model.trim()) {
+          out.push({ provider: item.provider.trim(), model: item.model.trim() })
+        } else return INVALID
+      }
+      return out
+    }
+    case 'object':
+      return raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : INVALID
     case 'list':
       if (Array.isArray(raw)) return raw.every((s) => typeof s === 'string') ? raw.map((s) => s.trim()).filter(Boolean) : INVALID
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -112,16 +139,42 @@ export function resolveConfig(pluginConfig, env = process.env) {
       if (v === INVALID) warnings.push(`${row.env}: expected ${row.type}, ignored`)
       else if (v !== undefined) value = v
     }
+    if (value !== undefined && row.type === 'object') value = objectValue(row, value, warnings)
     if (value !== undefined) values[row.key] = value
   }
   for (const k of Object.keys(cfg)) if (!known.has(k)) warnings.push(`config ${k}: unknown key, ignored`)
   return { ...values, engineOptions: engineOptionsOf(values), warnings }
 }
 
+/**
+ * An object-valued key: its known fields parsed over the default; unknown fields,
+ * unparsable values and fields accepted without effect are reported.
+ */
+function objectValue(row, raw, warnings) {
+  const out = { ...(row.default ?? {}) }
+  for (const [field, v] of Object.entries(raw)) {
+    const type = row.fields[field]
+    if (!type) {
+      warnings.push(`config ${row.key}.${field}: unknown field, ignored`)
+      continue
+    }
+    const parsed = parseValue(type, v, false)
+    if (parsed === INVALID || parsed === undefined) {
+      warnings.push(`config ${row.key}.${field}: expected ${type}, ignored`)
+      continue
+    }
+    if (!row.honoured.includes(field)) warnings.push(`config ${row.key}.${field}: accepted for compatibility, no effect`)
+    out[field] = parsed
+  }
+  return out
+}
+
 /** The `LcmEngine.open` options the resolved values imply (without a summarizer). */
 function engineOptionsOf(values) {
   const options = {}
   for (const row of CONFIG_KEYS) if (row.option && values[row.key] !== undefined) options[row.option] = values[row.key]
+  if (values.fallbackProviders?.length) options.fallbackProviders = values.fallbackProviders
+  if (values.freshTailMaxBudgetRatio > 0) options.freshTailMaxBudgetRatio = values.freshTailMaxBudgetRatio
   // `provider/model` names a provider; a bare model reuses `summaryProvider`.
   const model = values.summaryModel?.trim()
   const slash = model ? model.indexOf('/') : -1

@@ -16,8 +16,16 @@ export interface ConfigKey {
   aliases?: string[]
   /** The environment variable that overrides it. */
   env?: string
-  /** How a value is parsed; `list`: an array of strings, or a comma-separated string. */
-  type: 'number' | 'integer' | 'boolean' | 'string' | 'list'
+  /**
+   * How a value is parsed; `list`: an array of strings, or a comma-separated string;
+   * `providers`: `[{provider, model}]`, or `provider/model,…`; `object`: the
+   * `fields` named (config only).
+   */
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'list' | 'providers' | 'object'
+  /** An `object` key's fields and their types. */
+  fields?: Record<string, 'number' | 'integer' | 'boolean' | 'string'>
+  /** An `object` key's fields that have an effect (the others are accepted with a warning). */
+  honoured?: string[]
   /** The `LcmEngine.open` option it feeds; absent when the plugin uses it. */
   option?: string
   /** One line for the schema, the UI and the types. */

@@ -17,7 +17,14 @@ export const TYPES = 'openclaw/config.d.mts'
 
 /** The JSON schema of one value of `row`. */
 function valueSchema(row) {
-  const s = row.type === 'list' ? { type: 'array', items: { type: 'string' } } : { type: row.type }
+  const s =
+    row.type === 'list'
+      ? { type: 'array', items: { type: 'string' } }
+      : row.type === 'providers'
+        ? { type: 'array', items: { type: 'object', additionalProperties: false, required: ['provider', 'model'], properties: { provider: { type: 'string' }, model: { type: 'string' } } } }
+        : row.type === 'object'
+          ? { type: 'object', additionalProperties: false, properties: Object.fromEntries(Object.entries(row.fields).map(([k, t]) => [k, { type: t }])) }
+          : { type: row.type }
   if (row.minimum !== undefined) s.minimum = row.minimum
   if (row.maximum !== undefined) s.maximum = row.maximum
   return s
@@ -53,7 +60,7 @@ export function uiHints(rows = CONFIG_KEYS) {
     if (!row.label) continue
     const notes = []
     if (row.minimum !== undefined && row.maximum !== undefined) notes.push(`${row.minimum}-${row.maximum}`)
-    if (row.default !== undefined && row.type !== 'boolean' && row.type !== 'list') notes.push(`default ${row.default}`)
+    if (row.default !== undefined && typeof row.default !== 'object' && row.type !== 'boolean') notes.push(`default ${row.default}`)
     hints[row.key] = { label: row.label, help: notes.length ? `${row.description} (${notes.join(', ')})` : row.description }
   }
   return hints
@@ -67,7 +74,13 @@ export function manifestText(current, rows = CONFIG_KEYS) {
   return JSON.stringify(manifest, null, 2) + '\n'
 }
 
-const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]' }
+const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]', providers: 'Array<{ provider: string; model: string }>' }
+
+/** The TypeScript type of a row's value. */
+function tsType(row) {
+  if (row.type !== 'object') return TS_TYPES[row.type]
+  return `{ ${Object.entries(row.fields).map(([k, t]) => `${k}?: ${TS_TYPES[t]}`).join('; ')} }`
+}
 
 /** A doc comment at two spaces of indentation. */
 const doc = (text) => `  /** ${text} */\n`
@@ -77,7 +90,7 @@ export function typesText(rows = CONFIG_KEYS) {
   let config = ''
   let resolved = ''
   for (const row of rows) {
-    const type = TS_TYPES[row.type]
+    const type = tsType(row)
     const dflt = row.default !== undefined ? ` Default \`${JSON.stringify(row.default)}\`.` : ''
     const range =
       row.maximum !== undefined ? ` From ${row.minimum} to ${row.maximum}.` : row.minimum !== undefined ? ` At least ${row.minimum}.` : ''

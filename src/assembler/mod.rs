@@ -141,6 +141,10 @@ pub struct AssembleStats {
     /// True when the output is over the budget (only when the newest user turn
     /// alone is).
     pub over_budget: bool,
+    /// The output's stored token counts (what compaction thresholds count), beside
+    /// `estimatedTokens` (its wire count): their ratio scales stored counts to what
+    /// providers see.
+    pub stored_tokens: i64,
     /// Oldest messages (fresh-tail or live) dropped to stay within the budget.
     pub clamped_messages: usize,
     /// Their tokens.
@@ -362,7 +366,8 @@ pub async fn run_with_live_count(
     live_count: Option<usize>,
 ) -> Result<AssembleResult> {
     let req = validate(p)?;
-    let settings = Settings::from_options(opts);
+    let mut settings = Settings::from_options(opts);
+    settings.fresh_tail_max_tokens = crate::config::fresh_tail_cap(opts, req.budget);
     let (session, budget) = (req.session.clone(), req.budget);
     let cache = cache.clone();
     let outcome = store
@@ -778,6 +783,7 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> (AssembleResult, f64) {
         estimated_tokens += guidance_tokens();
     }
     stats.over_budget = estimated_tokens > stats.token_budget;
+    stats.stored_tokens = stored;
     let ratio = if stored > 0 {
         estimated_tokens as f64 / stored as f64
     } else {

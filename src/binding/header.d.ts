@@ -324,6 +324,14 @@ export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
 /** How summaries are presented in assembled context. */
 export type SummaryFormat = "xml" | "compact";
 
+/** One `fallbackProviders` entry. */
+export type FallbackProvider = {
+  /** `anthropic`, `openai`, `openai-responses` or `offline`. */
+  provider: string,
+  /** The provider's model name. */
+  model: string,
+};
+
 /**
  * Every option of the engine (`LcmOptions` adds the JavaScript-only ones). Field
  * docs name the JavaScript key. Every key is optional; unknown keys are rejected
@@ -435,6 +443,13 @@ export type EngineOptions = {
    * `retry-after` (default 30000).
    */
   summaryRetryMaxWaitMs?: number,
+  /**
+   * `fallbackProviders`: summarizers tried in order when the configured one is
+   * overloaded, times out, is rate limited or answers something unusable (after
+   * its own retries). A fallback of the configured provider reuses its base URL
+   * and key; another provider uses its default URL and its environment key.
+   */
+  fallbackProviders?: Array<FallbackProvider>,
 };
 
 /* ---- Errors ---- */
@@ -1035,6 +1050,17 @@ export type ConversationStats = {
   contextItems: number,
   /** Σ tokens of the context list. */
   contextTokens: number,
+  /**
+   * Summarizer requests made for this conversation since the engine opened
+   * (answered or failed; filled by the engine, not stored).
+   */
+  summarizerCalls: number,
+  /** Of those, the failed ones. */
+  summarizerFailures: number,
+  /** Estimated input tokens of the answered requests. */
+  summarizerInputTokens: number,
+  /** Estimated tokens of their answers. */
+  summarizerOutputTokens: number,
 };
 
 /** Parameters of `insertSummary`. */
@@ -1368,6 +1394,18 @@ export type CompactionPass = {
   contextTokensAfter: number,
 };
 
+/** Summarizer requests and their tokens. */
+export type SummarizerUsage = {
+  /** Requests sent (answered or failed). */
+  calls: number,
+  /** Requests that failed (error, timeout, refused). */
+  failures: number,
+  /** Estimated input tokens of the answered requests. */
+  inputTokens: number,
+  /** Estimated tokens of their answers. */
+  outputTokens: number,
+};
+
 /** The result of `compact` (never an error for "nothing to do"). */
 export type CompactResult = {
   /** False when the summarizer failed, or `untilUnder` missed its target. */
@@ -1405,6 +1443,8 @@ export type CompactResult = {
   rounds: number,
   /** Every written pass, in order. */
   passes: Array<CompactionPass>,
+  /** Summarizer requests this call made and their estimated tokens. */
+  summarizer: SummarizerUsage,
 };
 
 /** Result of `afterTurn`. */

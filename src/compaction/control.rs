@@ -68,6 +68,22 @@ pub struct Coordinator {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
     running: Mutex<Vec<Running>>,
     next_id: AtomicU64,
+    /// Summarizer spend per conversation since the engine opened.
+    usage: Mutex<HashMap<i64, crate::summarize::meter::Usage>>,
+}
+
+impl Coordinator {
+    /// Adds a compaction call's summarizer spend to its conversation's total.
+    pub fn add_usage(&self, conversation_id: i64, u: &crate::summarize::meter::Usage) {
+        let mut m = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry(conversation_id).or_default().add(u);
+    }
+
+    /// A conversation's summarizer spend since the engine opened.
+    pub fn usage(&self, conversation_id: i64) -> crate::summarize::meter::Usage {
+        let m = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&conversation_id).copied().unwrap_or_default()
+    }
 }
 
 /// Keeps a running call cancellable by session; deregisters on drop.

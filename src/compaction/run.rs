@@ -130,6 +130,7 @@ pub fn nothing(p: &CompactParams, ratio: f64, reason: &str) -> CompactResult {
         target_tokens: target_of(p, threshold),
         rounds: 0,
         passes: Vec::new(),
+        summarizer: Default::default(),
     }
 }
 
@@ -219,7 +220,7 @@ impl<'a> Run<'a> {
             },
             compactor,
             hooks,
-            limits: Limits::from_options(&compactor.opts),
+            limits: Limits::for_budget(&compactor.opts, p.token_budget),
             deadline: Instant::now() + Duration::from_millis(compactor.opts.sweep_deadline_ms),
             passes: Vec::new(),
             stop: None,
