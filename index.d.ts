@@ -450,6 +450,14 @@ export type EngineOptions = {
    * and key; another provider uses its default URL and its environment key.
    */
   fallbackProviders?: Array<FallbackProvider>,
+  /**
+   * `freshTailMaxBudgetRatio`: a token cap on the fresh tail as a share of each
+   * call's token budget (with `freshTailMaxTokens`, the smaller wins; the newest
+   * user turn is always kept whole). With `contextThreshold` it sets the headroom
+   * a compaction leaves: a tail that fills the threshold on its own would be
+   * compacted a few messages at a time, every turn. Default none.
+   */
+  freshTailMaxBudgetRatio?: number,
 };
 
 /* ---- Errors ---- */
@@ -1212,6 +1220,12 @@ export type AssembleStats = {
    * alone is).
    */
   overBudget: boolean,
+  /**
+   * The output's stored token counts (what compaction thresholds count), beside
+   * `estimatedTokens` (its wire count): their ratio scales stored counts to what
+   * providers see.
+   */
+  storedTokens: number,
   /** Oldest messages (fresh-tail or live) dropped to stay within the budget. */
   clampedMessages: number,
   /** Their tokens. */

@@ -7,6 +7,11 @@
 // what a provider's prompt cache can serve.
 //
 //   node bench/cost.mjs [--messages 6000] [--seed 1] [--budgets 32000,128000] [--json out.json]
+//                       [--config '{"key":value}'] [--exact]
+//
+// `--exact` builds bench/tokcount (OpenAI's o200k / cl100k BPE, a separate crate:
+// its tables are not shipped in the addon) and counts the 40 largest assembled
+// contexts and every 10th turn's exactly.
 //
 // Loads the addon the way the plugin does (`native.js`: the build in the package
 // root, `npm run build:debug` or `npm run build`). Prints, per budget: tokens sent,
@@ -35,6 +40,26 @@ const BUDGETS = String(opt('--budgets', '32000,128000')).split(',').map(Number)
 const JSON_OUT = opt('--json', null)
 /** Extra plugin config (JSON), e.g. '{"freshTailCount":32}'. */
 const EXTRA = JSON.parse(opt('--config', '{}'))
+const EXACT = argv.includes('--exact')
+/** Exact counts: the largest assembled contexts and a sample of the others. */
+const EXACT_LARGEST = 40
+const EXACT_EVERY = 10
+
+/** The exact counter's binary (built on first use), or null without --exact. */
+function exactCounter() {
+  if (!EXACT) return null
+  const manifest = join(root, 'bench', 'tokcount', 'Cargo.toml')
+  const targetDir = join(root, 'target', 'tokcount')
+  const b = spawnSync('cargo', ['build', '--release', '--quiet', '--manifest-path', manifest, '--target-dir', targetDir], { stdio: 'inherit' })
+  if (b.status !== 0) throw new Error('building bench/tokcount failed')
+  const bin = join(targetDir, 'release', 'lcm-bench-tokcount')
+  return (texts) => {
+    const r = spawnSync(bin, [], { input: texts.join('\0'), maxBuffer: 1 << 26, encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(r.stderr)
+    return r.stdout.trim().split('\n').map((l) => l.split(' ').map(Number))
+  }
+}
+const COUNT = exactCounter()
 
 /** Prices relative to one uncached input token (the issue's cost index). */
 const PRICE = { uncached: 1, cacheWrite: 1.25, cacheRead: 0.1, summaryIn: 1, summaryOut: 5 }
@@ -96,7 +121,9 @@ async function runBudget(turns, budget) {
   const engine = createContextEngine({ config, llm: loopbackLlm(meter), now: () => clock.now, logger: { warn: (m) => console.error(m) } })
   await engine.ready
   const native = await engine.handle.use()
-  const countO200k = typeof native.countTokens === 'function' ? (s) => native.countTokens(s, 'o200k') : null
+  /** Assembled texts kept for the exact count: [estimatedTokens, text]. */
+  const largest = []
+  const sampled = []
   const session = { sessionId: 'bench-cost', sessionKey: 'agent:main:bench-cost' }
   const history = []
   let prev = null
@@ -123,11 +150,14 @@ async function runBudget(turns, budget) {
     t.maxEstimate = Math.max(t.maxEstimate, out.estimatedTokens)
     if (c4 > budget) t.overBudgetChars4 += 1
     if (out.estimatedTokens > budget) t.overBudgetEstimate += 1
-    if (countO200k) {
-      const n = countO200k(assembled)
-      t.maxO200k = Math.max(t.maxO200k, n)
-      if (n > budget) t.overBudget += 1
-      if (out.estimatedTokens < n * 0.97) t.estimateLow += 1
+    if (COUNT) {
+      const entry = [out.estimatedTokens, assembled, c4]
+      if (i % EXACT_EVERY === 0) sampled.push(entry)
+      largest.push(entry)
+      if (largest.length > EXACT_LARGEST * 4) {
+        largest.sort((a, b) => b[2] - a[2])
+        largest.length = EXACT_LARGEST
+      }
     }
     const total = chars4(request)
     t.sent += total
@@ -177,7 +207,23 @@ async function runBudget(turns, budget) {
   }
   await engine.dispose()
   rmSync(dir, { recursive: true, force: true })
-  return summarize(t, meter, budget, wallMs, stats, countO200k !== null)
+  if (COUNT) {
+    largest.sort((a, b) => b[2] - a[2])
+    const entries = [...largest.slice(0, EXACT_LARGEST), ...sampled]
+    const counts = COUNT(entries.map((e) => e[1]))
+    t.exactSamples = entries.length
+    t.maxCl100k = 0
+    t.minEstimateRatio = Infinity
+    counts.forEach(([o, c], k) => {
+      t.maxO200k = Math.max(t.maxO200k, o)
+      t.maxCl100k = Math.max(t.maxCl100k, c)
+      if (Math.max(o, c) > budget) t.overBudget += 1
+      const ratio = entries[k][0] / Math.max(o, c, 1)
+      t.minEstimateRatio = Math.min(t.minEstimateRatio, ratio)
+      if (ratio < 0.97) t.estimateLow += 1
+    })
+  }
+  return summarize(t, meter, budget, wallMs, stats, COUNT !== null)
 }
 
 function costIndex(t, meter, read) {
@@ -213,9 +259,12 @@ function summarize(t, meter, budget, wallMs, stats, exact) {
     largestChars4: t.maxChars4,
     largestEstimate: t.maxEstimate,
     largestO200k: exact ? t.maxO200k : null,
+    largestCl100k: exact ? t.maxCl100k : null,
+    exactSamples: exact ? t.exactSamples : null,
+    minEstimateOverExact: exact ? t.minEstimateRatio : null,
     overBudgetChars4: t.overBudgetChars4,
     overBudgetEstimate: t.overBudgetEstimate,
-    overBudgetO200k: exact ? t.overBudget : null,
+    overBudgetExact: exact ? t.overBudget : null,
     estimateBelowO200kBy3pct: exact ? t.estimateLow : null,
     assembleMeanMs: t.assembleMs / t.turns,
     wallSeconds: wallMs / 1000,
@@ -242,7 +291,8 @@ for (const budget of BUDGETS) {
   console.log(`compactions ${r.compactions} (${r.compactionsOnConsecutiveTurns} right after another)`)
   console.log(`summarizer: ${r.summarizerCalls} calls, ${r.summarizerInTokens} in, ${r.summarizerOutTokens} out`)
   console.log(`cost index / 1k turns: warm ${f(r.costPer1kTurnsWarm, 0)}  5 min ${f(r.costPer1kTurns5m, 0)}  1 h ${f(r.costPer1kTurns1h, 0)}  no cache ${f(r.costPer1kTurnsUncached, 0)}`)
-  console.log(`largest assembled: chars/4 ${r.largestChars4}, engine estimate ${r.largestEstimate}, o200k ${r.largestO200k ?? 'n/a'}; over budget: chars/4 ${r.overBudgetChars4}, estimate ${r.overBudgetEstimate}, o200k ${r.overBudgetO200k ?? 'n/a'}`)
+  console.log(`largest assembled: chars/4 ${r.largestChars4}, engine estimate ${r.largestEstimate}, o200k ${r.largestO200k ?? 'n/a'}, cl100k ${r.largestCl100k ?? 'n/a'}; over budget: chars/4 ${r.overBudgetChars4}, estimate ${r.overBudgetEstimate}, exact ${r.overBudgetExact ?? 'n/a'} of ${r.exactSamples ?? 'n/a'} counted`)
+  if (r.exactSamples) console.log(`estimate ÷ max(o200k, cl100k): lowest ${f(r.minEstimateOverExact, 3)}; below 0.97 in ${r.estimateBelowO200kBy3pct} of ${r.exactSamples}`)
   console.log(`assemble mean ${f(r.assembleMeanMs, 2)} ms; maintain: ${JSON.stringify(r.maintainReasons)}`)
 }
 if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify(results, null, 2))

@@ -85,7 +85,7 @@ export interface LcmPluginConfig {
   summarySpendBackoffMs?: number
   /** Summarizers tried in order when the configured one is overloaded, times out, is rate limited or answers nothing usable: [{provider, model}] (environment: provider/model,provider/model). Default `[]`. */
   fallbackProviders?: Array<{ provider: string; model: string }>
-  /** Token cap of the fresh tail as a share of the token budget (0: none); with contextThreshold it sets the headroom a compaction leaves. Default `0.35`. From 0 to 1. */
+  /** Token cap of the fresh tail as a share of the token budget (0: none); with contextThreshold it sets the headroom a compaction leaves. Default `0.25`. From 0 to 1. */
   freshTailMaxBudgetRatio?: number
   /** Raw tokens outside the fresh tail below which automatic compaction waits, unless the context nears the budget (never a few messages at a time). Default `4000`. At least 0. */
   leafMinChunkTokens?: number

@@ -563,7 +563,12 @@ fn assemble_with(
     again.summaries.extend(reuse.old.summaries.drain());
     again.messages.extend(reuse.old.messages.drain());
     reuse.old = again;
-    let scaled = (((budget - guidance_tokens()) as f64) / ratio).floor() as i64;
+    let guidance = if r.stats.summaries_included > 0 {
+        guidance_tokens()
+    } else {
+        0
+    };
+    let scaled = (((budget - guidance) as f64) / ratio).floor() as i64;
     let (r, _) = assemble_once(
         conn,
         conversation_id,
