@@ -142,7 +142,8 @@ describe('assemble: ordering, budget and tail', () => {
     const r = await assemble(e, newest + 5)
     expect(r.messages).toEqual(msgs.slice(8))
     expect(r.estimatedTokens).toBe(newest)
-    expect(r.stats).toMatchObject({ droppedForBudget: 8, tailItems: 2, tailTokens: 20, overBudget: false, storedTokens: 40 })
+    // Selection (by stored counts) keeps all twelve; the clamp (by wire counts) drops the oldest eight.
+    expect(r.stats).toMatchObject({ droppedForBudget: 0, clampedMessages: 8, tailItems: 2, tailTokens: 20, overBudget: false, storedTokens: 40 })
     const all = await assemble(e, wireOf({ messages: msgs }))
     expect(all.messages).toEqual(msgs)
     expect(all.estimatedTokens).toBe(wireOf(all))

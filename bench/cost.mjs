@@ -7,7 +7,7 @@
 // what a provider's prompt cache can serve.
 //
 //   node bench/cost.mjs [--messages 6000] [--seed 1] [--budgets 32000,128000] [--json out.json]
-//                       [--config '{"key":value}'] [--exact]
+//                       [--config '{"key":value}'] [--exact] [--root DIR]
 //
 // `--exact` builds bench/tokcount (OpenAI's o200k / cl100k BPE, a separate crate:
 // its tables are not shipped in the addon) and counts the 40 largest assembled
@@ -24,16 +24,17 @@ import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, dirname } from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const { generator, readJsonl, toTurns } = require('./common.js')
-const { createContextEngine } = await import('../openclaw/engine.mjs')
-
 const argv = process.argv.slice(2)
 const opt = (k, d) => (argv.includes(k) ? argv[argv.indexOf(k) + 1] : d)
+/** The package measured (`--root DIR`: another checkout with its build, for a before/after). */
+const PACKAGE = opt('--root', root)
+const { createContextEngine } = await import(pathToFileURL(join(PACKAGE, 'openclaw', 'engine.mjs')).href)
 const MESSAGES = Number(opt('--messages', 6000))
 const SEED = Number(opt('--seed', 1))
 const BUDGETS = String(opt('--budgets', '32000,128000')).split(',').map(Number)
@@ -278,7 +279,7 @@ const file = join(work, 'conv.jsonl')
 const gen = spawnSync(process.execPath, [generator(), '--messages', String(MESSAGES), '--seed', String(SEED), '--out', file], { encoding: 'utf8' })
 if (gen.status !== 0) throw new Error(gen.stderr)
 const turns = toTurns(readJsonl(file))
-console.log(`workload: ${MESSAGES} messages, ${turns.length} turns (seed ${SEED})`)
+console.log(`workload: ${MESSAGES} messages, ${turns.length} turns (seed ${SEED}); package ${PACKAGE}`)
 const results = []
 for (const budget of BUDGETS) {
   const r = await runBudget(turns, budget)

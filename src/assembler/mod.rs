@@ -544,56 +544,7 @@ fn assemble_with(
     settings: &Settings,
     reuse: &mut select::Reuse,
 ) -> Result<AssembleResult> {
-    let (r, ratio) = assemble_once(
-        conn,
-        conversation_id,
-        total,
-        budget,
-        budget,
-        settings,
-        reuse,
-    )?;
-    if !r.stats.over_budget && r.stats.clamped_messages == 0 || ratio <= 1.0 {
-        return Ok(r);
-    }
-    // Selection counts stored tokens, the budget holds wire tokens: select again
-    // under the budget scaled by this output's wire ratio (a function of the
-    // data, so a cold and a warm cache assemble alike), then clamp.
-    let mut again = std::mem::take(&mut reuse.next);
-    again.summaries.extend(reuse.old.summaries.drain());
-    again.messages.extend(reuse.old.messages.drain());
-    reuse.old = again;
-    let guidance = if r.stats.summaries_included > 0 {
-        guidance_tokens()
-    } else {
-        0
-    };
-    let scaled = (((budget - guidance) as f64) / ratio).floor() as i64;
-    let (r, _) = assemble_once(
-        conn,
-        conversation_id,
-        total,
-        budget,
-        scaled.max(1),
-        settings,
-        reuse,
-    )?;
-    Ok(r)
-}
-
-/// One selection under `select_budget` stored tokens, clamped to `budget` wire
-/// tokens; with the output's wire ÷ stored ratio.
-#[allow(clippy::too_many_arguments)]
-fn assemble_once(
-    conn: &Connection,
-    conversation_id: i64,
-    total: i64,
-    budget: i64,
-    select_budget: i64,
-    settings: &Settings,
-    reuse: &mut select::Reuse,
-) -> Result<(AssembleResult, f64)> {
-    let sel = select::select(conn, conversation_id, total, select_budget, settings, reuse)?;
+    let sel = select::select(conn, conversation_id, total, budget, settings, reuse)?;
     let mut stats = AssembleStats {
         conversation_id: Some(conversation_id),
         token_budget: budget,
@@ -766,7 +717,7 @@ fn present(message: &mut Value, plain_text: &str) -> bool {
     true
 }
 
-fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> (AssembleResult, f64) {
+fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
     let mut estimated_tokens = 0i64;
     let mut stored = 0i64;
     let mut messages = Vec::with_capacity(out.len());
@@ -789,19 +740,13 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> (AssembleResult, f64) {
     }
     stats.over_budget = estimated_tokens > stats.token_budget;
     stats.stored_tokens = stored;
-    let ratio = if stored > 0 {
-        estimated_tokens as f64 / stored as f64
-    } else {
-        0.0
-    };
-    let r = AssembleResult {
+    AssembleResult {
         system_prompt_addition: (stats.summaries_included > 0).then(|| RECALL_GUIDANCE.to_owned()),
         messages,
         estimated_tokens,
         stats,
         summary_positions,
-    };
-    (r, ratio)
+    }
 }
 
 #[cfg(test)]
