@@ -151,7 +151,7 @@ async function runBudget(turns, budget) {
     t.maxEstimate = Math.max(t.maxEstimate, out.estimatedTokens)
     if (c4 > budget) t.overBudgetChars4 += 1
     if (out.estimatedTokens > budget) t.overBudgetEstimate += 1
-    if (COUNT) {
+    if (COUNT && out.messages.length > 0) {
       const entry = [out.estimatedTokens, assembled, c4]
       if (i % EXACT_EVERY === 0) sampled.push(entry)
       largest.push(entry)

@@ -341,7 +341,10 @@ export class LcmContextEngine {
         ...(current ? { currentTokenCount: current } : {}),
       })
       const decision = this.decide(this.wireScaled(evaluation, params), budget, params)
-      if (!decision.run) return { ...NO_REWRITE, reason: decision.reason }
+      if (!decision.run) {
+        this.handle.compactedLastTurn.delete(sessionOf(params))
+        return { ...NO_REWRITE, reason: decision.reason }
+      }
       why = decision.reason
       if (signal?.aborted) throw abortError(signal)
       r = await engine.compact({
@@ -358,6 +361,8 @@ export class LcmContextEngine {
     }
     this.handle.recordCompaction(r)
     guard.record(r.summarizer?.calls ?? 0)
+    if (r.passes.length > 0) this.handle.compactedLastTurn.add(sessionOf(params))
+    else this.handle.compactedLastTurn.delete(sessionOf(params))
     if (r.aborted && signal?.aborted) throw abortError(signal)
     const calls = r.summarizer ? `, ${r.summarizer.calls} summarizer calls` : ''
     return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${why}; ${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens${calls})` }
@@ -392,6 +397,11 @@ export class LcmContextEngine {
     const cold = this.cacheCold(params)
     const temperature = cold ? 'prompt cache cold' : 'prompt cache warm'
     const minChunk = this.config.leafMinChunkTokens ?? 0
+    // Two breaks in a row cost the cache twice: right after a compaction, wait while
+    // the context still fits the budget.
+    if (evaluation.shouldCompact && this.handle.compactedLastTurn.has(sessionOf(params)) && evaluation.currentTokens <= budget) {
+      return { run: false, reason: `waiting: over threshold (${evaluation.currentTokens} > ${evaluation.threshold} tokens) but compacted on the previous turn and within the budget` }
+    }
     if (evaluation.shouldCompact) {
       if (raw === 0) return { run: false, reason: `over threshold (${evaluation.currentTokens} > ${evaluation.threshold} tokens) with nothing outside the fresh tail` }
       if (raw < minChunk && !critical) {

@@ -180,6 +180,8 @@ export class SharedHandle {
     this.lastRequestAt = new Map()
     /** Session key → wire tokens per stored token of its last assembled context. */
     this.wireRatio = new Map()
+    /** Sessions whose last maintenance compacted. */
+    this.compactedLastTurn = new Set()
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null

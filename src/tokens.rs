@@ -102,6 +102,24 @@ pub fn estimate_wire(text: &str) -> i64 {
     total.div_ceil(100) as i64
 }
 
+/// The longest prefix of `text` whose [`estimate_wire`] stays within `max_tokens`,
+/// cut on a code-point boundary.
+pub fn truncate_to_wire(text: &str, max_tokens: i64) -> &str {
+    let budget = (max_tokens.max(0) as u64) * 100;
+    let mut used = 0u64;
+    for (i, c) in text.char_indices() {
+        used += if c.is_ascii() {
+            u64::from(WIRE_ASCII[c as usize])
+        } else {
+            wire_hundredths(c)
+        };
+        if used > budget {
+            return crate::text::head(text, i);
+        }
+    }
+    text
+}
+
 /// The longest prefix of `text` whose estimate stays within `max_tokens`, cut on a
 /// code-point boundary.
 pub fn truncate_to_tokens(text: &str, max_tokens: i64) -> &str {
@@ -162,6 +180,24 @@ mod tests {
         assert_eq!(estimate_wire("漢字"), 3);
         assert_eq!(estimate_wire("😀"), 2);
         assert_eq!(estimate_wire("abcd"), 2);
+    }
+
+    #[test]
+    fn wire_truncation_is_the_longest_prefix_within_the_cap() {
+        for s in ["abc def, ghi.", "漢字漢字", "x\"y\nz😀😀", ""] {
+            for cap in 0..8 {
+                let t = truncate_to_wire(s, cap);
+                assert!(s.starts_with(t));
+                assert!(estimate_wire(t) <= cap, "{t:?} over {cap}");
+                if t.len() < s.len() {
+                    let next = crate::text::prefix_chars(s, t.chars().count() + 1);
+                    assert!(
+                        estimate_wire(next) > cap || next.len() == t.len(),
+                        "{s:?} {cap}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

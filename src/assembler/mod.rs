@@ -147,6 +147,9 @@ pub struct AssembleStats {
     pub stored_tokens: i64,
     /// Oldest messages (fresh-tail or live) dropped to stay within the budget.
     pub clamped_messages: usize,
+    /// Tool results of the newest user turn cut to fit the budget (when that turn
+    /// alone is over it).
+    pub trimmed_tool_results: usize,
     /// Their tokens.
     pub clamped_tokens: i64,
     /// True when the live messages were returned.
@@ -590,16 +593,97 @@ fn clamp_entries(out: Vec<Entry>, stats: &mut AssembleStats) -> Vec<Entry> {
     } else {
         0
     };
-    let c = clamp::clamp(&refs, &costs, stats.token_budget - guidance);
-    if c.dropped == 0 {
-        return out;
+    let room = stats.token_budget - guidance;
+    let c = clamp::clamp(&refs, &costs, room);
+    let mut kept: Vec<Entry> = if c.dropped == 0 {
+        out
+    } else {
+        stats.clamped_messages = c.dropped;
+        stats.clamped_tokens = c.dropped_tokens;
+        out.into_iter()
+            .zip(c.keep)
+            .filter_map(|(e, keep)| keep.then_some(e))
+            .collect()
+    };
+    if c.tokens > room {
+        stats.trimmed_tool_results = trim_tool_results(&mut kept, room);
     }
-    stats.clamped_messages = c.dropped;
-    stats.clamped_tokens = c.dropped_tokens;
-    out.into_iter()
-        .zip(c.keep)
-        .filter_map(|(e, keep)| keep.then_some(e))
-        .collect()
+    kept
+}
+
+/// Tool results shorter than this many wire tokens are never cut.
+const MIN_TRIMMED_RESULT_TOKENS: i64 = 256;
+
+/// When what the clamp may not drop (the newest user turn) is still over `room`,
+/// the largest tool results in it are cut to fit: their text keeps its head and
+/// ends with [`TRIM_MARKER`] (the whole result stays in the store, where recall finds
+/// it). Returns how many were cut.
+fn trim_tool_results(out: &mut [Entry], room: i64) -> usize {
+    let mut total: i64 = out.iter().map(Entry::wire_cost).sum();
+    let mut trimmed = 0;
+    // Each round cuts one result; a result is cut at most once.
+    let mut done = vec![false; out.len()];
+    while total > room {
+        let largest = out
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| !done[*i] && pairing::role(&e.message) == "toolResult")
+            .map(|(i, e)| (i, e.wire_cost()))
+            .max_by_key(|(_, c)| *c);
+        let Some((i, cost)) = largest.filter(|(_, c)| *c > MIN_TRIMMED_RESULT_TOKENS) else {
+            break;
+        };
+        done[i] = true;
+        let target = (cost - (total - room)).max(MIN_TRIMMED_RESULT_TOKENS);
+        let e = &mut out[i];
+        if !trim_result_text(e.message_mut(), cost - target) {
+            continue;
+        }
+        e.tokens = None;
+        total += e.wire_cost() - cost;
+        trimmed += 1;
+    }
+    trimmed
+}
+
+/// Appended to a tool result cut to fit the budget.
+pub const TRIM_MARKER: &str = "\n[lcm-native: tool result cut to fit the token budget; the whole result is stored: lcm_grep / lcm_expand_query find the rest]";
+
+/// Cuts the text of a tool result (string content or its text blocks, longest
+/// first) by about `excess` wire tokens, ending it with [`TRIM_MARKER`]. False when
+/// it has no text to cut.
+fn trim_result_text(message: &mut Value, excess: i64) -> bool {
+    let marker = tokens::estimate_wire(TRIM_MARKER);
+    // Escaped characters (newlines, quotes) cost about twice on the wire: keep a
+    // margin of a quarter.
+    let cut = (excess + marker) + (excess + marker) / 4;
+    let Some(content) = message.get_mut("content") else {
+        return false;
+    };
+    let text: &mut Value = match content {
+        Value::String(_) => content,
+        Value::Array(blocks) => {
+            let Some(b) = blocks
+                .iter_mut()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .max_by_key(|b| b.get("text").and_then(Value::as_str).map_or(0, str::len))
+            else {
+                return false;
+            };
+            match b.get_mut("text") {
+                Some(t) => t,
+                None => return false,
+            }
+        }
+        _ => return false,
+    };
+    let Some(s) = text.as_str() else {
+        return false;
+    };
+    let keep = (tokens::estimate_wire(s) - cut).max(0);
+    let head = tokens::truncate_to_wire(s, keep);
+    *text = Value::String(format!("{head}{TRIM_MARKER}"));
+    true
 }
 
 /// The selected items as entries: summaries as user messages; messages as the

@@ -644,6 +644,39 @@ fn bad_parameters_are_invalid_input() {
     assert_eq!(p(json!({"sessionId": "s", "tokenBudget": 10.7})), None);
 }
 
+#[test]
+fn a_newest_turn_over_the_budget_has_its_largest_tool_result_cut_to_fit() {
+    let big = "line of code that keeps going; ".repeat(400);
+    let msgs = [
+        user("older"),
+        say("older answer"),
+        user("read the file"),
+        call("c1"),
+        result("c1", &big),
+        say("done"),
+    ];
+    let d = db(&msgs);
+    let budget = 600;
+    let r = d.assemble(budget, &settings(4));
+    assert!(
+        r.estimated_tokens <= budget,
+        "{} > {budget}",
+        r.estimated_tokens
+    );
+    assert!(!r.stats.over_budget);
+    assert_eq!(r.stats.trimmed_tool_results, 1);
+    assert_eq!(r.estimated_tokens, honest(&r));
+    let out = plain(&r);
+    assert_eq!(out[0], user("read the file"));
+    let text = out[2]["content"][0]["text"].as_str().unwrap();
+    assert!(text.ends_with(TRIM_MARKER), "{text}");
+    assert!(big.starts_with(text.strip_suffix(TRIM_MARKER).unwrap()));
+    // With room, nothing is cut.
+    let r = d.assemble(100_000, &settings(4));
+    assert_eq!(r.stats.trimmed_tool_results, 0);
+    assert_eq!(plain(&r)[4]["content"][0]["text"], big.as_str());
+}
+
 mod budget_props {
     use proptest::prelude::*;
 

@@ -1228,6 +1228,11 @@ export type AssembleStats = {
   storedTokens: number,
   /** Oldest messages (fresh-tail or live) dropped to stay within the budget. */
   clampedMessages: number,
+  /**
+   * Tool results of the newest user turn cut to fit the budget (when that turn
+   * alone is over it).
+   */
+  trimmedToolResults: number,
   /** Their tokens. */
   clampedTokens: number,
   /** True when the live messages were returned. */
