@@ -73,6 +73,8 @@ export interface CreateContextEngineOptions {
   resolvedConfig?: ResolvedLcmPluginConfig
   /** Where the package is installed, named by `LCM_NATIVE_MISSING` (default: this module's package). */
   packageDir?: string
+  /** The clock of the summary spend guard and the prompt-cache TTL, in ms (default `Date.now`). */
+  now?: () => number
 }
 
 /** `info` of the engine. */

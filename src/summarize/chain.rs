@@ -72,11 +72,19 @@ mod tests {
     use super::*;
     use crate::error::LcmError;
 
-    struct Fixed(Option<ErrorCode>, &'static str, AtomicUsize);
+    /// Answers or fails as told; counts its calls and whether each carried the
+    /// configured model's hint.
+    struct Fixed(
+        Option<ErrorCode>,
+        &'static str,
+        AtomicUsize,
+        std::sync::Mutex<Vec<bool>>,
+    );
 
     #[async_trait]
     impl Summarizer for Fixed {
-        async fn summarize(&self, _req: SummaryRequest) -> Result<SummaryResponse> {
+        async fn summarize(&self, req: SummaryRequest) -> Result<SummaryResponse> {
+            self.3.lock().unwrap().push(req.model.is_some());
             self.2.fetch_add(1, Ordering::SeqCst);
             match self.0 {
                 Some(code) => Err(LcmError::new(code, self.1)),
@@ -98,13 +106,13 @@ mod tests {
             target_tokens: 1,
             depth: 0,
             aggressive: false,
-            model: None,
+            model: Some("configured".into()),
             source_text: String::new(),
         }
     }
 
     fn fixed(code: Option<ErrorCode>, name: &'static str) -> Arc<Fixed> {
-        Arc::new(Fixed(code, name, AtomicUsize::new(0)))
+        Arc::new(Fixed(code, name, AtomicUsize::new(0), Default::default()))
     }
 
     #[tokio::test]
@@ -122,6 +130,10 @@ mod tests {
             .map(|s| s.2.load(Ordering::SeqCst))
             .collect();
         assert_eq!(calls, [1, 1, 1, 1, 0]);
+        // The configured model's hint reaches the first candidate only: a fallback
+        // answers with its own model.
+        assert_eq!(*a.3.lock().unwrap(), [true]);
+        assert_eq!(*d.3.lock().unwrap(), [false]);
     }
 
     #[tokio::test]
