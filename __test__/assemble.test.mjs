@@ -12,6 +12,26 @@ const T0 = Date.UTC(2026, 1, 17, 23, 37)
 /** The estimator for ASCII text (and other BMP, non-CJK text): a quarter token per character. */
 const est = (s) => Math.ceil([...s].length / 4)
 
+/**
+ * The engine's conservative wire count of a text (`tokens::estimate_wire`), in
+ * hundredths of a token per code point: ASCII letters and spaces 28, digits 34,
+ * other ASCII 60; CJK 150, other supplementary-plane code points 200, other 60.
+ */
+function wire(text) {
+  let h = 0
+  for (const ch of text) {
+    const c = ch.codePointAt(0)
+    if (c < 128) h += /[A-Za-z ]/.test(ch) ? 28 : /[0-9]/.test(ch) ? 34 : 60
+    else if ((c >= 0x3000 && c <= 0x303f) || (c >= 0x3040 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) || (c >= 0xff00 && c <= 0xffef) || (c >= 0x20000 && c <= 0x2fa1f)) h += 150
+    else if (c > 0xffff) h += 200
+    else h += 60
+  }
+  return Math.ceil(h / 100)
+}
+
+/** What `estimatedTokens` must be: each message's JSON by `wire` plus 4, and the recall guidance. */
+const wireOf = (r) => r.messages.reduce((a, m) => a + wire(JSON.stringify(m)) + 4, 0) + (r.systemPromptAddition ? wire(r.systemPromptAddition) : 0)
+
 const user = (text) => ({ role: 'user', content: text })
 const say = (text) => ({ role: 'assistant', content: [{ type: 'text', text }] })
 const call = (...ids) => ({
@@ -115,16 +135,18 @@ describe('assemble: ordering, budget and tail', () => {
   })
 
   it('drops the oldest items first and keeps a contiguous newest run', async () => {
-    // Each message costs 10 tokens (40 characters).
+    // Each message stores 10 tokens (40 characters); the budget counts its JSON.
     const msgs = Array.from({ length: 12 }, (_, i) => (i % 2 ? say : user)(`${i}`.padEnd(40, '.')))
     const { e } = await setup(msgs, { freshTailCount: 2 })
-    const r = await assemble(e, 45)
+    const newest = wireOf({ messages: msgs.slice(8) })
+    const r = await assemble(e, newest + 5)
     expect(r.messages).toEqual(msgs.slice(8))
-    expect(r.estimatedTokens).toBe(40)
-    expect(r.stats).toMatchObject({ droppedForBudget: 8, tailItems: 2, tailTokens: 20, overBudget: false })
-    const all = await assemble(e, 120)
+    expect(r.estimatedTokens).toBe(newest)
+    // Selection (by stored counts) keeps all twelve; the clamp (by wire counts) drops the oldest eight.
+    expect(r.stats).toMatchObject({ droppedForBudget: 0, clampedMessages: 8, tailItems: 2, tailTokens: 20, overBudget: false, storedTokens: 40 })
+    const all = await assemble(e, wireOf({ messages: msgs }))
     expect(all.messages).toEqual(msgs)
-    expect(all.estimatedTokens).toBe(120)
+    expect(all.estimatedTokens).toBe(wireOf(all))
     await e.close()
   })
 
@@ -133,7 +155,7 @@ describe('assemble: ordering, budget and tail', () => {
     const { e } = await setup(msgs, { freshTailCount: 2 })
     const r = await assemble(e, 10)
     expect(r.messages).toEqual(msgs.slice(2))
-    expect(r.estimatedTokens).toBe(200)
+    expect(r.estimatedTokens).toBe(wireOf(r))
     expect(r.stats).toMatchObject({ overBudget: true, tailItems: 2, tailTokens: 200, droppedForBudget: 2 })
     await e.close()
   })
@@ -154,10 +176,11 @@ describe('assemble: ordering, budget and tail', () => {
     const { e, conv, ids } = await setup(msgs, { freshTailCount: 2 })
     await e.insertSummary({ conversationId: conv, content: 'what happened first', messageIds: ids.slice(0, 2) })
     const r = await assemble(e)
-    const expected =
-      est(r.messages[0].content) + est('third') + est('fourth')
-    expect(r.estimatedTokens).toBe(expected)
-    expect(r.estimatedTokens).toBeGreaterThan(est('what happened first') + est('third') + est('fourth') + 20)
+    expect(r.systemPromptAddition).toMatch(/Conversation memory/)
+    expect(r.estimatedTokens).toBe(wireOf(r))
+    expect(r.estimatedTokens).toBeGreaterThan(wire(r.messages[0].content) + wire(r.systemPromptAddition) + est('third') + est('fourth'))
+    // Never under chars/4 of what is sent.
+    expect(r.estimatedTokens).toBeGreaterThanOrEqual(est(JSON.stringify(r.messages) + r.systemPromptAddition))
     await e.close()
   })
 
@@ -201,7 +224,7 @@ describe('assemble: live fallback', () => {
     // The host's own array comes back: not a copy, nothing serialized on the way.
     expect(r.messages).toBe(live)
     expect(r.messages).toEqual([user('hi'), { role: 'assistant', content: 'plain string', custom: { keep: [1, 2] } }])
-    expect(r.estimatedTokens).toBe(est('hi') + est('plain string'))
+    expect(r.estimatedTokens).toBe(wireOf(r))
     expect(r.stats).toMatchObject({ liveFallback: true, fallbackReason: 'noConversation', messagesIncluded: 2, overBudget: false })
     const tight = await e.assemble({ sessionId: 's', tokenBudget: 1, messages: live })
     expect(tight.stats.overBudget).toBe(true)
@@ -292,7 +315,7 @@ describe('assemble: summary XML', () => {
       ].join('\n'),
     )
     expect(r.messages.slice(2)).toEqual(msgs.slice(8))
-    expect(r.estimatedTokens).toBe(est(r.messages[0].content) + est(r.messages[1].content) + est('m8') + est('m9'))
+    expect(r.estimatedTokens).toBe(wireOf(r))
   })
 
   it('emits the exact compact element when summaryFormat is "compact"', async () => {

@@ -22,7 +22,13 @@ const FULL = { ...FULL_REFERENCE_CONFIG, ...Object.fromEntries(Object.entries(KE
 
 /** The rows whose keys are accepted but have no effect here, with their warnings. */
 const noEffectWarnings = (config) =>
-  CONFIG_KEYS.filter((r) => r.noEffect && config[r.key] !== undefined).map((r) => `config ${r.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${r.noEffect})`)
+  CONFIG_KEYS.filter((r) => config[r.key] !== undefined).flatMap((r) =>
+    r.noEffect
+      ? [`config ${r.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${r.noEffect})`]
+      : (r.properties ?? [])
+          .filter((p) => p.noEffect && config[r.key][p.key] !== undefined)
+          .map((p) => `config ${r.key}.${p.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${p.noEffect})`),
+  )
 
 /** ajv: this package's dev dependency, else the copy OpenClaw itself ships. */
 function loadAjv() {
@@ -79,7 +85,7 @@ describe('a lossless-claw configuration', () => {
     expect(r.warnings).toEqual(expected)
     // The keys README's "Switching from lossless-claw" lists as having no effect here.
     expect(expected.map((w) => w.split(':')[0].slice('config '.length)).sort()).toEqual(
-      ['hostFallbackMode', 'promptAwareEviction', 'stubLargeToolPayloads', 'largeFileSummaryModel', 'largeFileSummaryProvider', 'transcriptGcEnabled', 'proactiveThresholdCompactionMode', 'autoRotateSessionFiles', 'independentLogFile', 'replayFloodThresholdExternal', 'replayFloodThresholdInternal'].sort(),
+      ['hostFallbackMode', 'promptAwareEviction', 'stubLargeToolPayloads', 'largeFileSummaryModel', 'largeFileSummaryProvider', 'transcriptGcEnabled', 'proactiveThresholdCompactionMode', 'autoRotateSessionFiles', 'independentLogFile', 'replayFloodThresholdExternal', 'replayFloodThresholdInternal', ...(FULL.cacheAwareCompaction ? ['cacheAwareCompaction.maxColdCacheCatchupPasses', 'cacheAwareCompaction.hotCachePressureFactor', 'cacheAwareCompaction.hotCacheBudgetHeadroomRatio', 'cacheAwareCompaction.coldCacheObservationThreshold'] : [])].sort(),
     )
     // Keys that mean something here reach the engine options.
     expect(r.engineOptions).toMatchObject({
@@ -133,8 +139,8 @@ describe('environment variables under the reference names', () => {
   })
 
   it('every variable of the table parses into its key (nested ones into their object)', () => {
-    const sample = (row) => (row.enum ? row.enum.at(-1) : row.type === 'boolean' ? 'false' : row.type === 'list' ? 'a,b' : row.type === 'string' ? 'x' : String(Math.max(row.minimum ?? 1, 1)))
-    const parsed = (row, v) => (row.type === 'boolean' ? false : row.type === 'list' ? ['a', 'b'] : row.type === 'string' ? v : Number(v))
+    const sample = (row) => (row.enum ? row.enum.at(-1) : row.type === 'providers' ? 'openai/gpt-5-mini,anthropic/claude-haiku-4-5' : row.type === 'boolean' ? 'false' : row.type === 'list' ? 'a,b' : row.type === 'string' ? 'x' : String(Math.max(row.minimum ?? 1, 1)))
+    const parsed = (row, v) => (row.type === 'providers' ? [{ provider: 'openai', model: 'gpt-5-mini' }, { provider: 'anthropic', model: 'claude-haiku-4-5' }] : row.type === 'boolean' ? false : row.type === 'list' ? ['a', 'b'] : row.type === 'string' ? v : Number(v))
     let seen = 0
     for (const row of CONFIG_KEYS) {
       const rows = row.type === 'object' ? row.properties.map((p) => [p, (r) => r[row.key]?.[p.key]]) : [[row, (r) => r[row.key]]]
@@ -199,7 +205,7 @@ describe('contextThresholdOverrides precedence', () => {
     const S = { sessionId: 'sess-1', sessionKey: 'agent:main:main' }
     const run = async (overrides) => {
       // A leaf chunk larger than the conversation: only the threshold can make maintenance compact.
-      const engine = createContextEngine({ config: freshConfig({ leafChunkTokens: 5_000, contextThresholdOverrides: overrides }), env: {}, llm: fakeLlm(), logger: { warn() {}, info() {}, error() {} } })
+      const engine = createContextEngine({ config: freshConfig({ leafChunkTokens: 5_000, leafMinChunkTokens: 0, contextThresholdOverrides: overrides }), env: {}, llm: fakeLlm(), logger: { warn() {}, info() {}, error() {} } })
       await engine.ready
       const messages = conversation(12, 60)
       await engine.afterTurn({ ...S, messages, prePromptMessageCount: 0 })

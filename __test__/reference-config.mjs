@@ -73,6 +73,6 @@ export const KEYS_FROM_OTHER_ISSUES = {
   summaryMaxCallsPerWindow: 24,
   summarySpendBackoffMs: 1800000,
   fallbackProviders: ['openai/gpt-5-mini'],
-  cacheAwareCompaction: { enabled: true, cacheTTLSeconds: 300 },
+  cacheAwareCompaction: { enabled: true, cacheTTLSeconds: 300, maxColdCacheCatchupPasses: 2, hotCachePressureFactor: 4, hotCacheBudgetHeadroomRatio: 0.2, coldCacheObservationThreshold: 3, criticalBudgetPressureRatio: 0.9 },
   dynamicLeafChunkTokens: { enabled: true, max: 40000 },
 }

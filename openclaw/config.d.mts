@@ -109,6 +109,22 @@ export interface LcmPluginConfig {
   replayFloodThresholdExternal?: number
   /** Reference key, no effect: replayed internal messages tolerated per turn. At least 0. */
   replayFloodThresholdInternal?: number
+  /** Window of the summary spend guard, in milliseconds. Default `600000`. At least 1. */
+  summaryCallWindowMs?: number
+  /** Summarizer calls one session may make per window before automatic compaction backs off (a manual /compact still runs). Default `24`. At least 1. */
+  summaryMaxCallsPerWindow?: number
+  /** How long automatic compaction of a session backs off once it used its allowance, in milliseconds. Default `1800000`. At least 1. */
+  summarySpendBackoffMs?: number
+  /** Summarizers tried in order when the configured one is overloaded, times out, is rate limited or answers nothing usable: [{provider, model}] (environment: provider/model,provider/model). Default `[]`. */
+  fallbackProviders?: Array<{ provider: string; model: string } | string>
+  /** Token cap of the fresh tail as a share of the token budget (0: none); with contextThreshold it sets the headroom a compaction leaves. Default `0.25`. From 0 to 1. */
+  freshTailMaxBudgetRatio?: number
+  /** Raw tokens outside the fresh tail below which automatic compaction waits, unless the context nears the budget (never a few messages at a time). Default `4000`. At least 0. */
+  leafMinChunkTokens?: number
+  /** Prompt-cache-aware automatic compaction: enabled, cacheTTLSeconds (the provider's cache lifetime), criticalBudgetPressureRatio (share of the budget past which compaction runs at once); the reference's other fields are accepted without effect. Default `{"enabled":true,"cacheTTLSeconds":300,"criticalBudgetPressureRatio":0.9}`. */
+  cacheAwareCompaction?: { enabled?: boolean; cacheTTLSeconds?: number; criticalBudgetPressureRatio?: number; maxColdCacheCatchupPasses?: number; hotCachePressureFactor?: number; hotCacheBudgetHeadroomRatio?: number; coldCacheObservationThreshold?: number }
+  /** While the prompt cache is warm, the leaf trigger waits until max (default 2 × leafChunkTokens) raw tokens lie outside the fresh tail, so compactions are fewer and larger. Default `{"enabled":true}`. */
+  dynamicLeafChunkTokens?: { enabled?: boolean; max?: number }
 }
 
 /** The keys `resolveConfig` always sets (to their defaults when unset). */
@@ -124,4 +140,12 @@ export interface ResolvedLcmPluginConfigValues extends LcmPluginConfig {
   defaultTokenBudget: number
   contextThresholdOverrides: Array<{ name?: string; match?: { model?: string; modelContextWindowMin?: number; modelContextWindowMax?: number; sessionPattern?: string }; contextThreshold: number; freshTailCount?: number; leafChunkTokens?: number }>
   enableSummaryThinking: boolean
+  summaryCallWindowMs: number
+  summaryMaxCallsPerWindow: number
+  summarySpendBackoffMs: number
+  fallbackProviders: Array<{ provider: string; model: string } | string>
+  freshTailMaxBudgetRatio: number
+  leafMinChunkTokens: number
+  cacheAwareCompaction: { enabled?: boolean; cacheTTLSeconds?: number; criticalBudgetPressureRatio?: number; maxColdCacheCatchupPasses?: number; hotCachePressureFactor?: number; hotCacheBudgetHeadroomRatio?: number; coldCacheObservationThreshold?: number }
+  dynamicLeafChunkTokens: { enabled?: boolean; max?: number }
 }

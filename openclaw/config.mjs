@@ -94,6 +94,40 @@ export const CONFIG_KEYS = [
   },
   { key: 'replayFloodThresholdExternal', env: 'LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL', type: 'integer', minimum: 0, noEffect: 'turns are deduplicated by their transcript entry ids and durable-turn receipts, so a replay stores nothing twice', description: 'Reference key, no effect: replayed external messages tolerated per turn' },
   { key: 'replayFloodThresholdInternal', env: 'LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL', type: 'integer', minimum: 0, noEffect: 'turns are deduplicated by their transcript entry ids and durable-turn receipts, so a replay stores nothing twice', description: 'Reference key, no effect: replayed internal messages tolerated per turn' },
+  // Issue 63: cost.
+  { key: 'summaryCallWindowMs', env: 'LCM_SUMMARY_CALL_WINDOW_MS', type: 'integer', default: 600_000, minimum: 1, resolved: true, description: 'Window of the summary spend guard, in milliseconds' },
+  { key: 'summaryMaxCallsPerWindow', env: 'LCM_SUMMARY_MAX_CALLS_PER_WINDOW', type: 'integer', default: 24, minimum: 1, resolved: true, description: 'Summarizer calls one session may make per window before automatic compaction backs off (a manual /compact still runs)' },
+  { key: 'summarySpendBackoffMs', env: 'LCM_SUMMARY_SPEND_BACKOFF_MS', type: 'integer', default: 1_800_000, minimum: 1, resolved: true, description: 'How long automatic compaction of a session backs off once it used its allowance, in milliseconds' },
+  { key: 'fallbackProviders', env: 'LCM_FALLBACK_PROVIDERS', type: 'providers', default: [], resolved: true, description: 'Summarizers tried in order when the configured one is overloaded, times out, is rate limited or answers nothing usable: [{provider, model}] (environment: provider/model,provider/model)' },
+  { key: 'freshTailMaxBudgetRatio', env: 'LCM_FRESH_TAIL_MAX_BUDGET_RATIO', type: 'number', default: 0.25, minimum: 0, maximum: 1, resolved: true, description: 'Token cap of the fresh tail as a share of the token budget (0: none); with contextThreshold it sets the headroom a compaction leaves' },
+  { key: 'leafMinChunkTokens', env: 'LCM_LEAF_MIN_CHUNK_TOKENS', type: 'integer', default: 4_000, minimum: 0, resolved: true, description: 'Raw tokens outside the fresh tail below which automatic compaction waits, unless the context nears the budget (never a few messages at a time)' },
+  {
+    key: 'cacheAwareCompaction',
+    type: 'object',
+    default: { enabled: true, cacheTTLSeconds: 300, criticalBudgetPressureRatio: 0.9 },
+    resolved: true,
+    description: 'Prompt-cache-aware automatic compaction: enabled, cacheTTLSeconds (the provider\'s cache lifetime), criticalBudgetPressureRatio (share of the budget past which compaction runs at once); the reference\'s other fields are accepted without effect',
+    properties: [
+      { key: 'enabled', type: 'boolean', description: 'Wait for a cold cache or a full context before compacting' },
+      { key: 'cacheTTLSeconds', type: 'integer', minimum: 0, description: 'The provider\'s prompt-cache lifetime, in seconds' },
+      { key: 'criticalBudgetPressureRatio', type: 'number', minimum: 0, maximum: 1, description: 'Share of the budget past which compaction runs at once, warm cache or not' },
+      { key: 'maxColdCacheCatchupPasses', type: 'integer', minimum: 0, noEffect: 'a compaction sweeps every raw message outside the fresh tail at once', description: 'Reference field, no effect' },
+      { key: 'hotCachePressureFactor', type: 'number', minimum: 0, noEffect: 'the warm-cache wait is bounded by dynamicLeafChunkTokens.max and criticalBudgetPressureRatio', description: 'Reference field, no effect' },
+      { key: 'hotCacheBudgetHeadroomRatio', type: 'number', minimum: 0, maximum: 1, noEffect: 'the headroom a compaction leaves is set by freshTailMaxBudgetRatio and contextThreshold', description: 'Reference field, no effect' },
+      { key: 'coldCacheObservationThreshold', type: 'integer', minimum: 0, noEffect: 'a cold cache is read from the host\'s prompt-cache telemetry, not inferred from observations', description: 'Reference field, no effect' },
+    ],
+  },
+  {
+    key: 'dynamicLeafChunkTokens',
+    type: 'object',
+    default: { enabled: true },
+    resolved: true,
+    description: 'While the prompt cache is warm, the leaf trigger waits until max (default 2 × leafChunkTokens) raw tokens lie outside the fresh tail, so compactions are fewer and larger',
+    properties: [
+      { key: 'enabled', type: 'boolean', description: 'Let the leaf trigger wait while the cache is warm' },
+      { key: 'max', type: 'integer', minimum: 1, description: 'Raw tokens outside the fresh tail the trigger waits for at most (default 2 × leafChunkTokens)' },
+    ],
+  },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -123,6 +157,22 @@ function parseValue(row, raw, fromEnv) {
     case 'string':
       if (typeof raw !== 'string') return INVALID
       return row.enum && !row.enum.includes(raw.trim()) ? INVALID : raw
+    case 'providers': {
+      // [{provider, model}], or `provider/model` strings (the environment's form).
+      const items = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw
+      if (!Array.isArray(items)) return INVALID
+      const out = []
+      for (const item of items) {
+        if (typeof item === 'string') {
+          const slash = item.indexOf('/')
+          if (slash <= 0 || slash === item.length - 1) return INVALID
+          out.push({ provider: item.slice(0, slash).trim(), model: item.slice(slash + 1).trim() })
+        } else if (item && typeof item.provider === 'string' && typeof item.model === 'string' && item.provider.trim() && item.model.trim()) {
+          out.push({ provider: item.provider.trim(), model: item.model.trim() })
+        } else return INVALID
+      }
+      return out
+    }
     case 'list':
       if (Array.isArray(raw)) return raw.every((s) => typeof s === 'string') ? raw.map((s) => s.trim()).filter(Boolean) : INVALID
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -136,6 +186,7 @@ const INVALID = Symbol('invalid')
 /** What a row's values must be, for a warning. */
 function expected(row) {
   if (row.enum) return `one of ${row.enum.join(', ')}`
+  if (row.type === 'providers') return '[{provider, model}] or provider/model strings'
   const range = row.maximum !== undefined ? ` from ${row.minimum} to ${row.maximum}` : row.minimum !== undefined ? ` of at least ${row.minimum}` : ''
   return `${row.type === 'integer' ? 'an integer' : `a ${row.type}`}${range}`
 }
@@ -213,7 +264,9 @@ function resolveObject(row, raw, env, warnings, prefix) {
   for (const k of Object.keys(raw)) if (!known.includes(k)) warnings.push(unknownKey(prefix, k, known))
   for (const p of row.properties) {
     const v = resolveRow(p, raw, env, warnings, prefix)
-    if (v !== undefined) out[p.key] = v
+    if (v === undefined) continue
+    out[p.key] = v
+    if (p.noEffect && !row.noEffect) warnings.push(`config ${prefix}${p.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${p.noEffect})`)
   }
   return out
 }
@@ -234,7 +287,8 @@ export function resolveConfig(pluginConfig, env = process.env) {
     known.push(row.key, ...(row.aliases ?? []))
     const value = resolveRow(row, cfg, env, warnings)
     if (value === undefined) continue
-    values[row.key] = value
+    // An object row's given fields replace its default's, field by field.
+    values[row.key] = row.type === 'object' && row.default ? { ...row.default, ...value } : value
     if (row.noEffect) warnings.push(`config ${row.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${row.noEffect})`)
   }
   for (const k of Object.keys(cfg)) if (!known.includes(k)) warnings.push(unknownKey('', k, known))
@@ -245,6 +299,8 @@ export function resolveConfig(pluginConfig, env = process.env) {
 function engineOptionsOf(values) {
   const options = {}
   for (const row of CONFIG_KEYS) if (row.option && values[row.key] !== undefined) options[row.option] = values[row.key]
+  if (values.fallbackProviders?.length) options.fallbackProviders = values.fallbackProviders
+  if (values.freshTailMaxBudgetRatio > 0) options.freshTailMaxBudgetRatio = values.freshTailMaxBudgetRatio
   // `provider/model` names a provider; a bare model reuses `summaryProvider`.
   const model = values.summaryModel?.trim()
   const slash = model ? model.indexOf('/') : -1

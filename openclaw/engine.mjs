@@ -49,6 +49,11 @@ export function resolveTokenBudget(params, cfg) {
   return cap ? Math.min(budget, cap) : budget
 }
 
+/** The key a session's spend guard and cache clock are kept under. */
+function sessionOf(params) {
+  return params?.sessionKey || params?.sessionId || ''
+}
+
 function describeError(err) {
   return err?.code ? `${err.code}: ${err.message}` : String(err?.message ?? err)
 }
@@ -67,10 +72,14 @@ export class LcmContextEngine {
     this.logger = options.logger ?? console
     this.policy = new SessionPolicy(this.config)
     const llm = options.llm && typeof options.llm.complete === 'function' ? options.llm : undefined
+    /** The clock of the spend guard and the prompt-cache TTL (injectable for tests and the bench). */
+    this.now = typeof options.now === 'function' ? options.now : Date.now
     const { handle, release } = acquire(this.config.engineOptions, {
       llm,
       summaryModel: this.config.summaryModel,
       summaryThinking: this.config.enableSummaryThinking,
+      fallbackModels: (this.config.fallbackProviders ?? []).map((p) => `${p.provider}/${p.model}`),
+      spend: { windowMs: this.config.summaryCallWindowMs, maxCalls: this.config.summaryMaxCallsPerWindow, backoffMs: this.config.summarySpendBackoffMs },
       breaker: { threshold: this.config.circuitBreakerThreshold, cooldownMs: this.config.circuitBreakerCooldownMs },
       packageDir: options.packageDir,
     })
@@ -161,6 +170,9 @@ export class LcmContextEngine {
     try {
       const engine = await this.handle.use()
       const r = await engine.assemble({ sessionId: params.sessionId, sessionKey: params.sessionKey, tokenBudget: budget, messages: live })
+      this.handle.lastRequestAt.set(sessionOf(params), this.now())
+      // What providers see per stored token: scales the thresholds of maintenance.
+      if (r.stats?.storedTokens > 0 && !r.stats.liveFallback) this.handle.wireRatio.set(sessionOf(params), r.estimatedTokens / r.stats.storedTokens)
       const out = { messages: r.messages, estimatedTokens: r.estimatedTokens }
       if (r.systemPromptAddition) out.systemPromptAddition = r.systemPromptAddition
       return out
@@ -173,14 +185,17 @@ export class LcmContextEngine {
   /**
    * Compacts toward the budget (`compactionTarget: "budget"`, the default: sweeps
    * until under it) or the threshold (`"threshold"`: one threshold sweep). Every
-   * outcome is a result: nothing to do, aborted, summarizer failure, breaker open,
-   * and a context that cannot shrink further (`ok: false`, terminal).
+   * outcome is a result: nothing to do, aborted, summarizer failure, and a context
+   * that cannot shrink further (`ok: false`, terminal). The host calls it for a
+   * manual `/compact` and when the budget forces it: it runs even while the
+   * automatic breaker is open or the spend guard backs off (and ends that backoff).
    */
   async compact(params) {
     const budget = resolveTokenBudget(params, this.config)
     if (this.policy.skipsWrites(params.sessionKey)) return { ok: true, compacted: false, reason: 'session excluded from LCM' }
     if (params.abortSignal?.aborted) return { ok: false, compacted: false, reason: 'aborted' }
-    if (this.handle.breaker.isOpen()) return { ok: false, compacted: false, reason: this.breakerReason() }
+    const guard = this.handle.spendGuard(sessionOf(params), this.now)
+    guard.clear()
     const target = params.compactionTarget === 'threshold' ? 'threshold' : 'budget'
     try {
       const engine = await this.handle.use()
@@ -197,6 +212,7 @@ export class LcmContextEngine {
         ...(params.abortSignal ? { signal: params.abortSignal } : {}),
       })
       this.handle.recordCompaction(r)
+      guard.record(r.summarizer?.calls ?? 0)
       const terminal = r.exhausted && !r.compacted
       return {
         ok: r.ok && !r.aborted && !terminal,
@@ -216,6 +232,7 @@ export class LcmContextEngine {
             conversationId: r.conversationId,
             threshold: r.threshold,
             targetTokens: r.targetTokens,
+            summarizer: r.summarizer,
           },
         },
       }
@@ -243,6 +260,8 @@ export class LcmContextEngine {
     if (this.policy.skipsWrites(params.sessionKey)) return
     const start = Number.isInteger(params.prePromptMessageCount) && params.prePromptMessageCount >= 0 ? params.prePromptMessageCount : 0
     const fresh = Array.isArray(params.messages) ? params.messages.slice(start) : []
+    // The turn's last model call just ended: the prompt cache was touched now.
+    if (this.handle.lastRequestAt.has(sessionOf(params))) this.handle.lastRequestAt.set(sessionOf(params), this.now())
     if (fresh.length === 0) return
     await this.ingestBatch({ sessionId: params.sessionId, sessionKey: params.sessionKey, messages: fresh, isHeartbeat: params.isHeartbeat })
   }
@@ -309,18 +328,27 @@ export class LcmContextEngine {
   }
 
   /**
-   * Turn maintenance: evaluates the session against its budget, then runs one
-   * incremental compaction when due. The host transcript is never rewritten, so
-   * `changed` stays false; `reason` says what happened in the LCM store. Rejects
-   * with the abort reason when `abortSignal` aborts (hosts do not quarantine that).
+   * Turn maintenance: evaluates the session against its budget and compacts when
+   * due, keeping provider prompt caches warm. Over `contextThreshold` it sweeps
+   * every raw message outside the fresh tail (capped by `freshTailMaxBudgetRatio`,
+   * so the next compaction is far away), unless fewer than `leafMinChunkTokens`
+   * lie there and the context is not near the budget; under it, the leaf trigger
+   * waits while the prompt cache is warm until `dynamicLeafChunkTokens.max` raw
+   * tokens lie outside the tail. Skipped while the auth breaker is open or the
+   * spend guard backs off. The host transcript is never rewritten, so `changed`
+   * stays false; `reason` says why it compacted or waited. Rejects with the abort
+   * reason when `abortSignal` aborts (hosts do not quarantine that).
    */
   async maintain(params) {
     const signal = params.abortSignal
     if (signal?.aborted) throw abortError(signal)
     if (this.policy.skipsWrites(params.sessionKey)) return { ...NO_REWRITE, reason: 'session excluded from LCM' }
     if (this.handle.breaker.isOpen()) return { ...NO_REWRITE, reason: this.breakerReason() }
+    const guard = this.handle.spendGuard(sessionOf(params), this.now)
+    if (guard.remainingMs() > 0) return { ...NO_REWRITE, reason: this.spendReason(guard) }
     const budget = resolveTokenBudget(params, this.config)
     let r
+    let why
     try {
       const engine = await this.handle.use()
       const current = positive(params.runtimeContext?.currentTokenCount)
@@ -331,13 +359,19 @@ export class LcmContextEngine {
         ...(current ? { currentTokenCount: current } : {}),
         ...this.overridesParam(params),
       })
-      if (!evaluation.shouldCompact && !evaluation.leafTrigger) return { ...NO_REWRITE, reason: 'below threshold' }
+      const decision = this.decide(this.wireScaled(evaluation, params), budget, params)
+      if (!decision.run) {
+        this.handle.compactedLastTurn.delete(sessionOf(params))
+        return { ...NO_REWRITE, reason: decision.reason }
+      }
+      why = decision.reason
       if (signal?.aborted) throw abortError(signal)
       r = await engine.compact({
         sessionId: params.sessionId,
         sessionKey: params.sessionKey,
         tokenBudget: budget,
-        mode: 'incremental',
+        mode: 'sweep',
+        force: true,
         ...this.overridesParam(params),
         ...(signal ? { signal } : {}),
       })
@@ -346,8 +380,83 @@ export class LcmContextEngine {
       return { ...NO_REWRITE, reason: `maintenance failed: ${describeError(err)}` }
     }
     this.handle.recordCompaction(r)
+    guard.record(r.summarizer?.calls ?? 0)
+    if (r.passes.length > 0) this.handle.compactedLastTurn.add(sessionOf(params))
+    else this.handle.compactedLastTurn.delete(sessionOf(params))
     if (r.aborted && signal?.aborted) throw abortError(signal)
-    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens)` }
+    const calls = r.summarizer ? `, ${r.summarizer.calls} summarizer calls` : ''
+    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${why}; ${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens${calls})` }
+  }
+
+  /**
+   * The evaluation in the tokens providers count: stored counts scaled by the
+   * session's last assembled wire ratio (`estimatedTokens / stats.storedTokens`),
+   * so that the threshold is reached before the budget clamp has to drop the
+   * oldest messages (each drop is a prompt-cache break).
+   */
+  wireScaled(evaluation, params) {
+    const ratio = Math.max(1, this.handle.wireRatio.get(sessionOf(params)) ?? 1)
+    const current = Math.max(evaluation.currentTokens, Math.ceil(evaluation.storedTokens * ratio))
+    return {
+      ...evaluation,
+      currentTokens: current,
+      shouldCompact: current > evaluation.threshold,
+      rawTokensOutsideTail: Math.ceil(evaluation.rawTokensOutsideTail * ratio),
+    }
+  }
+
+  /**
+   * Whether automatic compaction runs now, and why (or why it waits). See
+   * `maintain`.
+   */
+  decide(evaluation, budget, params) {
+    const raw = evaluation.rawTokensOutsideTail
+    const cache = this.config.cacheAwareCompaction ?? {}
+    const aware = cache.enabled !== false
+    const critical = evaluation.currentTokens > Math.floor((cache.criticalBudgetPressureRatio ?? 0.9) * budget)
+    const cold = this.cacheCold(params)
+    const temperature = cold ? 'prompt cache cold' : 'prompt cache warm'
+    const minChunk = this.config.leafMinChunkTokens ?? 0
+    // Two breaks in a row cost the cache twice: right after a compaction, wait while
+    // the context still fits the budget.
+    if (evaluation.shouldCompact && this.handle.compactedLastTurn.has(sessionOf(params)) && evaluation.currentTokens <= budget) {
+      return { run: false, reason: `waiting: over threshold (${evaluation.currentTokens} > ${evaluation.threshold} tokens) but compacted on the previous turn and within the budget` }
+    }
+    if (evaluation.shouldCompact) {
+      if (raw === 0) return { run: false, reason: `over threshold (${evaluation.currentTokens} > ${evaluation.threshold} tokens) with nothing outside the fresh tail` }
+      if (raw < minChunk && !critical) {
+        return { run: false, reason: `waiting: over threshold (${evaluation.currentTokens} > ${evaluation.threshold} tokens) but only ${raw} tokens outside the fresh tail (minimum chunk ${minChunk})` }
+      }
+      return { run: true, reason: `${critical ? 'near the budget' : 'over threshold'}, ${temperature}` }
+    }
+    if (!evaluation.leafTrigger) return { run: false, reason: 'below threshold' }
+    const dynamic = this.config.dynamicLeafChunkTokens ?? {}
+    const max = positive(dynamic.max) ?? 2 * (this.config.engineOptions.leafChunkTokens ?? 20_000)
+    if (aware && dynamic.enabled !== false && !cold && raw < max) {
+      return { run: false, reason: `waiting: ${raw} raw tokens outside the fresh tail, ${temperature}; compacting at ${max} or once the cache is cold` }
+    }
+    return { run: true, reason: `leaf trigger (${raw} raw tokens outside the fresh tail), ${temperature}` }
+  }
+
+  /**
+   * Whether the session's prompt cache has expired: the host's prompt-cache
+   * telemetry when given (`runtimeContext.promptCache`: retention none, `expiresAt`,
+   * `lastCacheTouchAt`), else the time since this engine last assembled the
+   * session's request, against `cacheAwareCompaction.cacheTTLSeconds`.
+   */
+  cacheCold(params) {
+    const now = this.now()
+    const ttlMs = 1000 * (positive(this.config.cacheAwareCompaction?.cacheTTLSeconds) ?? 300)
+    const info = params.runtimeContext?.promptCache
+    if (info?.retention === 'none') return true
+    if (typeof info?.expiresAt === 'number') return info.expiresAt <= now
+    const touched = typeof info?.lastCacheTouchAt === 'number' ? info.lastCacheTouchAt : this.handle.lastRequestAt.get(sessionOf(params))
+    return touched === undefined || now - touched > ttlMs
+  }
+
+  spendReason(guard) {
+    const minutes = Math.ceil(guard.remainingMs() / 60_000)
+    return `deferred: summary spend guard (${guard.windowCalls()} summarizer calls in the last ${Math.round(guard.windowMs / 60_000)} min, allowance ${guard.maxCalls}); automatic compaction resumes in ${minutes} min, a manual /compact runs now`
   }
 
   /**

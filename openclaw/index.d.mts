@@ -8,16 +8,32 @@ import type { LcmPluginConfig, ResolvedLcmPluginConfigValues } from './config.mj
 // The config types are generated from CONFIG_KEYS (`npm run gen:config`).
 export type { LcmPluginConfig, ResolvedLcmPluginConfigValues }
 
-/** One row of `CONFIG_KEYS`. */
+/** One row of `CONFIG_KEYS` (or one property of an `object` row). */
 export interface ConfigKey {
   /** The config name. */
   key: string
   /** Other names accepted for it. */
   aliases?: string[]
-  /** The environment variable that overrides it. */
-  env?: string
-  /** How a value is parsed; `list`: an array of strings, or a comma-separated string. */
-  type: 'number' | 'integer' | 'boolean' | 'string' | 'list'
+  /** The environment variable(s) that override it, the first one winning. */
+  env?: string | string[]
+  /**
+   * How a value is parsed; `list`: an array of strings, or a comma-separated string;
+   * `providers`: `[{provider, model}]`, or `provider/model,…`; `object`: the
+   * `properties` named (unknown ones warned); `array`: checked by `parse`.
+   */
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'list' | 'providers' | 'object' | 'array'
+  /** An `object` key's properties, each a row of its own. */
+  properties?: ConfigKey[]
+  /** An `array` key's item schema (JSON schema). */
+  items?: Record<string, unknown>
+  /** An `array` key's parser: its value and warnings, or undefined when invalid. */
+  parse?: (raw: unknown) => { value: unknown; warnings: string[] } | undefined
+  /** The TypeScript type written for it, when the value type does not say it. */
+  tsType?: string
+  /** The values a `string` key accepts. */
+  enum?: string[]
+  /** Why a lossless-claw key has no effect here (a start-up warning when it is set). */
+  noEffect?: string
   /** The `LcmEngine.open` option it feeds; absent when the plugin uses it. */
   option?: string
   /** One line for the schema, the UI and the types. */
@@ -65,6 +81,8 @@ export interface CreateContextEngineOptions {
   resolvedConfig?: ResolvedLcmPluginConfig
   /** Where the package is installed, named by `LCM_NATIVE_MISSING` (default: this module's package). */
   packageDir?: string
+  /** The clock of the summary spend guard and the prompt-cache TTL, in ms (default `Date.now`). */
+  now?: () => number
 }
 
 /** `info` of the engine. */

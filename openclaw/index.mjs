@@ -45,7 +45,15 @@ export function register(api, options = {}) {
   // The plugin holds one reference for the gateway's lifetime, so the database
   // stays open between the per-turn engine instances.
   // OpenClaw runs the plugin from a copy: errors name the installed directory.
-  const shared = { llm, summaryModel: config.summaryModel, summaryThinking: config.enableSummaryThinking, breaker, packageDir: api.rootDir }
+  const shared = {
+    llm,
+    summaryModel: config.summaryModel,
+    summaryThinking: config.enableSummaryThinking,
+    fallbackModels: (config.fallbackProviders ?? []).map((p) => `${p.provider}/${p.model}`),
+    spend: { windowMs: config.summaryCallWindowMs, maxCalls: config.summaryMaxCallsPerWindow, backoffMs: config.summarySpendBackoffMs },
+    breaker,
+    packageDir: api.rootDir,
+  }
   let lease = acquire(config.engineOptions, shared)
   // After `gateway_stop` the tools are withdrawn; the next engine the host asks
   // for (a restarted gateway) opens the database again, as it does after a failed open.

@@ -62,6 +62,61 @@ export class AuthBreaker {
   }
 }
 
+/**
+ * The summary spend guard of one session: past `maxCalls` summarizer calls within
+ * `windowMs`, automatic compaction backs off for `backoffMs` (it defers and says
+ * so; nothing is written for lack of budget). A manual compaction clears the
+ * backoff.
+ */
+export class SpendGuard {
+  constructor({ windowMs, maxCalls, backoffMs }, now = Date.now) {
+    this.windowMs = windowMs
+    this.maxCalls = maxCalls
+    this.backoffMs = backoffMs
+    this.now = now
+    /** Times of the calls inside the window, oldest first. */
+    this.calls = []
+    this.backoffUntil = 0
+  }
+
+  prune() {
+    const since = this.now() - this.windowMs
+    while (this.calls.length && this.calls[0] <= since) this.calls.shift()
+  }
+
+  /** Milliseconds of backoff left (0: automatic compaction may run). */
+  remainingMs() {
+    return Math.max(0, this.backoffUntil - this.now())
+  }
+
+  /** Calls counted in the current window. */
+  windowCalls() {
+    this.prune()
+    return this.calls.length
+  }
+
+  /** Counts `n` summarizer calls made now; starts the backoff past the allowance. */
+  record(n) {
+    const t = this.now()
+    for (let i = 0; i < n; i++) this.calls.push(t)
+    if (this.windowCalls() >= this.maxCalls) this.backoffUntil = t + this.backoffMs
+  }
+
+  /** A manual compaction: the backoff ends (its calls still count). */
+  clear() {
+    this.backoffUntil = 0
+  }
+}
+
+/** Whether an error of a host LLM call should hand the request to the next model: overload, timeout, rate limit, or an unusable answer. */
+export function isRetryableLlmError(err) {
+  if (err?.lcmBadResponse) return true
+  const status = err?.status ?? err?.statusCode ?? err?.response?.status
+  if (status === 408 || status === 425 || status === 429 || (typeof status === 'number' && status >= 500)) return true
+  const text = `${err?.code ?? ''} ${err?.name ?? ''} ${err?.message ?? ''}`
+  return /\b(overloaded|overload|rate[ _-]?limit|too many requests|timed? ?out|timeout|ETIMEDOUT|ECONNRESET|ECONNREFUSED|unavailable|529|503|502|500|429|AbortError)\b/i.test(text)
+}
+
 /** Whether an error thrown by a host LLM looks like refused credentials. */
 export function isAuthError(err) {
   const status = err?.status ?? err?.statusCode ?? err?.response?.status
@@ -71,27 +126,38 @@ export function isAuthError(err) {
 }
 
 /**
- * A summarizer callback over the host's `llm.complete`. Marks refused
- * credentials on `state` so the breaker can count them.
+ * A summarizer callback over the host's `llm.complete`: the configured model (the
+ * host's own when none), then each of `fallbacks` (`provider/model` refs) in order
+ * when a call is overloaded, times out, is rate limited or answers no text. Marks
+ * refused credentials on `state` so the breaker can count them; refused
+ * credentials end the chain.
  */
-export function hostSummarizer(llm, { model, state, thinking }) {
+export function hostSummarizer(llm, { model, state, thinking, fallbacks = [] }) {
+  const candidates = [model, ...fallbacks.filter((m) => m && m !== model)]
   return async (request) => {
-    try {
-      const result = await llm.complete({
-        messages: [{ role: 'user', content: request.prompt }],
-        systemPrompt: request.systemPrompt,
-        maxTokens: Math.max(256, Math.ceil(request.targetTokens * 1.5)),
-        ...(model ? { model } : {}),
-        // enableSummaryThinking: false asks the host for no reasoning; otherwise the model's default.
-        ...(thinking === false ? { reasoning: 'off' } : {}),
-        purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
-      })
-      state.lastAuthFailure = false
-      return { content: String(result?.text ?? ''), ...(result?.model ? { model: result.model } : {}) }
-    } catch (err) {
-      state.lastAuthFailure = isAuthError(err)
-      throw err
+    let last
+    for (const candidate of candidates) {
+      try {
+        const result = await llm.complete({
+          messages: [{ role: 'user', content: request.prompt }],
+          systemPrompt: request.systemPrompt,
+          maxTokens: Math.max(256, Math.ceil(request.targetTokens * 1.5)),
+          ...(candidate ? { model: candidate } : {}),
+          // enableSummaryThinking: false asks the host for no reasoning; otherwise the model's default.
+          ...(thinking === false ? { reasoning: 'off' } : {}),
+          purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
+        })
+        state.lastAuthFailure = false
+        const text = String(result?.text ?? '')
+        if (!text.trim()) throw Object.assign(new Error(`summarizer model ${candidate ?? '(host default)'} answered no text`), { lcmBadResponse: true })
+        return { content: text, ...(result?.model ? { model: result.model } : {}) }
+      } catch (err) {
+        state.lastAuthFailure = isAuthError(err)
+        last = err
+        if (state.lastAuthFailure || !isRetryableLlmError(err)) throw err
+      }
     }
+    throw last
   }
 }
 
@@ -111,6 +177,16 @@ export class SharedHandle {
     /** Grants of sub-agent sessions: child session key → grant id. */
     this.bindings = new Map()
     this.breaker = new AuthBreaker(breakerConfig.threshold, breakerConfig.cooldownMs)
+    /** The spend guard's settings; one guard per session key (`spendGuard`). */
+    this.spendConfig = { windowMs: 600_000, maxCalls: 24, backoffMs: 1_800_000 }
+    /** @type {Map<string, SpendGuard>} */
+    this.spendGuards = new Map()
+    /** Session key → when its last request was assembled (ms), for the prompt-cache TTL. */
+    this.lastRequestAt = new Map()
+    /** Session key → wire tokens per stored token of its last assembled context. */
+    this.wireRatio = new Map()
+    /** Sessions whose last maintenance compacted. */
+    this.compactedLastTurn = new Set()
     /** Set by the host-LLM summarizer: whether its last failure was refused credentials. */
     this.summarizerState = summarizerState
     this.toolDefinitions = null
@@ -175,6 +251,16 @@ export class SharedHandle {
     return this.budgets.get(session?.sessionKey) ?? this.budgets.get(session?.sessionId)
   }
 
+  /** The spend guard of a session (by key, else id). */
+  spendGuard(session, now = Date.now) {
+    let g = this.spendGuards.get(session)
+    if (!g) {
+      g = new SpendGuard(this.spendConfig, now)
+      this.spendGuards.set(session, g)
+    }
+    return g
+  }
+
   /** Feeds a compaction result to the auth breaker. */
   recordCompaction(result) {
     const auth = result.errorCode === 'LCM_LLM_AUTH' || (result.errorCode === 'LCM_CALLBACK' && this.summarizerState.lastAuthFailure)
@@ -196,7 +282,7 @@ export class SharedHandle {
  * use. `summarizer` (a host LLM callback) is installed only by the opener.
  * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
  */
-export function acquire(options, { breaker, llm, summaryModel, summaryThinking, packageDir } = {}) {
+export function acquire(options, { breaker, llm, summaryModel, summaryThinking, fallbackModels, spend, packageDir } = {}) {
   const key = databaseKey(options.dbPath)
   let handle = handles.get(key)
   if (!handle) {
@@ -205,10 +291,12 @@ export function acquire(options, { breaker, llm, summaryModel, summaryThinking, 
     // The host's LLM wins over a configured provider (whose name the host may own).
     let open = options
     if (llm) {
-      const { summaryProvider: _p, ...rest } = options
-      open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state, thinking: summaryThinking }) }
+      // The host's LLM tries the fallbacks itself (as `provider/model` refs).
+      const { summaryProvider: _p, fallbackProviders: _f, ...rest } = options
+      open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state, thinking: summaryThinking, fallbacks: fallbackModels }) }
     }
     handle = new SharedHandle(key, open, breakerConfig, state, packageDir)
+    if (spend) handle.spendConfig = spend
     handles.set(key, handle)
   }
   handle.refs += 1

@@ -23,6 +23,11 @@ function valueSchema(row) {
     return { type: 'object', additionalProperties: false, properties }
   }
   if (row.type === 'array') return { type: 'array', items: row.items }
+  if (row.type === 'providers') {
+    const ref = { type: 'string', pattern: '^[^/]+/.+$' }
+    const obj = { type: 'object', additionalProperties: false, required: ['provider', 'model'], properties: { provider: { type: 'string' }, model: { type: 'string' } } }
+    return { type: 'array', items: { anyOf: [obj, ref] } }
+  }
   const s = row.type === 'list' ? { type: 'array', items: { type: 'string' } } : { type: row.type }
   if (row.enum) s.enum = row.enum
   if (row.minimum !== undefined) s.minimum = row.minimum
@@ -60,7 +65,7 @@ export function uiHints(rows = CONFIG_KEYS) {
     if (!row.label) continue
     const notes = []
     if (row.minimum !== undefined && row.maximum !== undefined) notes.push(`${row.minimum}-${row.maximum}`)
-    if (row.default !== undefined && row.type !== 'boolean' && row.type !== 'list') notes.push(`default ${row.default}`)
+    if (row.default !== undefined && typeof row.default !== 'object' && row.type !== 'boolean') notes.push(`default ${row.default}`)
     hints[row.key] = { label: row.label, help: notes.length ? `${row.description} (${notes.join(', ')})` : row.description }
   }
   return hints
@@ -74,7 +79,7 @@ export function manifestText(current, rows = CONFIG_KEYS) {
   return JSON.stringify(manifest, null, 2) + '\n'
 }
 
-const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]' }
+const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]', providers: 'Array<{ provider: string; model: string } | string>' }
 
 /** The TypeScript type of a row's value. */
 function tsType(row) {

@@ -151,6 +151,41 @@ pub struct EngineOptions {
     /// `retry-after` (default 30000).
     #[ts(as = "Option<u64>", optional)]
     pub summary_retry_max_wait_ms: u64,
+    /// `fallbackProviders`: summarizers tried in order when the configured one is
+    /// overloaded, times out, is rate limited or answers something unusable (after
+    /// its own retries). A fallback of the configured provider reuses its base URL
+    /// and key; another provider uses its default URL and its environment key.
+    #[ts(as = "Option<Vec<FallbackProvider>>", optional)]
+    pub fallback_providers: Vec<FallbackProvider>,
+    /// `freshTailMaxBudgetRatio`: a token cap on the fresh tail as a share of each
+    /// call's token budget (with `freshTailMaxTokens`, the smaller wins; the newest
+    /// user turn is always kept whole). With `contextThreshold` it sets the headroom
+    /// a compaction leaves: a tail that fills the threshold on its own would be
+    /// compacted a few messages at a time, every turn. Default none.
+    pub fresh_tail_max_budget_ratio: Option<f64>,
+}
+
+/// The fresh tail's token cap under `budget`: `freshTailMaxTokens` and
+/// `freshTailMaxBudgetRatio × budget`, the smaller; none when neither is set.
+pub fn fresh_tail_cap(o: &EngineOptions, budget: i64) -> Option<i64> {
+    let share = o
+        .fresh_tail_max_budget_ratio
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .map(|r| (r * budget.max(0) as f64).floor() as i64);
+    match (o.fresh_tail_max_tokens, share) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One `fallbackProviders` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FallbackProvider {
+    /// `anthropic`, `openai`, `openai-responses` or `offline`.
+    pub provider: String,
+    /// The provider's model name.
+    pub model: String,
 }
 
 impl Default for EngineOptions {
@@ -192,6 +227,8 @@ impl Default for EngineOptions {
             summary_max_retries: 3,
             summary_retry_base_ms: 500,
             summary_retry_max_wait_ms: 30_000,
+            fallback_providers: Vec::new(),
+            fresh_tail_max_budget_ratio: None,
         }
     }
 }
@@ -276,6 +313,16 @@ impl EngineOptions {
                 "contextThreshold must be in (0, 1], got {}",
                 self.context_threshold
             )));
+        }
+        if let Some(r) = self.fresh_tail_max_budget_ratio {
+            if !(r > 0.0 && r <= 1.0) {
+                return Err(LcmError::invalid(format!(
+                    "freshTailMaxBudgetRatio must be in (0, 1], got {r}"
+                )));
+            }
+        }
+        for f in &self.fallback_providers {
+            crate::summarize::Provider::parse(&f.provider)?;
         }
         Ok(())
     }

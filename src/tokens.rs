@@ -53,6 +53,73 @@ fn quarters(text: &str) -> u64 {
     total
 }
 
+/// Hundredths of a token per byte of ASCII as providers' BPE tokenizers split
+/// serialized JSON: letters and spaces 0.28, digits 0.34 (numbers split in groups
+/// of up to three), punctuation and control characters 0.6 (JSON quotes, braces
+/// and escapes are mostly tokens of their own). Calibrated on serialized agent
+/// messages (prose, code, tool JSON, CJK) against the larger of the `o200k` and
+/// `cl100k` counts: 1.07–1.18× their total, no message more than 4 % below it
+/// (docs/decisions/token-counting.md).
+const WIRE_ASCII: [u8; 128] = {
+    let mut t = [60u8; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        if b.is_ascii_alphabetic() || b == b' ' {
+            t[c] = 28;
+        } else if b.is_ascii_digit() {
+            t[c] = 34;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// Hundredths of a token of one non-ASCII code point on the wire: CJK 1.5 (rare
+/// ideographs take two byte-level tokens), other supplementary-plane code points
+/// (emoji) 2, everything else 0.6.
+fn wire_hundredths(c: char) -> u64 {
+    match quarter_tokens(c) {
+        6 => 150,
+        8 => 200,
+        _ => 60,
+    }
+}
+
+/// A conservative token count of text as a provider receives it (serialized JSON
+/// included): what the budget of an assembled context is held to when no exact
+/// tokenizer applies. Higher than [`estimate`] (which stays the stored and
+/// reference-compatible count).
+pub fn estimate_wire(text: &str) -> i64 {
+    let mut total = 0u64;
+    for c in text.chars() {
+        total += if c.is_ascii() {
+            u64::from(WIRE_ASCII[c as usize])
+        } else {
+            wire_hundredths(c)
+        };
+    }
+    total.div_ceil(100) as i64
+}
+
+/// The longest prefix of `text` whose [`estimate_wire`] stays within `max_tokens`,
+/// cut on a code-point boundary.
+pub fn truncate_to_wire(text: &str, max_tokens: i64) -> &str {
+    let budget = (max_tokens.max(0) as u64) * 100;
+    let mut used = 0u64;
+    for (i, c) in text.char_indices() {
+        used += if c.is_ascii() {
+            u64::from(WIRE_ASCII[c as usize])
+        } else {
+            wire_hundredths(c)
+        };
+        if used > budget {
+            return crate::text::head(text, i);
+        }
+    }
+    text
+}
+
 /// The longest prefix of `text` whose estimate stays within `max_tokens`, cut on a
 /// code-point boundary.
 pub fn truncate_to_tokens(text: &str, max_tokens: i64) -> &str {
@@ -102,6 +169,34 @@ mod tests {
         for s in samples {
             let naive: u64 = s.chars().map(quarter_tokens).sum();
             assert_eq!(quarters(&s), naive, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn wire_counts_json_punctuation_and_cjk_above_the_stored_estimate() {
+        assert_eq!(estimate_wire(""), 0);
+        let json = r#"{"role":"toolResult","content":[{"type":"text","text":"ok"}]}"#;
+        assert!(estimate_wire(json) > estimate(json));
+        assert_eq!(estimate_wire("漢字"), 3);
+        assert_eq!(estimate_wire("😀"), 2);
+        assert_eq!(estimate_wire("abcd"), 2);
+    }
+
+    #[test]
+    fn wire_truncation_is_the_longest_prefix_within_the_cap() {
+        for s in ["abc def, ghi.", "漢字漢字", "x\"y\nz😀😀", ""] {
+            for cap in 0..8 {
+                let t = truncate_to_wire(s, cap);
+                assert!(s.starts_with(t));
+                assert!(estimate_wire(t) <= cap, "{t:?} over {cap}");
+                if t.len() < s.len() {
+                    let next = crate::text::prefix_chars(s, t.chars().count() + 1);
+                    assert!(
+                        estimate_wire(next) > cap || next.len() == t.len(),
+                        "{s:?} {cap}"
+                    );
+                }
+            }
         }
     }
 

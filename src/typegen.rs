@@ -134,6 +134,7 @@ pub fn generated() -> String {
     out.push_str("\n/* ---- Engine options ---- */\n");
     declare!(&cfg, &mut out;
         crate::config::SummaryFormat,
+        crate::config::FallbackProvider,
         crate::config::EngineOptions,
     );
     out.push_str("\n/* ---- Errors ---- */\n");
@@ -220,6 +221,7 @@ pub fn generated() -> String {
         compaction::Evaluation,
         compaction::Mode,
         compaction::pass::PassRecord,
+        crate::summarize::meter::Usage,
         compaction::CompactResult,
         compaction::turn::AfterTurnResult,
     );

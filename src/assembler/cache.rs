@@ -53,6 +53,8 @@ pub struct CachedSummary {
     pub content: Range<usize>,
     /// Its token estimate.
     pub cost: i64,
+    /// Its wire count as a user message ([`super::wire_tokens`]).
+    pub wire: i64,
 }
 
 /// A rebuilt message and the stored columns it was rebuilt from.
@@ -66,6 +68,8 @@ pub struct CachedMessage {
     pub message: super::SharedMessage,
     /// Whether presenting it downgraded a tool result.
     pub downgraded: bool,
+    /// Its wire count as presented ([`super::wire_tokens`]).
+    pub wire: i64,
 }
 
 impl Cache {
@@ -174,6 +178,7 @@ mod tests {
             text,
             content: range,
             cost: 0,
+            wire: 0,
         };
         (c, view)
     }
@@ -223,6 +228,7 @@ mod tests {
                     envelope: None,
                     message: crate::assembler::SharedMessage::new(serde_json::Value::Null),
                     downgraded: false,
+                    wire: 0,
                 },
             );
             c.put(id, p);

@@ -141,8 +141,15 @@ pub struct AssembleStats {
     /// True when the output is over the budget (only when the newest user turn
     /// alone is).
     pub over_budget: bool,
+    /// The output's stored token counts (what compaction thresholds count), beside
+    /// `estimatedTokens` (its wire count): their ratio scales stored counts to what
+    /// providers see.
+    pub stored_tokens: i64,
     /// Oldest messages (fresh-tail or live) dropped to stay within the budget.
     pub clamped_messages: usize,
+    /// Tool results of the newest user turn cut to fit the budget (when that turn
+    /// alone is over it).
+    pub trimmed_tool_results: usize,
     /// Their tokens.
     pub clamped_tokens: i64,
     /// True when the live messages were returned.
@@ -209,6 +216,9 @@ pub struct Entry {
     pub message: SharedMessage,
     /// Its token estimate; `None` once changed (recomputed at the end).
     pub tokens: Option<i64>,
+    /// Its wire count ([`wire_tokens`]) when known; used only while `tokens` is
+    /// `Some` (unchanged).
+    pub wire: Option<i64>,
     /// Context ordinal (`-1` for synthetic messages).
     pub ordinal: i64,
     /// What it was made from.
@@ -232,6 +242,7 @@ impl Entry {
         Entry {
             message: SharedMessage::new(message),
             tokens: None,
+            wire: None,
             ordinal: -1,
             source: Source::Synthetic,
         }
@@ -246,6 +257,42 @@ impl Entry {
     fn cost(&self) -> i64 {
         self.tokens.unwrap_or_else(|| message_tokens(&self.message))
     }
+
+    /// What the budget holds this message to: its wire count, cached while it is
+    /// unchanged.
+    fn wire_cost(&self) -> i64 {
+        match (self.tokens, self.wire) {
+            (Some(_), Some(w)) => w,
+            _ => wire_tokens(&self.message),
+        }
+    }
+}
+
+/// Tokens a provider adds per message around its serialized content (role and
+/// separators), on top of [`tokens::estimate_wire`] of its JSON.
+pub const MESSAGE_OVERHEAD_TOKENS: i64 = 4;
+
+/// The conservative wire count of a message: [`tokens::estimate_wire`] of its JSON
+/// (envelope, tool-call arguments and ids included) plus
+/// [`MESSAGE_OVERHEAD_TOKENS`]. What `estimatedTokens` and the hard budget count.
+pub fn wire_tokens(v: &Value) -> i64 {
+    tokens::estimate_wire(&v.to_string()) + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// The message a summary is presented as.
+fn summary_message(text: &str, timestamp_ms: i64) -> Value {
+    json!({"role": "user", "content": text, "timestamp": timestamp_ms})
+}
+
+/// [`wire_tokens`] of a summary presented as a user message.
+fn wire_of_summary(text: &str, timestamp_ms: i64) -> i64 {
+    wire_tokens(&summary_message(text, timestamp_ms))
+}
+
+/// Wire count of the recall guidance, which joins the output with the first
+/// summary.
+fn guidance_tokens() -> i64 {
+    tokens::estimate_wire(RECALL_GUIDANCE)
 }
 
 /// Estimated tokens of an AgentMessage, computed as ingest computes a stored
@@ -322,7 +369,8 @@ pub async fn run_with_live_count(
     live_count: Option<usize>,
 ) -> Result<AssembleResult> {
     let req = validate(p)?;
-    let settings = Settings::from_options(opts);
+    let mut settings = Settings::from_options(opts);
+    settings.fresh_tail_max_tokens = crate::config::fresh_tail_cap(opts, req.budget);
     let (session, budget) = (req.session.clone(), req.budget);
     let cache = cache.clone();
     let outcome = store
@@ -375,7 +423,7 @@ pub fn fill_live(mut r: AssembleResult, live: Vec<Value>) -> AssembleResult {
 
 /// The hard budget over live messages (their estimates computed as at ingest).
 pub fn clamp_live(live: &[Value], budget: i64) -> clamp::Clamp {
-    let costs: Vec<i64> = live.iter().map(message_tokens).collect();
+    let costs: Vec<i64> = live.iter().map(wire_tokens).collect();
     let refs: Vec<&Value> = live.iter().collect();
     clamp::clamp(&refs, &costs, budget)
 }
@@ -535,20 +583,107 @@ fn assemble_with(
     Ok(finish(clamp_entries(out, &mut stats), stats))
 }
 
-/// Applies the hard budget ([`clamp`]) to the assembled entries.
+/// Applies the hard budget ([`clamp`]) to the assembled entries, by their wire
+/// counts, leaving room for the recall guidance when a summary is included.
 fn clamp_entries(out: Vec<Entry>, stats: &mut AssembleStats) -> Vec<Entry> {
-    let costs: Vec<i64> = out.iter().map(Entry::cost).collect();
+    let costs: Vec<i64> = out.iter().map(Entry::wire_cost).collect();
     let refs: Vec<&Value> = out.iter().map(|e| &*e.message).collect();
-    let c = clamp::clamp(&refs, &costs, stats.token_budget);
-    if c.dropped == 0 {
-        return out;
+    let guidance = if out.iter().any(|e| e.source == Source::Summary) {
+        guidance_tokens()
+    } else {
+        0
+    };
+    let room = stats.token_budget - guidance;
+    let c = clamp::clamp(&refs, &costs, room);
+    let mut kept: Vec<Entry> = if c.dropped == 0 {
+        out
+    } else {
+        stats.clamped_messages = c.dropped;
+        stats.clamped_tokens = c.dropped_tokens;
+        out.into_iter()
+            .zip(c.keep)
+            .filter_map(|(e, keep)| keep.then_some(e))
+            .collect()
+    };
+    if c.tokens > room {
+        stats.trimmed_tool_results = trim_tool_results(&mut kept, room);
     }
-    stats.clamped_messages = c.dropped;
-    stats.clamped_tokens = c.dropped_tokens;
-    out.into_iter()
-        .zip(c.keep)
-        .filter_map(|(e, keep)| keep.then_some(e))
-        .collect()
+    kept
+}
+
+/// Tool results shorter than this many wire tokens are never cut.
+const MIN_TRIMMED_RESULT_TOKENS: i64 = 256;
+
+/// When what the clamp may not drop (the newest user turn) is still over `room`,
+/// the largest tool results in it are cut to fit: their text keeps its head and
+/// ends with [`TRIM_MARKER`] (the whole result stays in the store, where recall finds
+/// it). Returns how many were cut.
+fn trim_tool_results(out: &mut [Entry], room: i64) -> usize {
+    let mut total: i64 = out.iter().map(Entry::wire_cost).sum();
+    let mut trimmed = 0;
+    // Each round cuts one result; a result is cut at most once.
+    let mut done = vec![false; out.len()];
+    while total > room {
+        let largest = out
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| !done[*i] && pairing::role(&e.message) == "toolResult")
+            .map(|(i, e)| (i, e.wire_cost()))
+            .max_by_key(|(_, c)| *c);
+        let Some((i, cost)) = largest.filter(|(_, c)| *c > MIN_TRIMMED_RESULT_TOKENS) else {
+            break;
+        };
+        done[i] = true;
+        let target = (cost - (total - room)).max(MIN_TRIMMED_RESULT_TOKENS);
+        let e = &mut out[i];
+        if !trim_result_text(e.message_mut(), cost - target) {
+            continue;
+        }
+        e.tokens = None;
+        total += e.wire_cost() - cost;
+        trimmed += 1;
+    }
+    trimmed
+}
+
+/// Appended to a tool result cut to fit the budget.
+pub const TRIM_MARKER: &str = "\n[lcm-native: tool result cut to fit the token budget; the whole result is stored: lcm_grep / lcm_expand_query find the rest]";
+
+/// Cuts the text of a tool result (string content or its text blocks, longest
+/// first) by about `excess` wire tokens, ending it with [`TRIM_MARKER`]. False when
+/// it has no text to cut.
+fn trim_result_text(message: &mut Value, excess: i64) -> bool {
+    let marker = tokens::estimate_wire(TRIM_MARKER);
+    // Escaped characters (newlines, quotes) cost about twice on the wire: keep a
+    // margin of a quarter.
+    let cut = (excess + marker) + (excess + marker) / 4;
+    let Some(content) = message.get_mut("content") else {
+        return false;
+    };
+    let text: &mut Value = match content {
+        Value::String(_) => content,
+        Value::Array(blocks) => {
+            let Some(b) = blocks
+                .iter_mut()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .max_by_key(|b| b.get("text").and_then(Value::as_str).map_or(0, str::len))
+            else {
+                return false;
+            };
+            match b.get_mut("text") {
+                Some(t) => t,
+                None => return false,
+            }
+        }
+        _ => return false,
+    };
+    let Some(s) = text.as_str() else {
+        return false;
+    };
+    let keep = (tokens::estimate_wire(s) - cut).max(0);
+    let head = tokens::truncate_to_wire(s, keep);
+    *text = Value::String(format!("{head}{TRIM_MARKER}"));
+    true
 }
 
 /// The selected items as entries: summaries as user messages; messages as the
@@ -570,11 +705,13 @@ fn entries(
     let mut parts = messages::parts_of(conn, &misses)?;
     let mut out = Vec::with_capacity(items.len());
     for item in items {
+        let item_message_id = match &item.body {
+            select::Body::Message(Some(select::Message::Stored(m))) => Some(m.message_id),
+            _ => None,
+        };
         let (message, source) = match item.body {
             select::Body::Summary(Some(s)) => (
-                SharedMessage::new(
-                    json!({"role": "user", "content": s.text, "timestamp": s.timestamp_ms}),
-                ),
+                SharedMessage::new(summary_message(&s.text, s.timestamp_ms)),
                 Source::Summary,
             ),
             select::Body::Message(Some(m)) => {
@@ -584,9 +721,19 @@ fn entries(
             }
             _ => continue,
         };
+        let wire = match (item.wire, &source) {
+            (Some(w), _) => Some(w),
+            (None, Source::Message) => reuse
+                .next
+                .messages
+                .get(&item_message_id.unwrap_or(-1))
+                .map(|c| c.wire),
+            _ => None,
+        };
         out.push(Entry {
             message,
             tokens: Some(item.cost),
+            wire,
             ordinal: item.ordinal,
             source,
         });
@@ -613,12 +760,14 @@ fn message_for(
     stored.parts = parts.remove(&id).unwrap_or_default();
     let mut message = rebuild::rebuild(&stored);
     let downgraded = present(&mut message, &stored.content);
+    let wire = wire_tokens(&message);
     let message = SharedMessage::new(message);
     let cached = cache::CachedMessage {
         content: stored.content,
         envelope: stored.envelope,
         message: message.clone(),
         downgraded,
+        wire,
     };
     reuse.next.messages.insert(id, cached);
     (message, downgraded)
@@ -654,10 +803,12 @@ fn present(message: &mut Value, plain_text: &str) -> bool {
 
 fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
     let mut estimated_tokens = 0i64;
+    let mut stored = 0i64;
     let mut messages = Vec::with_capacity(out.len());
     let mut summary_positions = Vec::new();
     for e in out {
-        estimated_tokens += e.cost();
+        estimated_tokens += e.wire_cost();
+        stored += e.cost();
         match e.source {
             Source::Summary => {
                 stats.summaries_included += 1;
@@ -668,7 +819,11 @@ fn finish(out: Vec<Entry>, mut stats: AssembleStats) -> AssembleResult {
         }
         messages.push(e.message);
     }
+    if stats.summaries_included > 0 {
+        estimated_tokens += guidance_tokens();
+    }
     stats.over_budget = estimated_tokens > stats.token_budget;
+    stats.stored_tokens = stored;
     AssembleResult {
         system_prompt_addition: (stats.summaries_included > 0).then(|| RECALL_GUIDANCE.to_owned()),
         messages,

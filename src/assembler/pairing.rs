@@ -574,6 +574,7 @@ mod tests {
             .map(|(i, m)| Entry {
                 message: crate::assembler::SharedMessage::new(m.clone()),
                 tokens: Some(1),
+                wire: None,
                 ordinal: i as i64,
                 source: Source::Message,
             })

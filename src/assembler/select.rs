@@ -64,6 +64,8 @@ pub struct Item {
     pub ordinal: i64,
     /// Tokens as presented (XML for summaries, stored count for messages).
     pub cost: i64,
+    /// The cached wire count, when known.
+    pub wire: Option<i64>,
     /// Where it ended up.
     pub state: State,
     /// Its content.
@@ -72,21 +74,28 @@ pub struct Item {
 
 impl Item {
     fn new(conn: &Connection, row: ContextRow, s: &Settings, reuse: &mut Reuse) -> Result<Item> {
-        let (cost, body) = match (row.is_message, row.summary) {
+        let (cost, wire, body) = match (row.is_message, row.summary) {
             (true, _) => {
                 let message = row.message.map(|m| message(m, reuse));
-                (row.tokens.max(0), Body::Message(message))
+                let wire = match &message {
+                    Some(Message::Cached(_, hit)) => Some(hit.wire),
+                    _ => None,
+                };
+                (row.tokens.max(0), wire, Body::Message(message))
             }
             (false, Some(view)) => {
                 let timestamp_ms = xml::timestamp_ms(&view);
-                let (text, cost) = present_summary(conn, view, row.parents_loaded, s, reuse)?;
-                (cost, Body::Summary(Some(Presented { text, timestamp_ms })))
+                let (text, cost, wire) =
+                    present_summary(conn, view, row.parents_loaded, timestamp_ms, s, reuse)?;
+                let body = Body::Summary(Some(Presented { text, timestamp_ms }));
+                (cost, Some(wire), body)
             }
-            (false, None) => (0, Body::Summary(None)),
+            (false, None) => (0, None, Body::Summary(None)),
         };
         Ok(Item {
             ordinal: row.ordinal,
             cost,
+            wire,
             state: State::Pending,
             body,
         })
@@ -115,12 +124,13 @@ fn present_summary(
     conn: &Connection,
     mut view: SummaryView,
     parents_loaded: bool,
+    timestamp_ms: i64,
     s: &Settings,
     reuse: &mut Reuse,
-) -> Result<(String, i64)> {
+) -> Result<(String, i64, i64)> {
     let id = view.summary_id.clone();
     if let Some(hit) = reuse.old.summaries.remove(&id).filter(|c| c.matches(&view)) {
-        let out = (hit.text.clone(), hit.cost);
+        let out = (hit.text.clone(), hit.cost, hit.wire);
         reuse.next.summaries.insert(id, hit);
         return Ok(out);
     }
@@ -129,6 +139,7 @@ fn present_summary(
     }
     let text = xml::render(&view, s.format, s.zone);
     let cost = tokens::estimate(&text);
+    let wire = super::wire_of_summary(&text, timestamp_ms);
     if let Some(content) = xml::content_range(&text, s.format) {
         view.content = String::new();
         let cached = CachedSummary {
@@ -136,10 +147,11 @@ fn present_summary(
             text: text.clone(),
             content,
             cost,
+            wire,
         };
         reuse.next.summaries.insert(id, cached);
     }
-    Ok((text, cost))
+    Ok((text, cost, wire))
 }
 
 /// The previous assembly's items and the ones this assembly uses.

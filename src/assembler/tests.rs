@@ -127,17 +127,15 @@ fn is_summary(m: &Value) -> bool {
             .is_some_and(|c| c.starts_with("<summary "))
 }
 
+/// What `estimatedTokens` must be: the wire count of every message sent, plus the
+/// recall guidance when a summary is.
 fn honest(r: &AssembleResult) -> i64 {
-    r.messages
-        .iter()
-        .map(|m| {
-            if is_summary(m) {
-                tokens::estimate(m["content"].as_str().unwrap())
-            } else {
-                message_tokens(m)
-            }
-        })
-        .sum()
+    let guidance = if r.messages.iter().any(|m| is_summary(m)) {
+        tokens::estimate_wire(RECALL_GUIDANCE)
+    } else {
+        0
+    };
+    r.messages.iter().map(|m| wire_tokens(m)).sum::<i64>() + guidance
 }
 
 #[test]
@@ -183,7 +181,7 @@ fn summaries_and_messages_interleave_in_context_order() {
 
 #[test]
 fn the_budget_keeps_the_newest_contiguous_run() {
-    // Costs: tiny 1, big 100, small 5; tail = the last user message (1 token).
+    // Costs: tiny, big, small; tail = the last user message.
     let msgs = [
         user("abcd"),
         say(&"x".repeat(400)),
@@ -191,13 +189,15 @@ fn the_budget_keeps_the_newest_contiguous_run() {
         user("zzzz"),
     ];
     let d = db(&msgs);
-    let r = d.assemble(11, &settings(1));
+    let all = d.assemble(100_000, &settings(1));
+    let small = wire_tokens(&all.messages[2]) + wire_tokens(&all.messages[3]);
+    let r = d.assemble(small + 1, &settings(1));
     let out = plain(&r);
     // The small message fits; the big one does not, so the tiny older one goes too.
     assert_eq!(out, [user(&"y".repeat(20)), user("zzzz")]);
     assert_eq!(r.stats.dropped_for_budget, 2);
-    assert_eq!(r.estimated_tokens, 6);
-    let r = d.assemble(200, &settings(1));
+    assert_eq!(r.estimated_tokens, small);
+    let r = d.assemble(all.estimated_tokens, &settings(1));
     assert_eq!(r.messages.len(), 4);
     assert!(!r.stats.over_budget);
 }
@@ -211,11 +211,17 @@ fn an_over_budget_tail_is_clamped_to_the_newest_user_turn() {
         say(&"a".repeat(40)),
     ];
     let d = db(&msgs);
-    let r = d.assemble(50, &settings(4));
+    let all = d.assemble(100_000, &settings(4));
+    let budget = wire_tokens(&all.messages[2]) + wire_tokens(&all.messages[3]) + 10;
+    let r = d.assemble(budget, &settings(4));
     assert_eq!(plain(&r), [user(&"q".repeat(40)), say(&"a".repeat(40))]);
     assert!(!r.stats.over_budget);
-    assert_eq!((r.stats.clamped_messages, r.stats.clamped_tokens), (2, 200));
-    assert!(r.estimated_tokens <= 50);
+    let dropped = wire_tokens(&all.messages[0]) + wire_tokens(&all.messages[1]);
+    assert_eq!(
+        (r.stats.clamped_messages, r.stats.clamped_tokens),
+        (2, dropped)
+    );
+    assert!(r.estimated_tokens <= budget);
 }
 
 #[test]
@@ -231,7 +237,7 @@ fn the_tail_is_kept_over_budget() {
     assert_eq!(plain(&r), [user(&"q".repeat(400)), say(&"a".repeat(400))]);
     assert!(r.stats.over_budget);
     assert_eq!((r.stats.tail_items, r.stats.tail_tokens), (2, 200));
-    assert_eq!(r.estimated_tokens, 200);
+    assert_eq!(r.estimated_tokens, honest(&r));
     assert_eq!(r.stats.tail_start_ordinal, Some(2));
 }
 
@@ -610,7 +616,7 @@ fn guards_fall_back_to_live_messages() {
         vec![user("live")],
     );
     assert_eq!(r.messages, [SharedMessage::new(user("live"))]);
-    assert_eq!(r.estimated_tokens, 1);
+    assert_eq!(r.estimated_tokens, wire_tokens(&user("live")));
     assert!(r.stats.live_fallback);
 }
 
@@ -636,4 +642,113 @@ fn bad_parameters_are_invalid_input() {
     );
     assert_eq!(p(json!({"sessionId": "s"})), Some(ErrorCode::InvalidInput));
     assert_eq!(p(json!({"sessionId": "s", "tokenBudget": 10.7})), None);
+}
+
+#[test]
+fn a_newest_turn_over_the_budget_has_its_largest_tool_result_cut_to_fit() {
+    let big = "line of code that keeps going; ".repeat(400);
+    let msgs = [
+        user("older"),
+        say("older answer"),
+        user("read the file"),
+        call("c1"),
+        result("c1", &big),
+        say("done"),
+    ];
+    let d = db(&msgs);
+    let budget = 600;
+    let r = d.assemble(budget, &settings(4));
+    assert!(
+        r.estimated_tokens <= budget,
+        "{} > {budget}",
+        r.estimated_tokens
+    );
+    assert!(!r.stats.over_budget);
+    assert_eq!(r.stats.trimmed_tool_results, 1);
+    assert_eq!(r.estimated_tokens, honest(&r));
+    let out = plain(&r);
+    assert_eq!(out[0], user("read the file"));
+    let text = out[2]["content"][0]["text"].as_str().unwrap();
+    assert!(text.ends_with(TRIM_MARKER), "{text}");
+    assert!(big.starts_with(text.strip_suffix(TRIM_MARKER).unwrap()));
+    // With room, nothing is cut.
+    let r = d.assemble(100_000, &settings(4));
+    assert_eq!(r.stats.trimmed_tool_results, 0);
+    assert_eq!(plain(&r)[4]["content"][0]["text"], big.as_str());
+}
+
+mod budget_props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One piece of a transcript: prose, code, CJK, or tool-call JSON.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z ,.]{1,400}",
+            "(fn [a-z_]{1,8}\\(x: i64\\) -> i64 \\{ x \\+ [0-9]{1,4} \\}\n){1,20}",
+            "[一-龥ぁ-んア-ン가-힣。、]{1,200}",
+            "(\\{\"id\": [0-9]{1,6}, \"ok\": (true|false), \"v\": \\[[0-9, ]{0,20}\\]\\}, ){1,20}",
+            crate::text::strategies::text(120),
+        ]
+    }
+
+    /// A transcript of user turns, replies, and tool calls with their results.
+    fn transcript() -> impl Strategy<Value = Vec<Value>> {
+        prop::collection::vec((0u8..4, piece()), 1..40).prop_map(|turns| {
+            let mut out = vec![user("start")];
+            for (k, (kind, text)) in turns.into_iter().enumerate() {
+                match kind {
+                    0 => out.push(user(&text)),
+                    1 => out.push(say(&text)),
+                    _ => {
+                        let id = format!("c{k}");
+                        out.push(call(&id));
+                        out.push(result(&id, &text));
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The serialized output stays within the budget by the chosen count (and by
+        /// chars/4 of its JSON) unless the newest user turn alone is over it, and
+        /// `estimatedTokens` is that count.
+        #[test]
+        fn the_serialized_output_holds_the_budget(
+            msgs in transcript(),
+            budget in 30i64..6_000,
+            tail in 0i64..8,
+            summarized in 0usize..3,
+        ) {
+            let mut d = db(&msgs);
+            if summarized > 0 && msgs.len() > summarized * 2 + 1 {
+                d.leaf(&"earlier work, summarized ".repeat(20), 0..summarized * 2);
+            }
+            let r = d.assemble(budget, &settings(tail));
+            prop_assert_eq!(r.estimated_tokens, honest(&r));
+            if r.messages.is_empty() {
+                // Nothing fits (the session-level guard then sends the live messages).
+                return Ok(());
+            }
+            let wire = serde_json::to_string(&r.messages).unwrap();
+            let guidance = r.system_prompt_addition.as_deref().unwrap_or("");
+            let chosen = tokens::estimate_wire(&wire) + tokens::estimate_wire(guidance);
+            prop_assert!(chosen <= r.estimated_tokens, "{chosen} > {}", r.estimated_tokens);
+            let chars4 = (wire.len() + guidance.len()).div_ceil(4) as i64;
+            prop_assert!(chars4 <= r.estimated_tokens, "chars/4 {chars4} > {}", r.estimated_tokens);
+            if r.estimated_tokens > budget {
+                prop_assert!(r.stats.over_budget);
+                // Over only when what the clamp may not drop is: the output starts
+                // at the newest user message (or has none: the session-level guard
+                // then sends the live messages, clamped).
+                let newest = r.messages.iter().rposition(|m| pairing::role(m) == "user");
+                prop_assert!(matches!(newest, None | Some(0)), "over budget with droppable messages left");
+            }
+        }
+    }
 }

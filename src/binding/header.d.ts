@@ -328,6 +328,14 @@ export interface AssembleResult<M extends AgentMessage = StoredAgentMessage> {
 /** How summaries are presented in assembled context. */
 export type SummaryFormat = "xml" | "compact";
 
+/** One `fallbackProviders` entry. */
+export type FallbackProvider = {
+  /** `anthropic`, `openai`, `openai-responses` or `offline`. */
+  provider: string,
+  /** The provider's model name. */
+  model: string,
+};
+
 /**
  * Every option of the engine (`LcmOptions` adds the JavaScript-only ones). Field
  * docs name the JavaScript key. Every key is optional; unknown keys are rejected
@@ -454,6 +462,21 @@ export type EngineOptions = {
    * `retry-after` (default 30000).
    */
   summaryRetryMaxWaitMs?: number,
+  /**
+   * `fallbackProviders`: summarizers tried in order when the configured one is
+   * overloaded, times out, is rate limited or answers something unusable (after
+   * its own retries). A fallback of the configured provider reuses its base URL
+   * and key; another provider uses its default URL and its environment key.
+   */
+  fallbackProviders?: Array<FallbackProvider>,
+  /**
+   * `freshTailMaxBudgetRatio`: a token cap on the fresh tail as a share of each
+   * call's token budget (with `freshTailMaxTokens`, the smaller wins; the newest
+   * user turn is always kept whole). With `contextThreshold` it sets the headroom
+   * a compaction leaves: a tail that fills the threshold on its own would be
+   * compacted a few messages at a time, every turn. Default none.
+   */
+  freshTailMaxBudgetRatio?: number,
 };
 
 /* ---- Errors ---- */
@@ -1054,6 +1077,17 @@ export type ConversationStats = {
   contextItems: number,
   /** Σ tokens of the context list. */
   contextTokens: number,
+  /**
+   * Summarizer requests made for this conversation since the engine opened
+   * (answered or failed; filled by the engine, not stored).
+   */
+  summarizerCalls: number,
+  /** Of those, the failed ones. */
+  summarizerFailures: number,
+  /** Estimated input tokens of the answered requests. */
+  summarizerInputTokens: number,
+  /** Estimated tokens of their answers. */
+  summarizerOutputTokens: number,
 };
 
 /** Parameters of `insertSummary`. */
@@ -1202,10 +1236,7 @@ export type CompactionRecord = {
   tokensAfter: number,
   /** Summaries written. */
   passes: number,
-  /**
-   * Summarizer requests made: one per pass, two when the aggressive prompt was
-   * needed; none for a deterministic fallback that needed no request.
-   */
+  /** Summarizer requests made (answered or failed), as metered. */
   summarizerCalls: number,
   /** Passes that fell back to deterministic truncation. */
   fallbacks: number,
@@ -1365,8 +1396,19 @@ export type AssembleStats = {
    * alone is).
    */
   overBudget: boolean,
+  /**
+   * The output's stored token counts (what compaction thresholds count), beside
+   * `estimatedTokens` (its wire count): their ratio scales stored counts to what
+   * providers see.
+   */
+  storedTokens: number,
   /** Oldest messages (fresh-tail or live) dropped to stay within the budget. */
   clampedMessages: number,
+  /**
+   * Tool results of the newest user turn cut to fit the budget (when that turn
+   * alone is over it).
+   */
+  trimmedToolResults: number,
   /** Their tokens. */
   clampedTokens: number,
   /** True when the live messages were returned. */
@@ -1563,6 +1605,18 @@ export type CompactionPass = {
   contextTokensAfter: number,
 };
 
+/** Summarizer requests and their tokens. */
+export type SummarizerUsage = {
+  /** Requests sent (answered or failed). */
+  calls: number,
+  /** Requests that failed (error, timeout, refused). */
+  failures: number,
+  /** Estimated input tokens of the answered requests. */
+  inputTokens: number,
+  /** Estimated tokens of their answers. */
+  outputTokens: number,
+};
+
 /** The result of `compact` (never an error for "nothing to do"). */
 export type CompactResult = {
   /** False when the summarizer failed, or `untilUnder` missed its target. */
@@ -1600,6 +1654,8 @@ export type CompactResult = {
   rounds: number,
   /** Every written pass, in order. */
   passes: Array<CompactionPass>,
+  /** Summarizer requests this call made and their estimated tokens. */
+  summarizer: SummarizerUsage,
 };
 
 /** Result of `afterTurn`. */

@@ -70,6 +70,8 @@ pub struct Coordinator {
     next_id: AtomicU64,
     /// The newest compaction that wrote something, per conversation (this process).
     last: Mutex<HashMap<i64, CompactionRecord>>,
+    /// Summarizer spend per conversation since the engine opened.
+    usage: Mutex<HashMap<i64, crate::summarize::meter::Usage>>,
 }
 
 /// A compaction that wrote summaries, as this process saw it (`status`).
@@ -88,8 +90,7 @@ pub struct CompactionRecord {
     pub tokens_after: i64,
     /// Summaries written.
     pub passes: i64,
-    /// Summarizer requests made: one per pass, two when the aggressive prompt was
-    /// needed; none for a deterministic fallback that needed no request.
+    /// Summarizer requests made (answered or failed), as metered.
     pub summarizer_calls: i64,
     /// Passes that fell back to deterministic truncation.
     pub fallbacks: i64,
@@ -108,12 +109,6 @@ impl CompactionRecord {
             return None;
         }
         use crate::summarize::Level;
-        let calls = |l: Level| match l {
-            Level::Normal | Level::Capped => 1,
-            Level::Aggressive => 2,
-            // The pipeline tried both prompts before truncating.
-            Level::Fallback => 2,
-        };
         Some(CompactionRecord {
             at: crate::timestamp::to_iso(chrono::Utc::now()),
             mode: r.mode,
@@ -121,7 +116,7 @@ impl CompactionRecord {
             tokens_before: r.tokens_before,
             tokens_after: r.tokens_after,
             passes: r.passes.len() as i64,
-            summarizer_calls: r.passes.iter().map(|p| calls(p.level)).sum(),
+            summarizer_calls: r.summarizer.calls,
             fallbacks: r
                 .passes
                 .iter()
@@ -131,6 +126,20 @@ impl CompactionRecord {
             tokens_out: r.passes.iter().map(|p| p.tokens_out).sum(),
             ms: r.passes.iter().map(|p| p.ms).sum(),
         })
+    }
+}
+
+impl Coordinator {
+    /// Adds a compaction call's summarizer spend to its conversation's total.
+    pub fn add_usage(&self, conversation_id: i64, u: &crate::summarize::meter::Usage) {
+        let mut m = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry(conversation_id).or_default().add(u);
+    }
+
+    /// A conversation's summarizer spend since the engine opened.
+    pub fn usage(&self, conversation_id: i64) -> crate::summarize::meter::Usage {
+        let m = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&conversation_id).copied().unwrap_or_default()
     }
 }
 

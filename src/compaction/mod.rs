@@ -288,6 +288,8 @@ pub struct CompactResult {
     pub rounds: i64,
     /// Every written pass, in order.
     pub passes: Vec<PassRecord>,
+    /// Summarizer requests this call made and their estimated tokens.
+    pub summarizer: crate::summarize::meter::Usage,
 }
 
 /// Receives each pass as it finishes.
@@ -346,7 +348,7 @@ pub async fn evaluate(
         session_id: p.session_id,
         session_key: p.session_key,
     };
-    let limits = select::Limits::from_options(opts);
+    let limits = select::Limits::for_budget(opts, p.token_budget);
     let (conversation_id, items) = store
         .read(move |c| {
             let Some(conv) = conversations::find(c, &session)? else {
@@ -407,9 +409,11 @@ impl Compactor {
             coordinator: self.coordinator.clone(),
         };
         let _guard = self.coordinator.lock(conv.conversation_id).await;
-        let r = run::Run::new(&this, conv.conversation_id, &p, hooks)?
-            .run(&p)
-            .await?;
+        let run = run::Run::new(&this, conv.conversation_id, &p, hooks)?;
+        let (r, usage) = crate::summarize::meter::metered(run.run(&p)).await;
+        self.coordinator.add_usage(conv.conversation_id, &usage);
+        let mut r = r?;
+        r.summarizer = usage;
         self.coordinator.record(conv.conversation_id, &r);
         Ok(r)
     }

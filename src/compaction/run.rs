@@ -139,6 +139,7 @@ pub fn nothing(p: &CompactParams, ratio: f64, reason: &str) -> CompactResult {
         target_tokens: target_of(p, threshold),
         rounds: 0,
         passes: Vec::new(),
+        summarizer: Default::default(),
     }
 }
 
@@ -247,7 +248,7 @@ impl<'a> Run<'a> {
             },
             compactor,
             hooks,
-            limits: Limits::from_options(&compactor.opts),
+            limits: Limits::for_budget(&compactor.opts, p.token_budget),
             deadline: Instant::now()
                 + Duration::from_millis(match p.mode {
                     Mode::UntilUnder => compactor.opts.compact_until_under_deadline_ms,

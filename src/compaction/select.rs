@@ -39,6 +39,15 @@ impl Limits {
         }
     }
 
+    /// The limits of a call under `budget`: the tail capped by
+    /// [`crate::config::fresh_tail_cap`].
+    pub fn for_budget(o: &EngineOptions, budget: i64) -> Limits {
+        Limits {
+            fresh_tail_max_tokens: crate::config::fresh_tail_cap(o, budget).filter(|t| *t >= 0),
+            ..Limits::from_options(o)
+        }
+    }
+
     /// Sources a condensed pass over summaries of `depth` needs.
     pub fn fanout(&self, depth: i64, hard: bool) -> i64 {
         match (hard, depth) {

@@ -203,9 +203,16 @@ impl Engine {
 
     /// Row counts and token totals of a conversation.
     pub async fn get_stats(&self, conversation_id: i64) -> Result<ConversationStats> {
-        self.store
+        let mut s = self
+            .store
             .read(move |c| messages::stats(c, conversation_id))
-            .await
+            .await?;
+        let u = self.compaction.usage(conversation_id);
+        s.summarizer_calls = u.calls;
+        s.summarizer_failures = u.failures;
+        s.summarizer_input_tokens = u.input_tokens;
+        s.summarizer_output_tokens = u.output_tokens;
+        Ok(s)
     }
 
     /// Writes one summary over existing context items (messages for a leaf, summaries

@@ -885,6 +885,15 @@ pub struct ConversationStats {
     pub context_items: i64,
     /// Σ tokens of the context list.
     pub context_tokens: i64,
+    /// Summarizer requests made for this conversation since the engine opened
+    /// (answered or failed; filled by the engine, not stored).
+    pub summarizer_calls: i64,
+    /// Of those, the failed ones.
+    pub summarizer_failures: i64,
+    /// Estimated input tokens of the answered requests.
+    pub summarizer_input_tokens: i64,
+    /// Estimated tokens of their answers.
+    pub summarizer_output_tokens: i64,
 }
 
 /// Totals for a conversation.
@@ -904,6 +913,10 @@ pub fn stats(conn: &Connection, conversation_id: i64) -> Result<ConversationStat
         summary_count,
         context_items,
         context_tokens: context_token_count(conn, conversation_id)?,
+        summarizer_calls: 0,
+        summarizer_failures: 0,
+        summarizer_input_tokens: 0,
+        summarizer_output_tokens: 0,
     })
 }
 

@@ -3,9 +3,11 @@
 //! compaction engine calls (prompt rendering + escalation + level bookkeeping).
 
 pub mod anthropic;
+pub mod chain;
 pub mod choice;
 pub mod fallback;
 pub mod http;
+pub mod meter;
 pub mod normalize;
 pub mod offline;
 pub mod openai;

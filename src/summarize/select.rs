@@ -152,8 +152,32 @@ fn provider_config(o: &EngineOptions, p: Provider) -> Result<ProviderConfig> {
     })
 }
 
-/// The summarizer the options select (without a host callback).
+/// The summarizer the options select (without a host callback), followed by the
+/// `fallbackProviders` in order when there are any ([`super::chain`]).
 pub fn build_summarizer(o: &EngineOptions) -> Result<Arc<dyn Summarizer>> {
+    let primary = build_one(o)?;
+    if o.fallback_providers.is_empty() {
+        return Ok(primary);
+    }
+    let first = Provider::from_options(o)?;
+    let mut candidates = vec![primary];
+    for f in &o.fallback_providers {
+        let p = Provider::parse(&f.provider)?;
+        let mut fo = o.clone();
+        fo.summary_provider = Some(f.provider.clone());
+        fo.summary_model = Some(f.model.clone());
+        if p != first {
+            // Another provider: its own default URL and environment key.
+            fo.summary_base_url = None;
+            fo.summary_api_key = None;
+        }
+        candidates.push(build_one(&fo)?);
+    }
+    Ok(Arc::new(super::chain::Chain::new(candidates)))
+}
+
+/// One provider's summarizer from the options.
+fn build_one(o: &EngineOptions) -> Result<Arc<dyn Summarizer>> {
     let p = Provider::from_options(o)?;
     Ok(match p {
         Provider::Offline => Arc::new(OfflineSummarizer),
@@ -204,6 +228,7 @@ pub fn build_pipeline(
         Some(cb) => cb,
         None => build_summarizer(opts)?,
     };
+    let summarizer: Arc<dyn Summarizer> = Arc::new(super::meter::Metered(summarizer));
     Ok(Arc::new(EscalatingPipeline::new(
         summarizer,
         Arc::new(prompts),
