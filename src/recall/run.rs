@@ -145,19 +145,25 @@ impl Recall<'_> {
     fn resolve(
         &self,
         conversation_id: Option<i64>,
+        family: Option<&Vec<i64>>,
         all: bool,
         grant_id: Option<&str>,
     ) -> Result<Resolved> {
+        // One conversation, else a session family (never empty: an empty list is
+        // no scope), else all / none.
+        let named: Option<Vec<i64>> = conversation_id
+            .map(|c| vec![c])
+            .or_else(|| family.filter(|f| !f.is_empty()).cloned());
         let Some(gid) = grant_id else {
             return Ok(Resolved {
-                conversations: conversation_id.map(|c| vec![c]).or((!all).then(Vec::new)),
+                conversations: named.or((!all).then(Vec::new)),
                 grant: None,
             });
         };
-        let asked: Vec<i64> = conversation_id.into_iter().collect();
+        let asked: Vec<i64> = named.unwrap_or_default();
         let access = Access {
             conversations: &asked,
-            all_conversations: all && conversation_id.is_none(),
+            all_conversations: all && asked.is_empty(),
         };
         let info = self
             .recall()
@@ -191,7 +197,12 @@ impl Recall<'_> {
         }
         let (since_ms, before_ms) = time_filter(p.since.as_deref(), p.before.as_deref())?;
         let all = p.all_conversations.unwrap_or(false);
-        let scope = self.resolve(p.conversation_id, all, p.grant_id.as_deref())?;
+        let scope = self.resolve(
+            p.conversation_id,
+            p.conversation_ids.as_ref(),
+            all,
+            p.grant_id.as_deref(),
+        )?;
         if scope.conversations.as_ref().is_some_and(Vec::is_empty) {
             return Err(LcmError::invalid(
                 "grep needs conversationId, allConversations: true, or a grantId",
@@ -259,7 +270,12 @@ impl Recall<'_> {
         o: DescribeOptions,
     ) -> Result<Option<DescribeResult>> {
         let all = o.all_conversations.unwrap_or(false);
-        let scope = self.resolve(o.conversation_id, all, o.grant_id.as_deref())?;
+        let scope = self.resolve(
+            o.conversation_id,
+            o.conversation_ids.as_ref(),
+            all,
+            o.grant_id.as_deref(),
+        )?;
         let Some(id) = extract_id(&raw_id) else {
             return Ok(None);
         };
@@ -360,7 +376,12 @@ impl Recall<'_> {
     /// Expands summaries to their sources (and leaf messages) within a token cap.
     pub async fn expand(&self, p: ExpandParams) -> Result<ExpandResult> {
         let all = p.all_conversations.unwrap_or(false);
-        let scope = self.resolve(p.conversation_id, all, p.grant_id.as_deref())?;
+        let scope = self.resolve(
+            p.conversation_id,
+            p.conversation_ids.as_ref(),
+            all,
+            p.grant_id.as_deref(),
+        )?;
         let mut ids: Vec<String> = p
             .summary_id
             .iter()
