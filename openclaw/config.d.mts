@@ -77,6 +77,14 @@ export interface LcmPluginConfig {
   timezone?: string
   /** How long a write waits for another process's lock on the database, in milliseconds. Default `30000`. At least 0. Engine option `busyTimeoutMs`. */
   busyTimeoutMs?: number
+  /** After /new, summaries of at least this depth stay in the context (-1 keeps everything, 0 keeps all summaries). Default `2`. At least -1. */
+  newSessionRetainDepth?: number
+  /** Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md). Default `false`. */
+  pruneHeartbeatOk?: boolean
+  /** XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables. Default `["active_memory_plugin","relevant-memories","relevant_memories","hindsight_memories"]`. */
+  stripInjectedContextTags?: string[]
+  /** Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens)). At least 0. */
+  bootstrapMaxTokens?: number
 }
 
 /** The keys `resolveConfig` always sets (to their defaults when unset). */
@@ -90,4 +98,7 @@ export interface ResolvedLcmPluginConfigValues extends LcmPluginConfig {
   circuitBreakerThreshold: number
   circuitBreakerCooldownMs: number
   defaultTokenBudget: number
+  newSessionRetainDepth: number
+  pruneHeartbeatOk: boolean
+  stripInjectedContextTags: string[]
 }

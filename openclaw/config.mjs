@@ -53,6 +53,11 @@ export const CONFIG_KEYS = [
   { key: 'defaultTokenBudget', env: 'LCM_DEFAULT_TOKEN_BUDGET', type: 'integer', default: DEFAULT_TOKEN_BUDGET, minimum: 1, resolved: true, description: 'Token budget when the host gives none' },
   { key: 'timezone', env: 'LCM_TIMEZONE', type: 'string', option: 'timezone', description: 'IANA zone of the timestamps in prompts and summaries (default TZ, else UTC)' },
   { key: 'busyTimeoutMs', env: 'LCM_BUSY_TIMEOUT_MS', type: 'integer', option: 'busyTimeoutMs', default: 30_000, minimum: 0, description: 'How long a write waits for another process\'s lock on the database, in milliseconds' },
+  // Issue 58: session lifecycle.
+  { key: 'newSessionRetainDepth', env: 'LCM_NEW_SESSION_RETAIN_DEPTH', type: 'integer', default: 2, minimum: -1, resolved: true, description: 'After /new, summaries of at least this depth stay in the context (-1 keeps everything, 0 keeps all summaries)' },
+  { key: 'pruneHeartbeatOk', env: 'LCM_PRUNE_HEARTBEAT_OK', type: 'boolean', default: false, resolved: true, description: 'Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md)' },
+  { key: 'stripInjectedContextTags', env: 'LCM_STRIP_INJECTED_CONTEXT_TAGS', type: 'list', default: ['active_memory_plugin', 'relevant-memories', 'relevant_memories', 'hindsight_memories'], resolved: true, description: 'XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables' },
+  { key: 'bootstrapMaxTokens', env: 'LCM_BOOTSTRAP_MAX_TOKENS', type: 'integer', minimum: 0, description: 'Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens))' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -115,6 +120,7 @@ export function resolveConfig(pluginConfig, env = process.env) {
     if (value !== undefined) values[row.key] = value
   }
   for (const k of Object.keys(cfg)) if (!known.has(k)) warnings.push(`config ${k}: unknown key, ignored`)
+  values.bootstrapMaxTokens ??= Math.max(6000, Math.floor(0.3 * (values.leafChunkTokens ?? 20_000)))
   return { ...values, engineOptions: engineOptionsOf(values), warnings }
 }
 

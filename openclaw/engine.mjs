@@ -11,6 +11,7 @@ import { acquire } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
 import { hostTranscript, transcriptTarget } from './transcript.mjs'
+import { isHeartbeatOkTurn, settled } from './lifecycle.mjs'
 
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
@@ -103,9 +104,24 @@ export class LcmContextEngine {
     }
   }
 
+  /**
+   * Waits for the session key's pending lifecycle change (a `/new` or `/reset`
+   * hook the host fired without awaiting), so this call sees its result.
+   */
+  async afterLifecycle(params) {
+    const pending = settled(this.handle, params?.sessionKey)
+    if (pending) await pending
+  }
+
+  /** Whether `pruneHeartbeatOk` drops this turn (a heartbeat that only acknowledged). */
+  prunesHeartbeat(messages) {
+    return this.config.pruneHeartbeatOk === true && isHeartbeatOkTurn(messages)
+  }
+
   /** Stores one message (nothing for ignored/stateless sessions). */
   async ingest(params) {
     if (this.policy.skipsWrites(params.sessionKey)) return { ingested: false }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.ingest({
@@ -124,13 +140,14 @@ export class LcmContextEngine {
   /** Stores a batch in one transaction (nothing for ignored/stateless sessions). */
   async ingestBatch(params) {
     if (this.policy.skipsWrites(params.sessionKey)) return { ingestedCount: 0 }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.ingestBatch({
         sessionId: params.sessionId,
         sessionKey: params.sessionKey,
         messages: params.messages,
-        isHeartbeat: params.isHeartbeat === true,
+        isHeartbeat: params.isHeartbeat === true || this.prunesHeartbeat(params.messages),
       })
       return { ingestedCount: r.ingestedCount }
     } catch (err) {
@@ -147,6 +164,7 @@ export class LcmContextEngine {
     const budget = resolveTokenBudget(params, this.config)
     const live = Array.isArray(params.messages) ? params.messages : []
     if (this.policy.isIgnored(params.sessionKey)) return boundLiveMessages(live, budget)
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.assemble({ sessionId: params.sessionId, sessionKey: params.sessionKey, tokenBudget: budget, messages: live })
@@ -171,6 +189,7 @@ export class LcmContextEngine {
     if (params.abortSignal?.aborted) return { ok: false, compacted: false, reason: 'aborted' }
     if (this.handle.breaker.isOpen()) return { ok: false, compacted: false, reason: this.breakerReason() }
     const target = params.compactionTarget === 'threshold' ? 'threshold' : 'budget'
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.compact({
@@ -225,7 +244,7 @@ export class LcmContextEngine {
     if (this.policy.skipsWrites(params.sessionKey)) return
     const start = Number.isInteger(params.prePromptMessageCount) && params.prePromptMessageCount >= 0 ? params.prePromptMessageCount : 0
     const fresh = Array.isArray(params.messages) ? params.messages.slice(start) : []
-    if (fresh.length === 0) return
+    if (fresh.length === 0 || this.prunesHeartbeat(fresh)) return
     await this.ingestBatch({ sessionId: params.sessionId, sessionKey: params.sessionKey, messages: fresh, isHeartbeat: params.isHeartbeat })
   }
 
@@ -242,6 +261,7 @@ export class LcmContextEngine {
     try {
       checkTurnAnchors(params)
       if (this.policy.skipsWrites(params.sessionKey)) return { status: 'committed' }
+      await this.afterLifecycle(params)
       const engine = await this.handle.use()
       const r = await engine.commitTurn({
         sessionId: params.sessionId,
@@ -250,7 +270,7 @@ export class LcmContextEngine {
         admission: params.admission,
         terminal: params.terminal,
         messages: params.messages,
-        isHeartbeat: params.isHeartbeat === true,
+        isHeartbeat: params.isHeartbeat === true || this.prunesHeartbeat(params.messages),
       })
       return { status: r.status }
     } catch (err) {
@@ -268,9 +288,13 @@ export class LcmContextEngine {
   async bootstrap(params) {
     if (this.policy.isIgnored(params.sessionKey)) return { bootstrapped: false, reason: 'session excluded from LCM' }
     if (this.policy.isStateless(params.sessionKey)) return { bootstrapped: false, reason: 'stateless session: LCM is read-only here' }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
+      // A first import (a fork, a sub-agent, a rolled-over session) takes only the
+      // transcript's tail within bootstrapMaxTokens.
+      const cap = Number.isInteger(this.config.bootstrapMaxTokens) ? { maxImportTokens: this.config.bootstrapMaxTokens } : {}
       // Called before every turn: the newest entry settles the usual case, so the
       // whole transcript is read (and crosses to the engine) only when asked for.
       const target = transcriptTarget(params)
@@ -278,10 +302,10 @@ export class LcmContextEngine {
       let r
       if (host) {
         const newest = await host.newest()
-        r = await tailFirst(engine, base, newest?.length ? { transcriptEntries: newest } : null, async () => ({ transcriptEntries: await host.whole() }))
+        r = await tailFirst(engine, base, newest?.length ? { transcriptEntries: newest } : null, async () => ({ transcriptEntries: await host.whole(), ...cap }))
       } else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
         const file = { sessionFile: params.sessionFile }
-        r = await tailFirst(engine, base, file, () => file)
+        r = await tailFirst(engine, base, file, () => ({ ...file, ...cap }))
       } else return { bootstrapped: false, reason: 'no transcript to import' }
       return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
@@ -301,6 +325,7 @@ export class LcmContextEngine {
     if (signal?.aborted) throw abortError(signal)
     if (this.policy.skipsWrites(params.sessionKey)) return { ...NO_REWRITE, reason: 'session excluded from LCM' }
     if (this.handle.breaker.isOpen()) return { ...NO_REWRITE, reason: this.breakerReason() }
+    await this.afterLifecycle(params)
     const budget = resolveTokenBudget(params, this.config)
     let r
     try {

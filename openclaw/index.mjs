@@ -6,6 +6,8 @@ import { resolveConfig } from './config.mjs'
 import { acquire } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
+import { subscribeLifecycle } from './lifecycle.mjs'
+import { SessionPolicy } from './sessions.mjs'
 
 export { createContextEngine, LcmContextEngine, ENGINE_ID, ENGINE_NAME, ACCEPTED_HOST_PARAMS, resolveTokenBudget } from './engine.mjs'
 export { resolveConfig, CONFIG_KEYS, DEFAULT_TOKEN_BUDGET } from './config.mjs'
@@ -22,7 +24,8 @@ function hostLlm(api) {
 
 /**
  * Registers lcm-native with OpenClaw: the context engine `lcm-native`, the
- * recall tools (bound to the calling session), and the database shutdown on
+ * recall tools (bound to the calling session), the session lifecycle hooks
+ * (`before_reset`, `session_end`, `session_start`), and the database shutdown on
  * `gateway_stop`. Summaries go through `api.runtime.llm.complete` when the host
  * offers it, else through the configured provider, else the offline summarizer.
  * Returns `{ ready, shutdown }` (hosts ignore it; tests await `ready`).
@@ -77,6 +80,9 @@ export function register(api, options = {}) {
     lease = null
     if (held) await held.handle.close()
   }
+  // `/new`, `/reset`, the host's rotations and deletions (docs/openclaw.md,
+  // "Session lifecycle"): queued per session key before that key's next calls.
+  subscribeLifecycle(api, { handleOf: () => lease?.handle ?? null, policy: new SessionPolicy(config), config, logger })
   api.on?.('gateway_stop', shutdown)
   api.on?.('gateway_start', async () => {
     reopen()
