@@ -409,6 +409,14 @@ export type EngineOptions = {
   promptDir?: string,
   /** `customInstructions`: operator instructions added to every prompt. */
   customInstructions?: string,
+  /**
+   * `stripInjectedContextTags`: XML-style tags whose blocks memory plugins inject
+   * into user messages (`<relevant-memories>…</relevant-memories>`); they are left
+   * out of the summarizer's input, the stored message stays exact (default
+   * `active_memory_plugin`, `relevant-memories`, `relevant_memories`,
+   * `hindsight_memories`; `[]` disables).
+   */
+  stripInjectedContextTags?: Array<string>,
   /** `summaryFormat`: `xml` (default) or `compact`. */
   summaryFormat?: SummaryFormat,
   /** `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB). */

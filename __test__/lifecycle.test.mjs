@@ -121,13 +121,34 @@ describe('endSession', () => {
     }
   })
 
-  it('is one step per ending session: later turns survive a late second /new event', async () => {
+  it('is one step per ending session, and a session id the host keeps can end again after new turns', async () => {
     const e = await open()
     const c = await layered(e)
     await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'new' })
-    await e.ingestBatch({ sessionId: 's2', sessionKey: KEY, messages: turn('fresh', 1) })
-    expect((await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'new', nextSessionId: 's2' })).action).toBe('alreadyHandled')
+    expect((await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'new' })).action).toBe('alreadyHandled')
+    await e.ingestBatch({ sessionId: 's1', sessionKey: KEY, messages: turn('fresh', 1) })
     expect(await depths(e, c)).toEqual([2, 'm', 'm'])
+    // The host kept the session id: a later /reset of it archives.
+    const r = await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'reset' })
+    expect(r.action).toBe('archived')
+    expect((await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'reset' })).action).toBe('alreadyHandled')
+    await e.close()
+  })
+
+  it('bootstrap after a reset that kept the session id imports nothing of the earlier transcript', async () => {
+    const e = await open()
+    const rows = turn('before', 3).map((message, i) => ({ type: 'message', id: `e${i}`, message }))
+    await e.bootstrap({ sessionId: 's1', sessionKey: KEY, transcriptEntries: rows })
+    await e.endSession({ sessionId: 's1', sessionKey: KEY, reason: 'reset' })
+    const after = await e.bootstrap({ sessionId: 's1', sessionKey: KEY, transcriptEntries: rows })
+    expect(after.importedMessages).toBe(0)
+    expect(after.reason).toMatch(/reset/)
+    const next = [...rows, ...turn('after', 1).map((message, i) => ({ type: 'message', id: `n${i}`, message }))]
+    await e.ingestBatch({ sessionId: 's1', sessionKey: KEY, messages: turn('after', 1), entryIds: ['n0', 'n1'] })
+    expect((await e.bootstrap({ sessionId: 's1', sessionKey: KEY, transcriptEntries: next })).importedMessages).toBe(0)
+    const seen = await e.assemble({ sessionId: 's1', sessionKey: KEY, tokenBudget: 100_000, messages: [] })
+    expect(texts(seen.messages)).not.toMatch(/before/)
+    expect(texts(seen.messages)).toMatch(/after question 0/)
     await e.close()
   })
 })
@@ -193,4 +214,35 @@ describe('a SIGKILL while archiving', () => {
     }
     await e.close()
   }, 60000)
+})
+
+describe('stripInjectedContextTags', () => {
+  it('leaves memory-plugin blocks out of the summarizer input; the stored message stays exact', async () => {
+    for (const [tags, leaked] of [
+      [undefined, false],
+      [[], true],
+    ]) {
+      const requests = []
+      const summarizer = async (req) => {
+        requests.push(req.sourceText)
+        return `summary ${requests.length}`
+      }
+      const e = await LcmEngine.open({ dbPath: join(tempDir(), 'lcm.db'), summarizer, freshTailCount: 2, leafChunkTokens: 400, ...(tags ? { stripInjectedContextTags: tags } : {}) })
+      const injected = '<relevant-memories>\nSECRET-MEMORY the user likes tea\n</relevant-memories>\n'
+      const messages = []
+      for (let i = 0; i < 8; i++) {
+        messages.push({ role: 'user', content: `${injected}question ${i} ${'word '.repeat(60)}` })
+        messages.push({ role: 'assistant', content: [{ type: 'text', text: `answer ${i} ${'word '.repeat(60)}` }] })
+      }
+      const { conversationId } = await e.ingestBatch({ sessionId: 's', messages })
+      const r = await e.compact({ sessionId: 's', tokenBudget: 600, force: true })
+      expect(r.compacted).toBe(true)
+      const sent = requests.join('\n')
+      expect(sent).toMatch(/question 0/)
+      expect(sent.includes('SECRET-MEMORY')).toBe(leaked)
+      const stored = await e.getMessages(conversationId)
+      expect(stored[0].content).toBe(messages[0].content)
+      await e.close()
+    }
+  })
 })

@@ -81,7 +81,7 @@ export interface LcmPluginConfig {
   newSessionRetainDepth?: number
   /** Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md). Default `false`. */
   pruneHeartbeatOk?: boolean
-  /** XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables. Default `["active_memory_plugin","relevant-memories","relevant_memories","hindsight_memories"]`. */
+  /** XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables. Default `["active_memory_plugin","relevant-memories","relevant_memories","hindsight_memories"]`. Engine option `stripInjectedContextTags`. */
   stripInjectedContextTags?: string[]
   /** Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens)). At least 0. */
   bootstrapMaxTokens?: number

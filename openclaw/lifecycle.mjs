@@ -68,6 +68,13 @@ export function subscribeLifecycle(api, { handleOf, policy, config, logger }) {
       /* a broken logger must not break the hook */
     }
   }
+  const info = (m) => {
+    try {
+      logger.info?.(`[lcm-native] ${m}`)
+    } catch {
+      /* a broken logger must not break the hook */
+    }
+  }
   const retainDepth = config.newSessionRetainDepth
   /** Queues `endSession` for the key now (synchronously), returns its promise. */
   const end = (params) => {
@@ -82,13 +89,18 @@ export function subscribeLifecycle(api, { handleOf, policy, config, logger }) {
         let sessionId = text(params.sessionId)
         if (!sessionId && key) sessionId = (await engine.getConversation({ sessionKey: key }))?.sessionId
         if (!sessionId) return undefined
-        return engine.endSession({
+        const r = await engine.endSession({
           sessionId,
           ...(key ? { sessionKey: key } : {}),
           reason: params.reason,
           ...(text(params.nextSessionId) ? { nextSessionId: text(params.nextSessionId) } : {}),
           ...(params.reason === 'new' ? { retainDepth } : {}),
         })
+        if (r.action === 'archived' || r.action === 'pruned') {
+          const what = r.action === 'archived' ? `archived conversation ${r.conversationId} (${r.cause})` : `kept ${r.keptItems} context items of conversation ${r.conversationId}, pruned ${r.prunedMessages} messages and ${r.prunedSummaries} summaries`
+          info(`${params.hook} ${params.reason} for ${key ?? sessionId}: ${what}`)
+        }
+        return r
       },
       (err) => warn(`${params.hook} (${params.reason}) failed for session ${params.sessionKey ?? params.sessionId}: ${describeError(err)}`),
     )

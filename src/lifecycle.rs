@@ -1,7 +1,7 @@
 //! Session lifecycle: what `/new`, `/reset`, the host's idle / daily / compaction
 //! rotations and deletions do to a session key's conversation, each one write
 //! transaction (the caller's), idempotent for the ending session (a second event
-//! for the same ending session id changes nothing).
+//! for the same ending session id, before any new turn, changes nothing).
 //!
 //! - `new`: the conversation stays; its context list keeps only summaries of depth
 //!   ≥ the retain depth ([`store::prune`]); nothing is deleted.
@@ -168,9 +168,12 @@ pub fn end_session(tx: &Transaction, p: &EndSessionParams) -> Result<EndSessionR
     ) {
         return Ok(EndSessionResult::of(LifecycleAction::Kept, Some(id)));
     }
-    if conv.ended_session_id.as_deref() == Some(ending) {
-        // The other hook of the same transition (before_reset, then session_end):
-        // only learn the next session id.
+    if conv.ended_session_id.as_deref() == Some(ending)
+        && !crate::store::context::has_message_item(tx, id)?
+    {
+        // The other hook of the same transition (before_reset, then session_end),
+        // before any new turn: only learn the next session id. (A host that keeps
+        // the session id across `/reset` ends it again later, after new turns.)
         if let Some(next) = next {
             if conv.session_id == ending {
                 conversations::adopt_session(tx, id, next)?;

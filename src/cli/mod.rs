@@ -24,6 +24,7 @@ pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod rewrite;
+pub mod sessions;
 pub mod transplant;
 pub mod tui;
 pub mod visible;
@@ -95,6 +96,12 @@ pub enum Command {
     Transplant(transplant::TransplantArgs),
     /// Import a session transcript (JSONL) into a conversation, optionally compacting it (dry run unless --apply)
     Backfill(backfill::BackfillArgs),
+    /// List conversations, archived ones with their cause (/reset, /new, rotations)
+    Conversations(sessions::ConversationsArgs),
+    /// Archive a conversation: its session starts afresh, nothing is deleted
+    Archive(sessions::ArchiveArgs),
+    /// Make an archived conversation the active one of its session key again
+    Unarchive(sessions::UnarchiveArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -165,6 +172,9 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Dissolve(a) => dissolve::run(a, ctx),
         Command::Transplant(a) => transplant::run(a, ctx),
         Command::Backfill(a) => backfill::run(a, ctx),
+        Command::Conversations(a) => sessions::conversations(a, ctx),
+        Command::Archive(a) => sessions::archive(a, ctx),
+        Command::Unarchive(a) => sessions::unarchive(a, ctx),
     }
 }
 

@@ -227,10 +227,26 @@ impl Import<'_> {
             )?,
             None => Change::None,
         };
+        // A fresh conversation that follows a reset of this very session (the host
+        // kept the session id and its transcript): what the transcript holds is
+        // the ended conversation's, already archived; nothing of it is imported.
+        let after_reset = match (&found, change) {
+            (Some(c), Change::None) => {
+                c.ended_session_id.as_deref() == Some(session.session_id.as_str())
+                    && messages::newest_row(tx, c.conversation_id)?.is_none()
+            }
+            _ => false,
+        };
         let existing = match change {
             Change::Rollover(_) => None,
             _ => found.map(|c| c.conversation_id),
         };
+        if after_reset {
+            return Ok((
+                change,
+                Step::Done(answer(scan, 0, transcript::REASON_AFTER_RESET, existing)),
+            ));
+        }
         if scan.path.is_empty() {
             return Ok((
                 change,

@@ -91,6 +91,10 @@ pub const REASON_NO_ANCHOR: &str = "no common message with the stored conversati
 /// conversation: that one was archived and the transcript starts a fresh one.
 pub const REASON_ROLLOVER: &str =
     "new session under the key: the earlier conversation was archived";
+/// A fresh conversation after a reset of this same session id: the transcript is
+/// the ended conversation's (archived), so nothing of it is imported.
+pub const REASON_AFTER_RESET: &str =
+    "the session was reset: its earlier transcript belongs to the archived conversation";
 /// A first import capped by `maxImportTokens` whose newest message alone exceeds it.
 pub const REASON_OVER_CAP: &str =
     "newest transcript message exceeds maxImportTokens: nothing imported";

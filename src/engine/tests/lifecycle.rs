@@ -153,13 +153,19 @@ async fn new_prunes_the_context_by_retain_depth_and_deletes_nothing() {
             (before.message_count, before.summary_count)
         );
         doctor_clean(&e, c).await;
-        // The other hook of the same /new changes nothing more.
-        ingest_keyed(&e, "s2", msgs("fresh", 2)).await;
+        // The other hook of the same /new changes nothing more (before a new turn;
+        // retain depth −1 keeps the messages, so the prune runs again, a no-op).
         let again = e
             .end_session(end("s1", EndReason::New, Some("s2"), Some(depth)))
             .await
             .unwrap();
-        assert_eq!(again.action, LifecycleAction::AlreadyHandled);
+        let handled = if depth < 0 {
+            LifecycleAction::Pruned
+        } else {
+            LifecycleAction::AlreadyHandled
+        };
+        assert_eq!(again.action, handled);
+        ingest_keyed(&e, "s2", msgs("fresh", 2)).await;
         assert_eq!(depths(&e, c).await.len(), expected.len() + 2);
     }
 }
