@@ -52,6 +52,17 @@ describe.skipIf(skipReason !== null)(`/new and /reset in OpenClaw's gateway${ski
       for (const key of [KEY_NEW, KEY_RESET]) {
         for (let i = 1; i <= 12; i++) await say(state, key, `${key} OLDFACT-${i}: ${'about the rollout plan '.repeat(60)}(end ${i})`)
       }
+      // Setup only: condense KEY_NEW's history to depth ≥ 2 now (the gateway's own
+      // incremental compaction gets there too, after many more turns), from this
+      // process, beside the running gateway (the file is shared under WAL).
+      const side = await LcmEngine.open({ dbPath: join(state, 'lcm.db'), freshTailCount: 2, leafChunkTokens: 400, leafMinFanout: 2, condensedMinFanout: 2, condensedMinFanoutHard: 2, incrementalMaxDepth: -1, leafTargetTokens: 80, condensedTargetTokens: 80 })
+      const conv = await side.getConversation({ sessionKey: KEY_NEW })
+      await side.compact({ sessionId: conv.sessionId, sessionKey: KEY_NEW, tokenBudget: 400, mode: 'untilUnder', force: true })
+      const depths = (await side.getContextItems(conv.conversationId)).map((i) => i.depth ?? 'm')
+      await side.close()
+      expect(depths.some((d) => d >= 2), `context before /new: ${depths}`).toBe(true)
+      expect(depths.some((d) => d === 'm' || d < 2), `context before /new: ${depths}`).toBe(true)
+      await say(state, KEY_NEW, `${KEY_NEW} OLDFACT-13: one more turn after the sweep`)
       const e0 = model.requests.length
       await say(state, KEY_RESET, '/reset')
       await say(state, KEY_NEW, '/new')
@@ -74,9 +85,9 @@ describe.skipIf(skipReason !== null)(`/new and /reset in OpenClaw's gateway${ski
       const kept = summariesIn(afterNew)
       expect(kept.length, 'summaries of depth ≥ 2 reach the model after /new').toBeGreaterThan(0)
       expect(kept.every((s) => s.depth >= 2), JSON.stringify(kept)).toBe(true)
-      // Before /new the same session carried shallower summaries too.
+      // Before /new the model saw the session's latest messages.
       const beforeNew = turnsOf(KEY_NEW).filter((r) => model.requests.indexOf(r) < e0).at(-1)
-      expect(summariesIn(beforeNew).some((s) => s.depth < 2)).toBe(true)
+      expect(JSON.stringify(beforeNew.body.messages)).toMatch(/OLDFACT-13/)
       expect(e1).toBeGreaterThanOrEqual(e0)
     } finally {
       appendFileSync(join(state, 'gateway.log'), gateway.log())

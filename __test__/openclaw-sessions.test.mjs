@@ -263,6 +263,20 @@ describe('heartbeats and injected tags', () => {
     expect(resolveConfig({}, {}).pruneHeartbeatOk).toBe(false)
   })
 
+  it('pruneHeartbeatOk: bootstrap leaves acknowledged heartbeat turns out of an import', async () => {
+    for (const [prune, stored] of [
+      [true, 2],
+      [false, 4],
+    ]) {
+      const { reg, engine, core } = await plugin({ pruneHeartbeatOk: prune })
+      const file = writeTranscript([...turn('real work'), ...heartbeat], { sessionId: `hb-${prune}` })
+      await engine.bootstrap({ sessionId: `hb-${prune}`, sessionKey: KEY, sessionFile: file })
+      const conv = await core.getConversation({ sessionKey: KEY })
+      expect((await core.getMessages(conv.conversationId)).length).toBe(stored)
+      await reg.shutdown()
+    }
+  })
+
   it('stripInjectedContextTags defaults to the reference list; an empty string disables', () => {
     expect(resolveConfig({}, {}).stripInjectedContextTags).toEqual(['active_memory_plugin', 'relevant-memories', 'relevant_memories', 'hindsight_memories'])
     expect(resolveConfig({}, { LCM_STRIP_INJECTED_CONTEXT_TAGS: '' }).stripInjectedContextTags).toEqual([])

@@ -293,8 +293,12 @@ export class LcmContextEngine {
       const engine = await this.handle.use()
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
       // A first import (a fork, a sub-agent, a rolled-over session) takes only the
-      // transcript's tail within bootstrapMaxTokens.
-      const cap = Number.isInteger(this.config.bootstrapMaxTokens) ? { maxImportTokens: this.config.bootstrapMaxTokens } : {}
+      // transcript's tail within bootstrapMaxTokens; pruneHeartbeatOk leaves
+      // acknowledged heartbeat turns out of an import too.
+      const cap = {
+        ...(Number.isInteger(this.config.bootstrapMaxTokens) ? { maxImportTokens: this.config.bootstrapMaxTokens } : {}),
+        ...(this.config.pruneHeartbeatOk === true ? { skipHeartbeatTurns: true } : {}),
+      }
       // Called before every turn: the newest entry settles the usual case, so the
       // whole transcript is read (and crosses to the engine) only when asked for.
       const target = transcriptTarget(params)

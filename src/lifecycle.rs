@@ -243,6 +243,22 @@ fn archive_in(
     )?))
 }
 
+/// The host's heartbeat acknowledgement, compared trimmed and case-insensitively.
+const HEARTBEAT_ACK: &str = "HEARTBEAT_OK";
+
+/// Whether a turn's `(role, text)` rows only acknowledged a heartbeat (the
+/// reference's rule at HEAD): its newest assistant reply is exactly `HEARTBEAT_OK`
+/// (case-insensitive) and the turn mentions `heartbeat.md`.
+pub fn is_heartbeat_ok_turn(rows: &[(String, String)]) -> bool {
+    let Some((_, reply)) = rows.iter().rev().find(|(role, _)| role == "assistant") else {
+        return false;
+    };
+    reply.trim().eq_ignore_ascii_case(HEARTBEAT_ACK)
+        && rows
+            .iter()
+            .any(|(_, text)| text.to_lowercase().contains("heartbeat.md"))
+}
+
 /// `archiveConversation` parameters (operators and hosts without hooks).
 #[derive(Debug, Clone, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

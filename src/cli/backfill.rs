@@ -146,6 +146,7 @@ fn apply(
         transcript_entries: None,
         transcript_tail: false,
         max_import_tokens: None,
+        skip_heartbeat_turns: false,
     };
     let imported = ctx.block_on(engine.bootstrap(params, Some(Arc::new(move |_, _| tick.inc()))));
     bar.finish();

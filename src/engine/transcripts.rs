@@ -38,6 +38,7 @@ impl Engine {
                 large: &large,
                 progress,
                 cap: None,
+                skip_heartbeats: false,
             };
             ctx.run(conn, p)
         })
@@ -61,6 +62,7 @@ impl Engine {
                 large: &large,
                 progress: None,
                 cap: None,
+                skip_heartbeats: false,
             };
             ctx.run(conn, p)
         })
@@ -73,6 +75,8 @@ struct Import<'a> {
     progress: Option<Progress>,
     /// `maxImportTokens` of the call.
     cap: Option<i64>,
+    /// `skipHeartbeatTurns` of the call.
+    skip_heartbeats: bool,
 }
 
 /// What a transcript asks of the store, decided before anything is written.
@@ -129,6 +133,7 @@ impl Import<'_> {
             return Err(LcmError::invalid("sessionId must be a non-empty string"));
         }
         self.cap = p.max_import_tokens.filter(|n| *n >= 0);
+        self.skip_heartbeats = p.skip_heartbeat_turns;
         let source = Source::from_params(&mut p)?;
         let session = SessionRef {
             session_id: p.session_id.clone(),
@@ -418,17 +423,52 @@ impl Import<'_> {
         let mut appender = Appender::open(tx, conversation_id)?;
         let total = wanted.len() as u64;
         let mut done = 0u64;
+        let mut stored = 0usize;
+        // With `skipHeartbeatTurns`, a turn (a user message and what follows it) is
+        // held until the next user message, then dropped when it only acknowledged
+        // a heartbeat, else appended.
+        let mut turn: Vec<(PathEntry, Value)> = Vec::new();
+        let flush =
+            |turn: &mut Vec<(PathEntry, Value)>, appender: &mut Appender| -> Result<usize> {
+                let rows: Vec<(String, String)> = turn
+                    .iter()
+                    .filter_map(|(_, m)| ingest::map_message(m, None).ok())
+                    .map(|m| (m.role.to_owned(), m.content))
+                    .collect();
+                if crate::lifecycle::is_heartbeat_ok_turn(&rows) {
+                    turn.clear();
+                    return Ok(0);
+                }
+                let n = turn.len();
+                for (entry, message) in turn.drain(..) {
+                    let m = self.map_one(tx, conversation_id, &entry, message)?;
+                    appender.append(tx, &m)?;
+                }
+                Ok(n)
+            };
         source.read_messages(wanted, &mut |entry, message| {
-            let m = self.map_one(tx, conversation_id, entry, message)?;
-            appender.append(tx, &m)?;
+            if self.skip_heartbeats {
+                let user = message.get("role").and_then(Value::as_str) == Some("user");
+                if user && !turn.is_empty() {
+                    stored += flush(&mut turn, &mut appender)?;
+                }
+                turn.push((entry.clone(), message));
+            } else {
+                let m = self.map_one(tx, conversation_id, entry, message)?;
+                appender.append(tx, &m)?;
+                stored += 1;
+            }
             done += 1;
             if let Some(report) = &self.progress {
                 report(done, total);
             }
             Ok(())
         })?;
+        if !turn.is_empty() {
+            stored += flush(&mut turn, &mut appender)?;
+        }
         appender.finish(tx)?;
-        Ok(done as usize)
+        Ok(stored)
     }
 
     fn map_one(

@@ -47,6 +47,11 @@ pub struct BootstrapParams {
     /// none when that one alone exceeds it. Default: the whole transcript.
     #[serde(default)]
     pub max_import_tokens: Option<i64>,
+    /// `skipHeartbeatTurns` (the plugin's `pruneHeartbeatOk`): turns that only
+    /// acknowledged a heartbeat (see [`crate::lifecycle::is_heartbeat_ok_turn`])
+    /// are not imported.
+    #[serde(default)]
+    pub skip_heartbeat_turns: bool,
 }
 
 /// Result of `bootstrap`.

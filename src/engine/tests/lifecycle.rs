@@ -304,6 +304,7 @@ fn boot(session: &str, rows: Vec<Value>, cap: Option<i64>) -> BootstrapParams {
         transcript_entries: Some(rows),
         transcript_tail: false,
         max_import_tokens: cap,
+        skip_heartbeat_turns: false,
     }
 }
 
@@ -387,4 +388,34 @@ async fn max_import_tokens_caps_a_first_import_to_the_newest_messages() {
     assert_eq!(capped.imported_messages, 3);
     let (c, _) = ingest_messages(&e, "other", msgs("x", 1)).await;
     assert!(c > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_heartbeat_turns_leaves_acknowledged_heartbeats_out_of_an_import() {
+    let heartbeat = [
+        json!({"role": "user", "content": "Read HEARTBEAT.md if it exists. Reply HEARTBEAT_OK if nothing needs attention."}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": " heartbeat_ok\n"}]}),
+    ];
+    let mut all = msgs("work", 2);
+    all.extend(heartbeat.iter().cloned());
+    all.extend(msgs("more", 2));
+    // A reply that says more than the acknowledgement is a real turn.
+    all.push(heartbeat[0].clone());
+    all.push(json!({"role": "assistant", "content": "HEARTBEAT_OK, and the disk is full"}));
+    let rows: Vec<Value> = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| json!({"type": "message", "id": format!("h{i}"), "message": m}))
+        .collect();
+    for (skip, stored) in [(true, 6), (false, 8)] {
+        let e = engine().await;
+        let mut p = boot("s1", rows.clone(), None);
+        p.skip_heartbeat_turns = skip;
+        let r = e.bootstrap(p, None).await.unwrap();
+        assert_eq!(r.imported_messages, stored, "skip {skip}");
+    }
+    assert!(!crate::lifecycle::is_heartbeat_ok_turn(&[(
+        "assistant".into(),
+        "HEARTBEAT_OK".into()
+    )]));
 }

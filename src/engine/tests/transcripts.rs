@@ -22,6 +22,7 @@ fn params(rows: Vec<Value>) -> BootstrapParams {
         transcript_entries: Some(rows),
         transcript_tail: false,
         max_import_tokens: None,
+        skip_heartbeat_turns: false,
     }
 }
 
