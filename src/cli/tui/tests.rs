@@ -841,6 +841,12 @@ fn archived_conversations_are_listed_with_their_cause() {
             .cloned()
             .unwrap_or_default()
     };
-    assert!(line("3").contains("[manual-reset] agent:main:3"), "{rows:#?}");
-    assert!(line("4").contains("agent:main:4") && !line("4").contains('['), "{rows:#?}");
+    assert!(
+        line("3").contains("[manual-reset] agent:main:3"),
+        "{rows:#?}"
+    );
+    assert!(
+        line("4").contains("agent:main:4") && !line("4").contains('['),
+        "{rows:#?}"
+    );
 }
