@@ -7,6 +7,7 @@ import { describe, it, expect } from 'vitest'
 import { register } from '../openclaw/index.mjs'
 import { isHeartbeatOkTurn } from '../openclaw/lifecycle.mjs'
 import { resolveConfig } from '../openclaw/config.mjs'
+import { SessionPolicy } from '../openclaw/sessions.mjs'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from './helpers.mjs'
@@ -216,6 +217,12 @@ describe('rollover without hooks, cron runs, bootstrapMaxTokens', () => {
     expect(await seen(engine, 'w2', jobKey)).not.toMatch(/weekly w1/)
     expect((await core.listConversations()).length).toBe(4)
     await reg.shutdown()
+  })
+
+  it('the documented ignore patterns match OpenClaw 2026.9 cron, heartbeat and active-memory keys only', () => {
+    const policy = new SessionPolicy(resolveConfig({ ignoreSessionPatterns: ['agent:*:cron:**', 'cron:**', '**:heartbeat', '**:active-memory:*'] }, {}))
+    for (const key of ['agent:main:cron:nightly:run:0f3a', 'agent:main:cron:nightly', 'cron:nightly', 'agent:main:main:heartbeat', 'agent:main:main:active-memory:3e1f0a9b2c4d']) expect(policy.isIgnored(key), key).toBe(true)
+    for (const key of ['agent:main:main', 'agent:main:subagent:42', 'agent:main:telegram:direct:123']) expect(policy.isIgnored(key), key).toBe(false)
   })
 
   it('a first bootstrap imports at most bootstrapMaxTokens of the transcript tail', async () => {
