@@ -189,6 +189,30 @@ describe('recall across the session family', () => {
   })
 })
 
+describe('lcm_describe / lcm_expand across the family', () => {
+  it('reach an archived conversation of the key, never another key', async () => {
+    const { host, reg, engine, core } = await plugin()
+    const summaryOf = async (sessionId, sessionKey, text) => {
+      const r = await core.ingestBatch({ sessionId, sessionKey, messages: [{ role: 'user', content: text }, { role: 'assistant', content: 'noted' }] })
+      return core.insertSummary({ conversationId: r.conversationId, content: `summary: ${text}`, messageIds: r.results.map((m) => m.messageId) })
+    }
+    const mine = await summaryOf('s1', KEY, 'the boat is blue')
+    const theirs = await summaryOf('o1', 'agent:other:main', 'the car is red')
+    await host.emit('before_reset', { reason: 'reset' }, { sessionKey: KEY, sessionId: 's1' })
+    await engine.ingestBatch({ sessionId: 's2', sessionKey: KEY, messages: turn('after') })
+    const describe = host.tool('lcm_describe', { sessionKey: KEY, sessionId: 's2' })
+    const found = await describe.execute('t1', { id: mine })
+    expect(found.details).toMatchObject({ found: true, archived: true })
+    expect(found.content[0].text).toMatch(/\[Archived: .*manual-reset/)
+    expect((await describe.execute('t2', { id: theirs })).details.found).toBe(false)
+    const expand = host.tool('lcm_expand', { sessionKey: KEY, sessionId: 's2' })
+    const opened = await expand.execute('t3', { summaryIds: [mine], includeMessages: true })
+    expect(opened.content[0].text).toMatch(/the boat is blue/)
+    await expect(expand.execute('t4', { summaryIds: [theirs] })).rejects.toThrow(/not in conversation/)
+    await reg.shutdown()
+  })
+})
+
 describe('rollover without hooks, cron runs, bootstrapMaxTokens', () => {
   it('a new session id whose transcript does not continue the conversation starts a fresh one', async () => {
     const { reg, engine, core } = await plugin()

@@ -310,7 +310,11 @@ impl Recall<'_> {
         };
         let root = crate::largefiles::intercept::Settings::from_options(self.options()).dir;
         let grant = scope.grant.clone();
-        let wanted = o.conversation_id;
+        // One conversation, else a session family; neither: any.
+        let wanted: Option<Vec<i64>> = o
+            .conversation_id
+            .map(|c| vec![c])
+            .or_else(|| o.conversation_ids.clone().filter(|f| !f.is_empty()));
         let found = self
             .store()
             .read(move |conn| {
@@ -319,7 +323,7 @@ impl Recall<'_> {
                 };
                 if let Some(g) = &grant {
                     check_grant_item(conn, g, &id, conv)?;
-                } else if wanted.is_some_and(|w| w != conv) {
+                } else if wanted.as_ref().is_some_and(|w| !w.contains(&conv)) {
                     return Ok(None);
                 }
                 if id.starts_with("file_") {
@@ -409,7 +413,11 @@ impl Recall<'_> {
             token_cap,
         };
         let grant = scope.grant.clone();
-        let wanted = p.conversation_id;
+        // One conversation, else a session family; neither: any.
+        let wanted: Option<Vec<i64>> = p
+            .conversation_id
+            .map(|c| vec![c])
+            .or_else(|| p.conversation_ids.clone().filter(|f| !f.is_empty()));
         let walk = self
             .store()
             .read(move |conn| {
@@ -419,11 +427,16 @@ impl Recall<'_> {
                         .ok_or_else(|| LcmError::not_found(format!("no summary {id}")))?;
                     match &grant {
                         Some(g) => check_grant_item(conn, g, id, rec.conversation_id)?,
-                        None if wanted.is_some_and(|w| w != rec.conversation_id) => {
+                        None if wanted
+                            .as_ref()
+                            .is_some_and(|w| !w.contains(&rec.conversation_id)) =>
+                        {
+                            let names: Vec<String> =
+                                wanted.iter().flatten().map(|c| c.to_string()).collect();
                             return Err(LcmError::not_found(format!(
                                 "summary {id} is not in conversation {}",
-                                wanted.unwrap_or_default()
-                            )))
+                                names.join(", ")
+                            )));
                         }
                         None => {}
                     }
