@@ -277,6 +277,7 @@ describe('heartbeats and injected tags', () => {
     expect(isHeartbeatOkTurn(heartbeat)).toBe(true)
     expect(isHeartbeatOkTurn([heartbeat[0], { role: 'assistant', content: 'HEARTBEAT_OK, and also I fixed the build' }])).toBe(false)
     expect(isHeartbeatOkTurn([{ role: 'user', content: 'say HEARTBEAT_OK' }, heartbeat[1]])).toBe(false)
+    expect(isHeartbeatOkTurn([{ role: 'user', content: '[OpenClaw heartbeat poll]' }, { role: 'assistant', content: 'HEARTBEAT_OK' }])).toBe(true)
   })
 
   it('pruneHeartbeatOk stores nothing of such a turn; off by default', async () => {

@@ -145,15 +145,20 @@ function contentText(message) {
 /** The host's heartbeat acknowledgement (compared case-insensitively, trimmed). */
 const HEARTBEAT_ACK = 'heartbeat_ok'
 
+/** What marks a turn as a heartbeat: the reference's `heartbeat.md`, and OpenClaw 2026.9's wake prompt. */
+const HEARTBEAT_MARK = /heartbeat\.md|\[openclaw heartbeat poll\]/i
+
 /**
  * Whether `messages` are a heartbeat turn that only acknowledged
  * (`pruneHeartbeatOk`): the newest assistant reply is exactly `HEARTBEAT_OK`
- * (case-insensitive) and the turn mentions `heartbeat.md`.
+ * (case-insensitive) and the turn mentions `heartbeat.md` (or is OpenClaw's
+ * `[OpenClaw heartbeat poll]`). The core's `lifecycle::is_heartbeat_ok_turn` is
+ * the same rule for imports.
  */
 export function isHeartbeatOkTurn(messages) {
   if (!Array.isArray(messages) || messages.length === 0) return false
   const replies = messages.filter((m) => m?.role === 'assistant')
   const last = replies.at(-1)
   if (!last || contentText(last).trim().toLowerCase() !== HEARTBEAT_ACK) return false
-  return messages.some((m) => /heartbeat\.md/i.test(contentText(m)))
+  return messages.some((m) => HEARTBEAT_MARK.test(contentText(m)))
 }

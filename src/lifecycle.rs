@@ -246,17 +246,23 @@ fn archive_in(
 /// The host's heartbeat acknowledgement, compared trimmed and case-insensitively.
 const HEARTBEAT_ACK: &str = "HEARTBEAT_OK";
 
+/// What marks a turn as a heartbeat: the reference's `heartbeat.md`, and the
+/// transcript prompt OpenClaw 2026.9 writes for a heartbeat wake (lowercase).
+const HEARTBEAT_MARKS: [&str; 2] = ["heartbeat.md", "[openclaw heartbeat poll]"];
+
 /// Whether a turn's `(role, text)` rows only acknowledged a heartbeat (the
 /// reference's rule at HEAD): its newest assistant reply is exactly `HEARTBEAT_OK`
-/// (case-insensitive) and the turn mentions `heartbeat.md`.
+/// (case-insensitive) and the turn mentions `heartbeat.md` (or is OpenClaw's
+/// `[OpenClaw heartbeat poll]`).
 pub fn is_heartbeat_ok_turn(rows: &[(String, String)]) -> bool {
     let Some((_, reply)) = rows.iter().rev().find(|(role, _)| role == "assistant") else {
         return false;
     };
     reply.trim().eq_ignore_ascii_case(HEARTBEAT_ACK)
-        && rows
-            .iter()
-            .any(|(_, text)| text.to_lowercase().contains("heartbeat.md"))
+        && rows.iter().any(|(_, text)| {
+            let text = text.to_lowercase();
+            HEARTBEAT_MARKS.iter().any(|m| text.contains(m))
+        })
 }
 
 /// `archiveConversation` parameters (operators and hosts without hooks).

@@ -418,4 +418,8 @@ async fn skip_heartbeat_turns_leaves_acknowledged_heartbeats_out_of_an_import() 
         "assistant".into(),
         "HEARTBEAT_OK".into()
     )]));
+    assert!(crate::lifecycle::is_heartbeat_ok_turn(&[
+        ("user".into(), "[OpenClaw heartbeat poll]".into()),
+        ("assistant".into(), "HEARTBEAT_OK".into()),
+    ]));
 }
