@@ -107,6 +107,11 @@ function calls(f, ids) {
     getStats: () => [conv()],
     status: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), tokenBudget: pick([1, 1000, 200_000]), tables: next() < 0.5 }],
     integrityCheck: () => [],
+    endSession: () => [{ sessionId: pick(['s', 'other', 'none', value()]), sessionKey: next() < 0.5 ? pick(STRINGS) : undefined, reason: pick(['new', 'reset', 'idle', 'deleted', 'restart', 'continued', value()]), retainDepth: next() < 0.5 ? pick(NUMBERS) : undefined, nextSessionId: next() < 0.3 ? pick(STRINGS) : undefined }],
+    archiveConversation: () => [{ conversationId: conv(), cause: next() < 0.5 ? pick(['operator', 'manual-reset', value()]) : undefined, successor: next() < 0.5 }],
+    unarchiveConversation: () => [conv()],
+    pruneContext: () => [{ conversationId: conv(), retainDepth: next() < 0.7 ? pick(NUMBERS) : undefined }],
+    sessionFamily: () => [pick([...STRINGS, value()])],
   }
 }
 

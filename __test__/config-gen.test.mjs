@@ -43,7 +43,8 @@ describe('generated config files', () => {
     for (const row of CONFIG_KEYS) {
       for (const name of [row.key, ...(row.aliases ?? [])]) {
         const p = schema.properties[name]
-        expect(p.type, name).toBe(row.type === 'list' || row.type === 'providers' ? 'array' : row.type)
+        if (row.type === 'list') expect(p.anyOf.map((x) => x.type), name).toEqual(['array', 'string'])
+        else expect(p.type, name).toBe(row.type === 'providers' ? 'array' : row.type)
         if (row.type === 'object') expect(Object.keys(p.properties), name).toEqual(row.properties.map((q) => q.key))
         expect(p.minimum, name).toBe(row.minimum)
         expect(p.maximum, name).toBe(row.maximum)

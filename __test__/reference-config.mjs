@@ -57,14 +57,6 @@ export const FULL_REFERENCE_CONFIG = {
   circuitBreakerCooldownMs: 1800000,
   replayFloodThresholdExternal: 3,
   replayFloodThresholdInternal: 32,
-}
-
-/**
- * Keys of §7.2 that other issues add (58: session lifecycle, 63: cost). They are
- * left out of FULL_REFERENCE_CONFIG until those branches are merged; the lead
- * folds them in then (and this list goes away).
- */
-export const KEYS_FROM_OTHER_ISSUES = {
   newSessionRetainDepth: 2,
   bootstrapMaxTokens: 6000,
   pruneHeartbeatOk: false,
@@ -76,3 +68,4 @@ export const KEYS_FROM_OTHER_ISSUES = {
   cacheAwareCompaction: { enabled: true, cacheTTLSeconds: 300, maxColdCacheCatchupPasses: 2, hotCachePressureFactor: 4, hotCacheBudgetHeadroomRatio: 0.2, coldCacheObservationThreshold: 3, criticalBudgetPressureRatio: 0.9 },
   dynamicLeafChunkTokens: { enabled: true, max: 40000 },
 }
+

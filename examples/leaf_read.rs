@@ -34,9 +34,11 @@ fn main() {
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .expect("ids");
     let zone = Zone::utc();
+    let tags = lcm_native::config::EngineOptions::default().strip_injected_context_tags;
     let render = Render {
         zone: &zone,
         timestamps: true,
+        strip_tags: &tags,
     };
     for run in 0..runs {
         let t = Instant::now();

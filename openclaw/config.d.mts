@@ -125,6 +125,14 @@ export interface LcmPluginConfig {
   cacheAwareCompaction?: { enabled?: boolean; cacheTTLSeconds?: number; criticalBudgetPressureRatio?: number; maxColdCacheCatchupPasses?: number; hotCachePressureFactor?: number; hotCacheBudgetHeadroomRatio?: number; coldCacheObservationThreshold?: number }
   /** While the prompt cache is warm, the leaf trigger waits until max (default 2 × leafChunkTokens) raw tokens lie outside the fresh tail, so compactions are fewer and larger. Default `{"enabled":true}`. */
   dynamicLeafChunkTokens?: { enabled?: boolean; max?: number }
+  /** After /new, summaries of at least this depth stay in the context (-1 keeps everything, 0 keeps all summaries). Default `2`. At least -1. */
+  newSessionRetainDepth?: number
+  /** Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md). Default `false`. */
+  pruneHeartbeatOk?: boolean
+  /** XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables. Default `["active_memory_plugin","relevant-memories","relevant_memories","hindsight_memories"]`. Engine option `stripInjectedContextTags`. */
+  stripInjectedContextTags?: string[]
+  /** Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens)). At least 0. */
+  bootstrapMaxTokens?: number
 }
 
 /** The keys `resolveConfig` always sets (to their defaults when unset). */
@@ -148,4 +156,7 @@ export interface ResolvedLcmPluginConfigValues extends LcmPluginConfig {
   leafMinChunkTokens: number
   cacheAwareCompaction: { enabled?: boolean; cacheTTLSeconds?: number; criticalBudgetPressureRatio?: number; maxColdCacheCatchupPasses?: number; hotCachePressureFactor?: number; hotCacheBudgetHeadroomRatio?: number; coldCacheObservationThreshold?: number }
   dynamicLeafChunkTokens: { enabled?: boolean; max?: number }
+  newSessionRetainDepth: number
+  pruneHeartbeatOk: boolean
+  stripInjectedContextTags: string[]
 }

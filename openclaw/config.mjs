@@ -128,6 +128,11 @@ export const CONFIG_KEYS = [
       { key: 'max', type: 'integer', minimum: 1, description: 'Raw tokens outside the fresh tail the trigger waits for at most (default 2 × leafChunkTokens)' },
     ],
   },
+  // Issue 58: session lifecycle.
+  { key: 'newSessionRetainDepth', env: 'LCM_NEW_SESSION_RETAIN_DEPTH', type: 'integer', default: 2, minimum: -1, resolved: true, description: 'After /new, summaries of at least this depth stay in the context (-1 keeps everything, 0 keeps all summaries)' },
+  { key: 'pruneHeartbeatOk', env: 'LCM_PRUNE_HEARTBEAT_OK', type: 'boolean', default: false, resolved: true, description: 'Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md)' },
+  { key: 'stripInjectedContextTags', env: 'LCM_STRIP_INJECTED_CONTEXT_TAGS', type: 'list', option: 'stripInjectedContextTags', default: ['active_memory_plugin', 'relevant-memories', 'relevant_memories', 'hindsight_memories'], resolved: true, description: 'XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables' },
+  { key: 'bootstrapMaxTokens', env: 'LCM_BOOTSTRAP_MAX_TOKENS', type: 'integer', minimum: 0, description: 'Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens))' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -292,6 +297,7 @@ export function resolveConfig(pluginConfig, env = process.env) {
     if (row.noEffect) warnings.push(`config ${row.key}: accepted for lossless-claw compatibility, no effect in lcm-native (${row.noEffect})`)
   }
   for (const k of Object.keys(cfg)) if (!known.includes(k)) warnings.push(unknownKey('', k, known))
+  values.bootstrapMaxTokens ??= Math.max(6000, Math.floor(0.3 * (values.leafChunkTokens ?? 20_000)))
   return { ...values, engineOptions: engineOptionsOf(values), warnings }
 }
 

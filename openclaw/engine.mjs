@@ -12,6 +12,7 @@ import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
 import { hostTranscript, transcriptTarget } from './transcript.mjs'
 import { callModel, overridesOf, selectRule } from './overrides.mjs'
+import { isHeartbeatOkTurn, settled } from './lifecycle.mjs'
 
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
@@ -114,9 +115,24 @@ export class LcmContextEngine {
     }
   }
 
+  /**
+   * Waits for the session key's pending lifecycle change (a `/new` or `/reset`
+   * hook the host fired without awaiting), so this call sees its result.
+   */
+  async afterLifecycle(params) {
+    const pending = settled(this.handle, params?.sessionKey)
+    if (pending) await pending
+  }
+
+  /** Whether `pruneHeartbeatOk` drops this turn (a heartbeat that only acknowledged). */
+  prunesHeartbeat(messages) {
+    return this.config.pruneHeartbeatOk === true && isHeartbeatOkTurn(messages)
+  }
+
   /** Stores one message (nothing for ignored/stateless sessions). */
   async ingest(params) {
     if (this.policy.skipsWrites(params.sessionKey)) return { ingested: false }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.ingest({
@@ -135,13 +151,14 @@ export class LcmContextEngine {
   /** Stores a batch in one transaction (nothing for ignored/stateless sessions). */
   async ingestBatch(params) {
     if (this.policy.skipsWrites(params.sessionKey)) return { ingestedCount: 0 }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.ingestBatch({
         sessionId: params.sessionId,
         sessionKey: params.sessionKey,
         messages: params.messages,
-        isHeartbeat: params.isHeartbeat === true,
+        isHeartbeat: params.isHeartbeat === true || this.prunesHeartbeat(params.messages),
       })
       return { ingestedCount: r.ingestedCount }
     } catch (err) {
@@ -167,6 +184,7 @@ export class LcmContextEngine {
     this.handle.noteSession(params, { budget, overrides: this.overridesFor(params) })
     const live = Array.isArray(params.messages) ? params.messages : []
     if (this.policy.isIgnored(params.sessionKey)) return boundLiveMessages(live, budget)
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.assemble({ sessionId: params.sessionId, sessionKey: params.sessionKey, tokenBudget: budget, messages: live })
@@ -197,6 +215,7 @@ export class LcmContextEngine {
     const guard = this.handle.spendGuard(sessionOf(params), this.now)
     guard.clear()
     const target = params.compactionTarget === 'threshold' ? 'threshold' : 'budget'
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const r = await engine.compact({
@@ -262,7 +281,7 @@ export class LcmContextEngine {
     const fresh = Array.isArray(params.messages) ? params.messages.slice(start) : []
     // The turn's last model call just ended: the prompt cache was touched now.
     if (this.handle.lastRequestAt.has(sessionOf(params))) this.handle.lastRequestAt.set(sessionOf(params), this.now())
-    if (fresh.length === 0) return
+    if (fresh.length === 0 || this.prunesHeartbeat(fresh)) return
     await this.ingestBatch({ sessionId: params.sessionId, sessionKey: params.sessionKey, messages: fresh, isHeartbeat: params.isHeartbeat })
   }
 
@@ -279,6 +298,7 @@ export class LcmContextEngine {
     try {
       checkTurnAnchors(params)
       if (this.policy.skipsWrites(params.sessionKey)) return { status: 'committed' }
+      await this.afterLifecycle(params)
       const engine = await this.handle.use()
       const r = await engine.commitTurn({
         sessionId: params.sessionId,
@@ -287,7 +307,7 @@ export class LcmContextEngine {
         admission: params.admission,
         terminal: params.terminal,
         messages: params.messages,
-        isHeartbeat: params.isHeartbeat === true,
+        isHeartbeat: params.isHeartbeat === true || this.prunesHeartbeat(params.messages),
       })
       return { status: r.status }
     } catch (err) {
@@ -305,9 +325,17 @@ export class LcmContextEngine {
   async bootstrap(params) {
     if (this.policy.isIgnored(params.sessionKey)) return { bootstrapped: false, reason: 'session excluded from LCM' }
     if (this.policy.isStateless(params.sessionKey)) return { bootstrapped: false, reason: 'stateless session: LCM is read-only here' }
+    await this.afterLifecycle(params)
     try {
       const engine = await this.handle.use()
       const base = { sessionId: params.sessionId, sessionKey: params.sessionKey }
+      // A first import (a fork, a sub-agent, a rolled-over session) takes only the
+      // transcript's tail within bootstrapMaxTokens; pruneHeartbeatOk leaves
+      // acknowledged heartbeat turns out of an import too.
+      const cap = {
+        ...(Number.isInteger(this.config.bootstrapMaxTokens) ? { maxImportTokens: this.config.bootstrapMaxTokens } : {}),
+        ...(this.config.pruneHeartbeatOk === true ? { skipHeartbeatTurns: true } : {}),
+      }
       // Called before every turn: the newest entry settles the usual case, so the
       // whole transcript is read (and crosses to the engine) only when asked for.
       const target = transcriptTarget(params)
@@ -315,10 +343,10 @@ export class LcmContextEngine {
       let r
       if (host) {
         const newest = await host.newest()
-        r = await tailFirst(engine, base, newest?.length ? { transcriptEntries: newest } : null, async () => ({ transcriptEntries: await host.whole() }))
+        r = await tailFirst(engine, base, newest?.length ? { transcriptEntries: newest } : null, async () => ({ transcriptEntries: await host.whole(), ...cap }))
       } else if (typeof params.sessionFile === 'string' && params.sessionFile && existsSync(params.sessionFile)) {
         const file = { sessionFile: params.sessionFile }
-        r = await tailFirst(engine, base, file, () => file)
+        r = await tailFirst(engine, base, file, () => ({ ...file, ...cap }))
       } else return { bootstrapped: false, reason: 'no transcript to import' }
       return { bootstrapped: r.bootstrapped, importedMessages: r.importedMessages, reason: r.reason }
     } catch (err) {
@@ -344,6 +372,7 @@ export class LcmContextEngine {
     if (signal?.aborted) throw abortError(signal)
     if (this.policy.skipsWrites(params.sessionKey)) return { ...NO_REWRITE, reason: 'session excluded from LCM' }
     if (this.handle.breaker.isOpen()) return { ...NO_REWRITE, reason: this.breakerReason() }
+    await this.afterLifecycle(params)
     const guard = this.handle.spendGuard(sessionOf(params), this.now)
     if (guard.remainingMs() > 0) return { ...NO_REWRITE, reason: this.spendReason(guard) }
     const budget = resolveTokenBudget(params, this.config)

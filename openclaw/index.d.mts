@@ -209,7 +209,8 @@ export interface LcmPluginHostApi {
   runtime?: unknown
   registerContextEngine(id: string, factory: (ctx: any) => LcmContextEngine | Promise<LcmContextEngine>): void
   registerTool(factory: (ctx: { sessionKey?: string; sessionId?: string }) => LcmRecallTool | null, opts?: { name?: string }): void
-  on?(hookName: 'gateway_stop' | 'gateway_start', handler: () => Promise<void>): void
+  /** `gateway_stop` / `gateway_start`, and the session lifecycle hooks `before_reset`, `session_end`, `session_start`. */
+  on?(hookName: 'gateway_stop' | 'gateway_start' | 'before_reset' | 'session_end' | 'session_start', handler: (event: any, ctx: any) => Promise<void> | void): void
   /** `/lcm` and `/lossless` are registered through it when the host has it. */
   registerCommand?(command: LcmCommandDefinition): void
 }
@@ -225,7 +226,7 @@ export interface LcmCommandDefinition {
 
 /**
  * Registers the engine `lcm-native`, the four recall tools, the `/lcm` command
- * (alias `/lossless`) and the shutdown on `gateway_stop`. Resolves `ready` once the database opened.
+ * (alias `/lossless`), the session lifecycle hooks and the shutdown on `gateway_stop`. Resolves `ready` once the database opened.
  */
 export declare function register(
   api: LcmPluginHostApi,

@@ -7,6 +7,8 @@ import { acquire } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 import { lcmCommands } from './commands.mjs'
+import { subscribeLifecycle } from './lifecycle.mjs'
+import { SessionPolicy } from './sessions.mjs'
 
 export { createContextEngine, LcmContextEngine, ENGINE_ID, ENGINE_NAME, ACCEPTED_HOST_PARAMS, resolveTokenBudget } from './engine.mjs'
 export { resolveConfig, CONFIG_KEYS, DEFAULT_TOKEN_BUDGET } from './config.mjs'
@@ -25,7 +27,8 @@ function hostLlm(api) {
 /**
  * Registers lcm-native with OpenClaw: the context engine `lcm-native`, the
  * recall tools (bound to the calling session), the `/lcm` command (alias
- * `/lossless`), and the database shutdown on
+ * `/lossless`), the session lifecycle hooks (`before_reset`, `session_end`,
+ * `session_start`), and the database shutdown on
  * `gateway_stop`. Summaries go through `api.runtime.llm.complete` when the host
  * offers it, else through the configured provider, else the offline summarizer.
  * Returns `{ ready, shutdown }` (hosts ignore it; tests await `ready`).
@@ -91,6 +94,9 @@ export function register(api, options = {}) {
     lease = null
     if (held) await held.handle.close()
   }
+  // `/new`, `/reset`, the host's rotations and deletions (docs/openclaw.md,
+  // "Session lifecycle"): queued per session key before that key's next calls.
+  subscribeLifecycle(api, { handleOf: () => lease?.handle ?? null, policy: new SessionPolicy(config), config, logger })
   api.on?.('gateway_stop', shutdown)
   api.on?.('gateway_start', async () => {
     reopen()

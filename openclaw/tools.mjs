@@ -22,9 +22,40 @@ async function scopeOf(engine, handle, session, args) {
   if (grantId) return { grantId }
   if (typeof args.conversationId === 'number') return { conversationId: args.conversationId }
   if (args.allConversations === true) return { allConversations: true }
+  // A session key's family: its active conversation and the archived ones of
+  // earlier sessions (`/reset`, rotations), never another key's.
+  const family = session.sessionKey ? await engine.sessionFamily(session.sessionKey) : []
+  if (family.length > 1) {
+    const archived = new Map(family.filter((c) => !c.active).map((c) => [c.conversationId, c]))
+    return { conversationIds: family.map((c) => c.conversationId), archived }
+  }
   const lookup = session.sessionKey ? { sessionKey: session.sessionKey } : session.sessionId ? { sessionId: session.sessionId } : null
-  const conversation = lookup ? await engine.getConversation(lookup) : null
+  const conversation = family[0] ?? (lookup ? await engine.getConversation(lookup) : null)
   return conversation ? { conversationId: conversation.conversationId } : null
+}
+
+/** The engine-facing part of a scope (without the archived map). */
+function scopeParams(scope) {
+  const { archived, ...rest } = scope
+  return rest
+}
+
+/** A line naming the archived conversations `ids` belong to, or ''. */
+function archivedNote(scope, ids) {
+  if (!scope.archived) return ''
+  const hit = [...new Set(ids)].filter((id) => scope.archived.has(id))
+  if (hit.length === 0) return ''
+  const parts = hit.map((id) => {
+    const c = scope.archived.get(id)
+    return `conversation ${id} (${c.archiveCause ?? 'archived'}${c.archivedAt ? ` ${c.archivedAt} UTC` : ''})`
+  })
+  return `\n\n[Archived: results from ${parts.join(', ')} come from earlier sessions of this session key.]`
+}
+
+/** `hits` with `archived: true` on those of an archived conversation. */
+function markArchived(scope, hits) {
+  if (!scope.archived || !Array.isArray(hits)) return hits
+  return hits.map((h) => (scope.archived.has(h.conversationId) ? { ...h, archived: true } : h))
 }
 
 const NO_CONVERSATION = 'No LCM history is stored for this session yet.'
@@ -40,8 +71,9 @@ async function grep(ctx, args) {
   if (typeof args.pattern !== 'string' || args.pattern === '') throw toolError('lcm_grep: pattern is required')
   const scope = await scopeOf(ctx.engine, ctx.handle, ctx.session, args)
   if (!scope) return textResult(NO_CONVERSATION, { totalMatches: 0 })
-  const r = await ctx.engine.grep({ ...pick(args, ['pattern', 'mode', 'scope', 'since', 'before', 'limit', 'sort']), ...scope })
-  return textResult(r.text, { totalMatches: r.totalMatches, truncated: r.truncated, messages: r.messages, summaries: r.summaries, grant: r.grant })
+  const r = await ctx.engine.grep({ ...pick(args, ['pattern', 'mode', 'scope', 'since', 'before', 'limit', 'sort']), ...scopeParams(scope) })
+  const note = archivedNote(scope, [...r.messages, ...r.summaries].map((h) => h.conversationId))
+  return textResult(r.text + note, { totalMatches: r.totalMatches, truncated: r.truncated, messages: markArchived(scope, r.messages), summaries: markArchived(scope, r.summaries), grant: r.grant })
 }
 
 /** Runs `lcm_describe`. */
@@ -49,18 +81,21 @@ async function describe(ctx, args) {
   if (typeof args.id !== 'string' || args.id === '') throw toolError('lcm_describe: id is required')
   const scope = await scopeOf(ctx.engine, ctx.handle, ctx.session, args)
   if (!scope) return textResult(NO_CONVERSATION, { found: false })
-  const options = { ...pick(args, ['tokenCap', 'expandFile', 'expandFileMaxBytes', 'startLine', 'endLine']), ...scope }
+  const options = { ...pick(args, ['tokenCap', 'expandFile', 'expandFileMaxBytes', 'startLine', 'endLine']), ...scopeParams(scope) }
   const r = await ctx.engine.describe(args.id, options)
   if (!r) return textResult(`${args.id} was not found in this session's LCM history.`, { found: false, id: args.id })
-  return textResult(r.text, { found: true, id: r.id, type: r.type, grant: r.grant })
+  const owner = r.summary?.conversationId ?? r.file?.conversationId
+  const archived = owner !== undefined && scope.archived?.has(owner) === true
+  return textResult(r.text + (owner !== undefined ? archivedNote(scope, [owner]) : ''), { found: true, id: r.id, type: r.type, grant: r.grant, ...(archived ? { archived: true } : {}) })
 }
 
 /** Runs `lcm_expand`. */
 async function expand(ctx, args) {
   const scope = await scopeOf(ctx.engine, ctx.handle, ctx.session, args)
   if (!scope) return textResult(NO_CONVERSATION, { totalTokens: 0 })
-  const r = await ctx.engine.expand({ ...pick(args, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scope })
-  return textResult(r.text, { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
+  const r = await ctx.engine.expand({ ...pick(args, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scopeParams(scope) })
+  const owners = (r.roots ?? []).map((root) => root.conversationId)
+  return textResult(r.text + archivedNote(scope, owners), { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
 }
 
 const ANSWER_SYSTEM_PROMPT =
@@ -88,7 +123,7 @@ async function expandQuery(ctx, args, signal) {
   let grantId = scope.grantId
   let temporary = false
   if (!grantId) {
-    const ids = scope.conversationId !== undefined ? [scope.conversationId] : (await engine.listConversations()).map((c) => c.conversationId)
+    const ids = scope.conversationId !== undefined ? [scope.conversationId] : scope.conversationIds ?? (await engine.listConversations()).map((c) => c.conversationId)
     const grant = await engine.createGrant({ conversationIds: ids, tokenCap: cap, ttlMs: config.delegationTimeoutMs, issuer: session.sessionKey ?? session.sessionId ?? 'lcm_expand_query' })
     grantId = grant.grantId
     temporary = true

@@ -28,7 +28,9 @@ function valueSchema(row) {
     const obj = { type: 'object', additionalProperties: false, required: ['provider', 'model'], properties: { provider: { type: 'string' }, model: { type: 'string' } } }
     return { type: 'array', items: { anyOf: [obj, ref] } }
   }
-  const s = row.type === 'list' ? { type: 'array', items: { type: 'string' } } : { type: row.type }
+  // A list is an array of strings, or one comma-separated string (the environment's form).
+  if (row.type === 'list') return { anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'string' }] }
+  const s = { type: row.type }
   if (row.enum) s.enum = row.enum
   if (row.minimum !== undefined) s.minimum = row.minimum
   if (row.maximum !== undefined) s.maximum = row.maximum

@@ -123,6 +123,13 @@ pub struct EngineOptions {
     pub prompt_dir: Option<String>,
     /// `customInstructions`: operator instructions added to every prompt.
     pub custom_instructions: Option<String>,
+    /// `stripInjectedContextTags`: XML-style tags whose blocks memory plugins inject
+    /// into user messages (`<relevant-memories>…</relevant-memories>`); they are left
+    /// out of the summarizer's input, the stored message stays exact (default
+    /// `active_memory_plugin`, `relevant-memories`, `relevant_memories`,
+    /// `hindsight_memories`; `[]` disables).
+    #[ts(as = "Option<Vec<String>>", optional)]
+    pub strip_injected_context_tags: Vec<String>,
     /// `summaryFormat`: `xml` (default) or `compact`.
     #[ts(as = "Option<SummaryFormat>", optional)]
     pub summary_format: SummaryFormat,
@@ -217,6 +224,10 @@ impl Default for EngineOptions {
             large_files_dir: None,
             prompt_dir: None,
             custom_instructions: None,
+            strip_injected_context_tags: crate::compaction::source::DEFAULT_INJECTED_TAGS
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
             summary_format: SummaryFormat::Xml,
             max_message_bytes: 64 * 1024 * 1024,
             summary_provider: None,

@@ -21,6 +21,7 @@ pub mod error;
 pub mod host;
 pub mod ingest;
 pub mod largefiles;
+pub mod lifecycle;
 pub mod message;
 pub mod params;
 pub mod prompts;

@@ -173,6 +173,7 @@ pub fn generated() -> String {
     out.push_str("\n/* ---- Store rows ---- */\n");
     declare!(&cfg, &mut out;
         crate::store::conversations::ConversationRecord,
+        crate::store::conversations::ArchiveCause,
         crate::store::messages::ContextItem,
         crate::store::summaries::SummaryRecord,
         crate::engine::SummaryWithLinks,
@@ -198,6 +199,16 @@ pub fn generated() -> String {
         crate::ingest::IngestBatchResult,
         crate::turn::CommitTurnResult,
         crate::transcript::BootstrapResult,
+    );
+    out.push_str("\n/* ---- Session lifecycle ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::lifecycle::EndReason,
+        crate::lifecycle::EndSessionParams,
+        crate::lifecycle::LifecycleAction,
+        crate::lifecycle::EndSessionResult,
+        crate::lifecycle::ArchiveParams,
+        crate::lifecycle::ArchiveResult,
+        crate::lifecycle::PruneContextParams,
     );
     out.push_str("\n/* ---- Context assembly ---- */\n");
     declare!(&cfg, &mut out;

@@ -149,6 +149,14 @@ export interface BootstrapParams extends HostPassThrough {
    * and passes the whole transcript only when asked.
    */
   transcriptTail?: boolean
+  /**
+   * A first import (a new conversation, a fork, a rollover) takes only the newest
+   * messages within this many tokens: at least the newest one, none when it alone
+   * exceeds the cap. Default: the whole transcript.
+   */
+  maxImportTokens?: number
+  /** Leave turns that only acknowledged a heartbeat (`HEARTBEAT_OK`, mentioning `heartbeat.md`) out of the import. */
+  skipHeartbeatTurns?: boolean
 }
 
 /** Lookup of a conversation by session id and/or key. */

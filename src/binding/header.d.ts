@@ -148,6 +148,14 @@ export interface BootstrapParams extends HostPassThrough {
    * and passes the whole transcript only when asked.
    */
   transcriptTail?: boolean
+  /**
+   * A first import (a new conversation, a fork, a rollover) takes only the newest
+   * messages within this many tokens: at least the newest one, none when it alone
+   * exceeds the cap. Default: the whole transcript.
+   */
+  maxImportTokens?: number
+  /** Leave turns that only acknowledged a heartbeat (`HEARTBEAT_OK`, mentioning `heartbeat.md`) out of the import. */
+  skipHeartbeatTurns?: boolean
 }
 
 /** Lookup of a conversation by session id and/or key. */
@@ -436,6 +444,14 @@ export type EngineOptions = {
   promptDir?: string,
   /** `customInstructions`: operator instructions added to every prompt. */
   customInstructions?: string,
+  /**
+   * `stripInjectedContextTags`: XML-style tags whose blocks memory plugins inject
+   * into user messages (`<relevant-memories>…</relevant-memories>`); they are left
+   * out of the summarizer's input, the stored message stays exact (default
+   * `active_memory_plugin`, `relevant-memories`, `relevant_memories`,
+   * `hindsight_memories`; `[]` disables).
+   */
+  stripInjectedContextTags?: Array<string>,
   /** `summaryFormat`: `xml` (default) or `compact`. */
   summaryFormat?: SummaryFormat,
   /** `maxMessageBytes`: larger messages are rejected with LCM_INVALID_INPUT (default 64 MiB). */
@@ -517,6 +533,11 @@ export type GrepParams = {
   scope?: GrepScope,
   /** Search one conversation. */
   conversationId?: number,
+  /**
+   * Search these conversations (a session family: the active conversation of
+   * a key and its archived ones). Ignored when `conversationId` is given.
+   */
+  conversationIds?: Array<number>,
   /** Search every conversation. */
   allConversations?: boolean,
   /** Inclusive lower bound, ISO-8601. */
@@ -630,6 +651,8 @@ export type GrepResult = {
 export type DescribeOptions = {
   /** The item must belong to this conversation, else the result is null. */
   conversationId?: number,
+  /** The item must belong to one of these conversations (a session family). */
+  conversationIds?: Array<number>,
   /** Explicitly allow any conversation. */
   allConversations?: boolean,
   /**
@@ -805,6 +828,8 @@ export type ExpandParams = {
   grantId?: string,
   /** Roots must belong to this conversation. */
   conversationId?: number,
+  /** Roots must belong to one of these conversations (a session family). */
+  conversationIds?: Array<number>,
   /** Explicitly allow any conversation. */
   allConversations?: boolean,
 };
@@ -971,6 +996,16 @@ export type Conversation = {
   active: boolean,
   /** When it was archived. */
   archivedAt: string | null,
+  /**
+   * Why it was archived (an [`ArchiveCause`] string; rows written by other
+   * tools may hold other text).
+   */
+  archiveCause: string | null,
+  /**
+   * The session that last wrote it and was then ended by a lifecycle event
+   * (`/new`, `/reset`, …): the next session id under its key continues it.
+   */
+  endedSessionId: string | null,
   /** Optional title. */
   title: string | null,
   /** Creation time (SQLite UTC text). */
@@ -978,6 +1013,13 @@ export type Conversation = {
   /** Last update time (SQLite UTC text). */
   updatedAt: string,
 };
+
+/**
+ * Why a conversation left the active state. Serialized as the strings stored in
+ * `conversations.archive_cause` (the reference's `manual-reset` and
+ * `session-deleted`, and ours for the other causes).
+ */
+export type ArchiveCause = "manual-reset" | "new-session" | "idle-reset" | "daily-reset" | "compaction-rollover" | "session-deleted" | "operator" | "session-rollover";
 
 /** One entry of the context list. */
 export type ContextItem = {
@@ -1335,6 +1377,90 @@ export type BootstrapResult = {
    * date ([`REASON_NEEDS_WHOLE`]): call again with the whole transcript.
    */
   needsWholeTranscript: boolean,
+  /**
+   * The conversation this call archived (`session-rollover`): a new session id
+   * under the key whose transcript does not continue it.
+   */
+  archivedConversationId: number | null,
+};
+
+/* ---- Session lifecycle ---- */
+
+/** Why a session ended (OpenClaw's `session_end` / `before_reset` reasons). */
+export type EndReason = "new" | "reset" | "idle" | "daily" | "compaction" | "deleted" | "shutdown" | "restart" | "unknown" | "continued";
+
+/** `endSession` parameters. */
+export type EndSessionParams = {
+  /** The ending session's id. */
+  sessionId: string,
+  /** Its stable key (the conversation is found by key first). */
+  sessionKey?: string,
+  /** Why it ended. */
+  reason: EndReason,
+  /** The session id that follows, when the host says. */
+  nextSessionId?: string,
+  /**
+   * `new` only: summaries of depth ≥ this stay in the context (−1 keeps
+   * everything, 0 keeps all summaries; default 2).
+   */
+  retainDepth?: number,
+};
+
+/** What an end-of-session event did. */
+export type LifecycleAction = "pruned" | "archived" | "kept" | "continued" | "alreadyHandled" | "noConversation";
+
+/** `endSession` result. */
+export type EndSessionResult = {
+  /** What was done. */
+  action: LifecycleAction,
+  /** The conversation the event applied to. */
+  conversationId: number | null,
+  /** The fresh active conversation of the key, after an archive. */
+  successorId: number | null,
+  /** The archive cause written. */
+  cause: ArchiveCause | null,
+  /** Message items taken out of the context (`new`). */
+  prunedMessages: number,
+  /** Summary items taken out of the context (`new`). */
+  prunedSummaries: number,
+  /** Items left in the context list (`new`). */
+  keptItems: number,
+};
+
+/** `archiveConversation` parameters (operators and hosts without hooks). */
+export type ArchiveParams = {
+  /** The conversation to archive. */
+  conversationId: number,
+  /** Why (default `operator`). */
+  cause?: ArchiveCause,
+  /** Also create a fresh active conversation for its key (default false). */
+  successor?: boolean,
+};
+
+/** `archiveConversation` / `unarchiveConversation` result. */
+export type ArchiveResult = {
+  /** The conversation named. */
+  conversationId: number,
+  /** Whether its state changed (false: it already was archived / active). */
+  changed: boolean,
+  /** The successor created by an archive with `successor: true`. */
+  successorId: number | null,
+  /**
+   * Unarchive: the conversation that held the key and was archived
+   * (`operator`) to make room.
+   */
+  displacedId: number | null,
+};
+
+/** `pruneContext` parameters: `/new`'s pruning without ending a session. */
+export type PruneContextParams = {
+  /** The conversation. */
+  conversationId: number,
+  /**
+   * Summaries of depth ≥ this stay (−1 keeps everything, 0 keeps all summaries;
+   * default 2).
+   */
+  retainDepth?: number,
 };
 
 /* ---- Context assembly ---- */

@@ -237,6 +237,81 @@ impl LcmEngine {
         engine_call!(env, self, "listConversations", () => |()| list_conversations())
     }
 
+    /// Applies the end of a session to its conversation (`reason`: `new` prunes the
+    /// context to summaries of depth ≥ `retainDepth`; `reset`, `idle`, `daily`,
+    /// `compaction` archive it and start a fresh conversation for the key;
+    /// `deleted` archives it; `restart`, `shutdown`, `unknown` change nothing). A
+    /// second event for the same ending session changes nothing. One transaction.
+    #[napi(
+        ts_args_type = "params: EndSessionParams",
+        ts_return_type = "Promise<EndSessionResult>"
+    )]
+    pub fn end_session<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        engine_call!(env, self, "endSession", Params::read(env, params)? => |p| end_session(p))
+    }
+
+    /// Archives a conversation (`cause` default `operator`; `successor: true` also
+    /// starts a fresh active conversation for its key), in one transaction.
+    #[napi(
+        ts_args_type = "params: ArchiveParams",
+        ts_return_type = "Promise<ArchiveResult>"
+    )]
+    pub fn archive_conversation<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        engine_call!(env, self, "archiveConversation", Params::read(env, params)? => |p| archive_conversation(p))
+    }
+
+    /// Makes an archived conversation active again; the conversation holding its
+    /// key, if any, is archived (`operator`) in the same transaction.
+    #[napi(
+        ts_args_type = "conversationId: number",
+        ts_return_type = "Promise<ArchiveResult>"
+    )]
+    pub fn unarchive_conversation<'env>(
+        &self,
+        env: &'env Env,
+        conversation_id: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        let id = id_arg(conversation_id, "unarchiveConversation", "conversationId");
+        engine_call!(env, self, "unarchiveConversation", id => |id| unarchive_conversation(id))
+    }
+
+    /// `/new`'s pruning of one conversation's context list: message items and
+    /// summary items of depth < `retainDepth` (default 2) leave it; nothing is
+    /// deleted, pruned items stay reachable by recall.
+    #[napi(
+        ts_args_type = "params: PruneContextParams",
+        ts_return_type = "Promise<EndSessionResult>"
+    )]
+    pub fn prune_context<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        engine_call!(env, self, "pruneContext", Params::read(env, params)? => |p| prune_context(p))
+    }
+
+    /// Every conversation of a session key, active and archived, newest first.
+    #[napi(
+        ts_args_type = "sessionKey: string",
+        ts_return_type = "Promise<Array<Conversation>>"
+    )]
+    pub fn session_family<'env>(
+        &self,
+        env: &'env Env,
+        session_key: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        let key = string_arg(session_key, "sessionFamily", "sessionKey");
+        engine_call!(env, self, "sessionFamily", key => |k| session_family(k))
+    }
+
     /// Every stored message of a conversation, rebuilt exactly as ingested, oldest
     /// first: large files externalized at ingest are re-inlined from disk. Pass
     /// `{ expandFiles: false }` for the stored form with `[LCM File: …]` references.

@@ -145,6 +145,8 @@ fn apply(
         session_file: Some(a.file.to_string_lossy().into_owned()),
         transcript_entries: None,
         transcript_tail: false,
+        max_import_tokens: None,
+        skip_heartbeat_turns: false,
     };
     let imported = ctx.block_on(engine.bootstrap(params, Some(Arc::new(move |_, _| tick.inc()))));
     bar.finish();

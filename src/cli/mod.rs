@@ -24,6 +24,7 @@ pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod rewrite;
+pub mod sessions;
 pub mod status;
 pub mod transplant;
 pub mod tui;
@@ -98,6 +99,12 @@ pub enum Command {
     Backfill(backfill::BackfillArgs),
     /// Database size and largest tables, conversations, and one session's context and last compaction
     Status(status::StatusArgs),
+    /// List conversations, archived ones with their cause (/reset, /new, rotations)
+    Conversations(sessions::ConversationsArgs),
+    /// Archive a conversation: its session starts afresh, nothing is deleted
+    Archive(sessions::ArchiveArgs),
+    /// Make an archived conversation the active one of its session key again
+    Unarchive(sessions::UnarchiveArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -169,6 +176,9 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Transplant(a) => transplant::run(a, ctx),
         Command::Backfill(a) => backfill::run(a, ctx),
         Command::Status(a) => status::run(a, ctx),
+        Command::Conversations(a) => sessions::conversations(a, ctx),
+        Command::Archive(a) => sessions::archive(a, ctx),
+        Command::Unarchive(a) => sessions::unarchive(a, ctx),
     }
 }
 

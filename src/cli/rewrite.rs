@@ -177,6 +177,7 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
         ..db::engine_options(&path)
     };
     choice.apply(&mut opts);
+    let tags = opts.strip_injected_context_tags.clone();
     let apply = a.apply;
     let (db, pipeline, engine): (RewriteDb, Arc<dyn SummaryPipeline>, _) = if apply {
         let engine = ctx
@@ -193,7 +194,7 @@ pub fn run(a: RewriteArgs, ctx: &mut Ctx) -> CliResult {
         (RewriteDb::read_only(conn), pipeline, None)
     };
     let label = choice.label().unwrap_or_default();
-    let result = rewrite(ctx, &a, &db, pipeline, zone, &label);
+    let result = rewrite(ctx, &a, &db, pipeline, zone, &label, tags);
     if let Some(engine) = engine {
         let closed = ctx.block_on(engine.close())?;
         if let Err(e) = closed {
@@ -211,6 +212,7 @@ fn rewrite(
     pipeline: Arc<dyn SummaryPipeline>,
     zone: Zone,
     label: &str,
+    strip_tags: Vec<String>,
 ) -> CliResult {
     let conv = a.conversation_id;
     let sel = selector(a);
@@ -258,6 +260,7 @@ fn rewrite(
         concurrency: a.concurrency,
         // Ctrl-C (forwarded by the shim) drops the in-flight request.
         cancel: super::interrupt_token(),
+        strip_tags,
     };
     let bar = if json {
         Progress::hidden()

@@ -124,6 +124,8 @@ pub struct PassEnv<'a> {
     pub custom_instructions: Option<String>,
     /// Trips to abandon the in-flight summarizer call (nothing is written).
     pub cancel: &'a CancelToken,
+    /// `stripInjectedContextTags`: left out of user messages in the input.
+    pub strip_tags: &'a [String],
 }
 
 /// How a pass ended without an error.
@@ -156,10 +158,11 @@ pub async fn read_input(
     let conversation_id = env.conversation_id;
     let sources = plan.sources();
     let ids = plan.previous().to_vec();
+    let tags = env.strip_tags.to_vec();
     let read = env
         .store
         .read(move |c| {
-            let Some(read) = sources_at(c, conversation_id, &sources, at, &zone)? else {
+            let Some(read) = sources_at(c, conversation_id, &sources, at, &zone, &tags)? else {
                 return Ok(None);
             };
             Ok(Some((read, previous_context(c, &ids, &pending)?)))
@@ -175,6 +178,7 @@ fn sources_at(
     sources: &Sources,
     at: Option<i64>,
     zone: &Zone,
+    strip_tags: &[String],
 ) -> Result<Option<(SummarizeInput, Vec<MsgRow>)>> {
     if let Some(start) = at {
         if !dag::sources_in_place(c, conversation_id, start, sources)? {
@@ -184,6 +188,7 @@ fn sources_at(
     let render = source::Render {
         zone,
         timestamps: true,
+        strip_tags,
     };
     source::input_with_rows(c, sources, render, &HashMap::new()).map(Some)
 }
@@ -219,9 +224,10 @@ pub async fn prefetch(env: &PassEnv<'_>, message_ids: Vec<i64>, at: i64) -> Opti
     let zone = env.zone;
     let conversation_id = env.conversation_id;
     let sources = Sources::Messages(message_ids.clone());
+    let tags = env.strip_tags.to_vec();
     let read = env
         .store
-        .read(move |c| sources_at(c, conversation_id, &sources, Some(at), &zone))
+        .read(move |c| sources_at(c, conversation_id, &sources, Some(at), &zone, &tags))
         .await;
     let (input, rows) = read.ok()??;
     Some(Prefetched {

@@ -245,6 +245,7 @@ impl<'a> Run<'a> {
                 // The pipeline falls back to the configured instructions.
                 custom_instructions: p.custom_instructions.clone(),
                 cancel: &hooks.cancel,
+                strip_tags: &compactor.opts.strip_injected_context_tags,
             },
             compactor,
             hooks,

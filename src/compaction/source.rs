@@ -29,6 +29,62 @@ pub struct Render<'a> {
     /// Whether headers carry times (`false` keeps roles only); the time range
     /// prompt variable is filled either way.
     pub timestamps: bool,
+    /// Tags whose blocks are left out of user messages (`stripInjectedContextTags`).
+    pub strip_tags: &'a [String],
+}
+
+/// The reference's `stripInjectedContextTags`: blocks memory plugins inject into
+/// user messages.
+pub const DEFAULT_INJECTED_TAGS: [&str; 4] = [
+    "active_memory_plugin",
+    "relevant-memories",
+    "relevant_memories",
+    "hindsight_memories",
+];
+
+/// Compiled matchers of tag lists, by list (an engine has one list; the map holds
+/// as many entries as distinct configurations in the process).
+static TAG_MATCHERS: std::sync::OnceLock<
+    std::sync::Mutex<HashMap<Vec<String>, std::sync::Arc<regex::Regex>>>,
+> = std::sync::OnceLock::new();
+
+fn tag_matcher(tags: &[String]) -> Option<std::sync::Arc<regex::Regex>> {
+    let tags: Vec<String> = tags
+        .iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if tags.is_empty() {
+        return None;
+    }
+    let cache = TAG_MATCHERS.get_or_init(Default::default);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = map.get(&tags) {
+        return Some(r.clone());
+    }
+    let alternatives: Vec<String> = tags
+        .iter()
+        .map(|t| {
+            let t = regex::escape(t);
+            format!(r"<{t}(?:\s[^>]*)?>.*?</{t}\s*>")
+        })
+        .collect();
+    let r = regex::Regex::new(&format!("(?is){}", alternatives.join("|"))).ok()?;
+    let r = std::sync::Arc::new(r);
+    map.insert(tags, r.clone());
+    Some(r)
+}
+
+/// `text` without the blocks of `tags` (`<tag …>…</tag>`, case-insensitive), and
+/// without the blank space they leave at its ends; unchanged when there is none.
+pub fn strip_injected(text: String, tags: &[String]) -> String {
+    let Some(matcher) = tag_matcher(tags) else {
+        return text;
+    };
+    if !matcher.is_match(&text) {
+        return text;
+    }
+    matcher.replace_all(&text, "").trim().to_owned()
 }
 
 /// The summarizer input for `sources`: `source_text`, `child_count` and
@@ -75,7 +131,10 @@ fn leaf_input(
             while let Some(part) = parts.next_part()? {
                 text.push(part);
             }
-            let text = text.finish(source.content);
+            let mut text = text.finish(source.content);
+            if source.role == "user" && !render.strip_tags.is_empty() {
+                text = strip_injected(text, render.strip_tags);
+            }
             Some(SourceMessage::new(
                 &source.row.created_at,
                 source.role,
@@ -240,6 +299,26 @@ pub fn in_time_order(mut children: Vec<SourceSummary>) -> Vec<SourceSummary> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn injected_tag_blocks_leave_user_text_for_the_summarizer() {
+        let tags: Vec<String> = super::DEFAULT_INJECTED_TAGS
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect();
+        let text = "<relevant-memories>\nuser likes tea\n</relevant-memories>\nWhat now? <Hindsight_Memories kind=\"x\">old</Hindsight_Memories> ok";
+        assert_eq!(super::strip_injected(text.into(), &tags), "What now?  ok");
+        // No tag, an unclosed tag, another tag, or no list: unchanged.
+        for same in [
+            "plain text",
+            "<relevant-memories> never closed",
+            "<memories>kept</memories>",
+            "한국어 <relevant_memoriesx>kept</relevant_memoriesx>",
+        ] {
+            assert_eq!(super::strip_injected(same.into(), &tags), same);
+        }
+        assert_eq!(super::strip_injected(text.into(), &[]), text);
+    }
+
     use super::*;
     use crate::message::rebuild::StoredPart;
 
@@ -391,6 +470,7 @@ mod tests {
         let render = Render {
             zone: &zone,
             timestamps: false,
+            strip_tags: &[],
         };
         let read = |ids: Vec<i64>| {
             input_with_rows(&conn, &Sources::Messages(ids), render, &HashMap::new()).unwrap()

@@ -15,6 +15,8 @@ pub enum Holder {
     Context(i64),
     /// A summary that lists it as a source.
     Summary(String),
+    /// The item at this position of the items `/new` took out of the context.
+    Pruned(i64),
 }
 
 impl fmt::Display for Holder {
@@ -22,6 +24,7 @@ impl fmt::Display for Holder {
         match self {
             Holder::Context(o) => write!(f, "context item {o}"),
             Holder::Summary(s) => f.write_str(s),
+            Holder::Pruned(p) => write!(f, "pruned context item {p}"),
         }
     }
 }

@@ -118,21 +118,32 @@ type Reach = (HashMap<String, Vec<Holder>>, HashMap<i64, Vec<Holder>>);
 fn coverage(g: &Graph) -> Reach {
     let mut reached: HashMap<String, Vec<Holder>> = HashMap::new();
     let mut covered: HashMap<i64, Vec<Holder>> = HashMap::new();
-    for item in &g.context {
-        if item.target_conversation != Some(g.conversation_id) {
+    // Context items first, then what `/new` pruned from the context (still covering).
+    let roots = g
+        .context
+        .iter()
+        .filter(|item| item.target_conversation == Some(g.conversation_id))
+        .map(|item| {
+            (
+                Holder::Context(item.ordinal),
+                item.message_id,
+                item.summary_id.clone(),
+            )
+        })
+        .chain(
+            g.pruned
+                .iter()
+                .map(|(p, m, s)| (Holder::Pruned(*p), *m, s.clone())),
+        );
+    for (root_holder, message_id, summary_id) in roots {
+        if let Some(m) = message_id {
+            covered.entry(m).or_default().push(root_holder);
             continue;
         }
-        if let Some(m) = item.message_id {
-            covered
-                .entry(m)
-                .or_default()
-                .push(Holder::Context(item.ordinal));
-            continue;
-        }
-        let Some(root) = item.summary_id.clone() else {
+        let Some(root) = summary_id else {
             continue;
         };
-        let mut stack = vec![(root, Holder::Context(item.ordinal))];
+        let mut stack = vec![(root, root_holder)];
         while let Some((id, holder)) = stack.pop() {
             let seen = reached.entry(id.clone()).or_default();
             seen.push(holder);
@@ -384,7 +395,7 @@ fn check_reach(g: &Graph, a: &Analysis, v: &mut Vec<Violation>) {
             .iter()
             .filter_map(|h| match h {
                 Holder::Summary(s) => Some(s.clone()),
-                Holder::Context(_) => None,
+                Holder::Context(_) | Holder::Pruned(_) => None,
             })
             .collect();
         v.push(

@@ -129,11 +129,13 @@ pub fn input(
     conversation_id: i64,
     depth: i64,
     zone: &Zone,
+    strip_tags: &[String],
 ) -> Result<SummarizeInput> {
     let sources = store::sources::of_summary(conn, id)?;
     let render = source::Render {
         zone,
         timestamps: true,
+        strip_tags,
     };
     let mut input = source::input_for(conn, &sources, render, &HashMap::new())?;
     if input.child_count == 0 {
@@ -151,13 +153,13 @@ pub fn input(
 }
 
 /// Builds the job for one broken summary; `None` when its text is no longer broken.
-pub fn job(conn: &Connection, id: &str, zone: &Zone) -> Result<Option<Job>> {
+pub fn job(conn: &Connection, id: &str, zone: &Zone, strip_tags: &[String]) -> Result<Option<Job>> {
     let s = crate::store::summaries::get(conn, id)?
         .ok_or_else(|| LcmError::not_found(format!("summary {id} no longer exists")))?;
     if markers::detect(&s.content).is_none() {
         return Ok(None);
     }
-    let input = input(conn, id, s.conversation_id, s.depth, zone)?;
+    let input = input(conn, id, s.conversation_id, s.depth, zone, strip_tags)?;
     Ok(Some(Job {
         input,
         old_content: s.content,

@@ -30,6 +30,8 @@ pub struct Doctor {
     pub zone: Zone,
     /// `largeFilesDir`, where moved large files are looked up by id.
     pub large_files_dir: std::path::PathBuf,
+    /// `stripInjectedContextTags`, left out of re-summarized input as compaction does.
+    pub strip_tags: Vec<String>,
 }
 
 impl Doctor {
@@ -208,9 +210,10 @@ impl Doctor {
 
     async fn resummarize_one(&self, b: &resummarize::BrokenSummary) -> Result<Resummarized> {
         let (id, zone) = (b.summary_id.clone(), self.zone());
+        let tags = self.strip_tags.clone();
         let job = self
             .store()
-            .read(move |c| resummarize::job(c, &id, &zone))
+            .read(move |c| resummarize::job(c, &id, &zone, &tags))
             .await?;
         let mut r = Resummarized {
             summary_id: b.summary_id.clone(),

@@ -17,6 +17,7 @@ impl Engine {
             pipeline: self.pipeline(),
             zone: self.zone,
             large_files_dir: crate::largefiles::intercept::Settings::from_options(&self.opts).dir,
+            strip_tags: self.opts.strip_injected_context_tags.clone(),
         };
         d.run(p, progress).await
     }

@@ -14,6 +14,7 @@ pub use compaction::SessionIds;
 mod dagops;
 mod doctor;
 mod ingest;
+mod lifecycle;
 mod recall;
 mod rewrite;
 mod status;

@@ -82,6 +82,7 @@ impl Engine {
             callback: self.summarizer_callback(),
         };
         let pipeline = call::pipeline_for(base, &p).await?;
-        call::rewrite(&self.store, pipeline, self.zone, p, progress, cancel).await
+        let tags = self.options().strip_injected_context_tags.clone();
+        call::rewrite(&self.store, pipeline, self.zone, p, progress, cancel, tags).await
     }
 }

@@ -5,6 +5,7 @@
 mod compaction;
 mod dagops;
 mod doctor;
+mod lifecycle;
 mod rewrite;
 mod round_trip;
 mod slices;

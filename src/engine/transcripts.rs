@@ -11,7 +11,7 @@ use crate::config::EngineOptions;
 use crate::error::{LcmError, Result};
 use crate::ingest::{map_batch, IngestBatchParams};
 use crate::message::ingest;
-use crate::store::conversations::{self, SessionRef};
+use crate::store::conversations::{self, ArchiveCause, ConversationRecord, SessionRef};
 use crate::store::messages::{self, Appender};
 use crate::store::tx::{read_tx, write_tx};
 use crate::transcript::{
@@ -37,6 +37,8 @@ impl Engine {
                 opts: &opts,
                 large: &large,
                 progress,
+                cap: None,
+                skip_heartbeats: false,
             };
             ctx.run(conn, p)
         })
@@ -59,6 +61,8 @@ impl Engine {
                 opts: &opts,
                 large: &large,
                 progress: None,
+                cap: None,
+                skip_heartbeats: false,
             };
             ctx.run(conn, p)
         })
@@ -69,6 +73,10 @@ struct Import<'a> {
     opts: &'a EngineOptions,
     large: &'a crate::largefiles::intercept::Settings,
     progress: Option<Progress>,
+    /// `maxImportTokens` of the call.
+    cap: Option<i64>,
+    /// `skipHeartbeatTurns` of the call.
+    skip_heartbeats: bool,
 }
 
 /// What a transcript asks of the store, decided before anything is written.
@@ -82,6 +90,18 @@ enum Step {
         start: usize,
         reason: &'static str,
     },
+}
+
+/// A session id the conversation has not seen, under its key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// The same session: nothing to do.
+    None,
+    /// The new session continues the conversation: it takes the new id.
+    Adopt(i64),
+    /// The new session starts afresh: archive this conversation (`session-rollover`)
+    /// and import the transcript into a new one.
+    Rollover(i64),
 }
 
 /// The answer of a call that read `scan`.
@@ -99,6 +119,7 @@ fn answer(
         transcript_messages: scan.path.len(),
         skipped_entries: scan.skipped,
         needs_whole_transcript: reason == transcript::REASON_NEEDS_WHOLE,
+        archived_conversation_id: None,
     }
 }
 
@@ -111,6 +132,8 @@ impl Import<'_> {
         if p.session_id.trim().is_empty() {
             return Err(LcmError::invalid("sessionId must be a non-empty string"));
         }
+        self.cap = p.max_import_tokens.filter(|n| *n >= 0);
+        self.skip_heartbeats = p.skip_heartbeat_turns;
         let source = Source::from_params(&mut p)?;
         let session = SessionRef {
             session_id: p.session_id.clone(),
@@ -124,14 +147,17 @@ impl Import<'_> {
         // A host bootstraps before every turn, and most calls find the conversation
         // up to date: decided in a read transaction, such a call never takes the
         // write lock, nor waits for another process holding it.
-        if let Step::Done(r) = read_tx(conn, |tx| self.step(tx, &source, &scan, &session))? {
+        if let (Change::None, Step::Done(r)) =
+            read_tx(conn, |tx| self.step(tx, &source, &scan, &session))?
+        {
             return Ok(r);
         }
         write_tx(conn, |tx| self.reconcile(tx, &source, &scan, &session))
     }
 
     /// A `transcriptTail` call: up to date when the newest row is stored, else
-    /// nothing imported and the whole transcript asked for.
+    /// nothing imported and the whole transcript asked for (also for a session id
+    /// the conversation has not seen: the whole transcript decides a rollover).
     fn tail(
         &self,
         tx: &rusqlite::Connection,
@@ -139,9 +165,13 @@ impl Import<'_> {
         session: &SessionRef,
     ) -> Result<BootstrapResult> {
         let scan = source.scan()?;
-        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
+        let found = conversations::find(tx, session)?;
+        let same_session = found
+            .as_ref()
+            .is_none_or(|c| c.session_id == session.session_id);
+        let existing = found.map(|c| c.conversation_id);
         let stored = match (existing, transcript::newest_entry_id(source)?) {
-            (Some(c), Some(id)) => messages::stores_entry(tx, c, &id)?,
+            (Some(c), Some(id)) => same_session && messages::stores_entry(tx, c, &id)?,
             _ => false,
         };
         let reason = if stored {
@@ -152,6 +182,37 @@ impl Import<'_> {
         Ok(answer(&scan, 0, reason, existing))
     }
 
+    /// Whether the call's session id is new to the conversation, and what that
+    /// means (the rollover rule, docs/openclaw.md): a conversation whose session
+    /// ended through a lifecycle event, or that holds no message, is continued;
+    /// otherwise the new session continues it only when its transcript shares a
+    /// message with it, else it is archived and the transcript starts a new one.
+    fn change(
+        &self,
+        tx: &rusqlite::Connection,
+        conv: &ConversationRecord,
+        plan: impl FnOnce() -> Result<Plan>,
+        scan: &Scan,
+        session: &SessionRef,
+    ) -> Result<Change> {
+        if conv.session_id == session.session_id || session.session_key.is_none() {
+            return Ok(Change::None);
+        }
+        let id = conv.conversation_id;
+        let ended = conv.ended_session_id.is_some()
+            && conv.ended_session_id.as_deref() == Some(conv.session_id.as_str());
+        if ended || messages::newest_row(tx, id)?.is_none() {
+            return Ok(Change::Adopt(id));
+        }
+        if scan.path.is_empty() {
+            return Ok(Change::Rollover(id));
+        }
+        Ok(match plan()? {
+            Plan::NoAnchor => Change::Rollover(id),
+            Plan::From(_) => Change::Adopt(id),
+        })
+    }
+
     /// What the transcript needs imported, as the store stands in `tx`.
     fn step(
         &self,
@@ -159,24 +220,59 @@ impl Import<'_> {
         source: &Source,
         scan: &Scan,
         session: &SessionRef,
-    ) -> Result<Step> {
-        let existing = conversations::find(tx, session)?.map(|c| c.conversation_id);
-        if scan.path.is_empty() {
-            return Ok(Step::Done(answer(
+    ) -> Result<(Change, Step)> {
+        let found = conversations::find(tx, session)?;
+        let change = match &found {
+            Some(conv) => self.change(
+                tx,
+                conv,
+                || self.plan(tx, conv.conversation_id, source, scan),
                 scan,
-                0,
-                transcript::REASON_EMPTY,
-                existing,
-            )));
+                session,
+            )?,
+            None => Change::None,
+        };
+        // A fresh conversation that follows a reset of this very session (the host
+        // kept the session id and its transcript): what the transcript holds is
+        // the ended conversation's, already archived; nothing of it is imported.
+        let after_reset = match (&found, change) {
+            (Some(c), Change::None) => {
+                c.ended_session_id.as_deref() == Some(session.session_id.as_str())
+                    && messages::newest_row(tx, c.conversation_id)?.is_none()
+            }
+            _ => false,
+        };
+        let existing = match change {
+            Change::Rollover(_) => None,
+            _ => found.map(|c| c.conversation_id),
+        };
+        if after_reset {
+            return Ok((
+                change,
+                Step::Done(answer(scan, 0, transcript::REASON_AFTER_RESET, existing)),
+            ));
+        }
+        if scan.path.is_empty() {
+            return Ok((
+                change,
+                Step::Done(answer(scan, 0, transcript::REASON_EMPTY, existing)),
+            ));
         }
         let Some(id) = existing else {
-            return Ok(Step::Import {
-                conversation_id: None,
-                start: 0,
-                reason: transcript::REASON_IMPORTED,
-            });
+            let reason = match change {
+                Change::Rollover(_) => transcript::REASON_ROLLOVER,
+                _ => transcript::REASON_IMPORTED,
+            };
+            return Ok((
+                change,
+                Step::Import {
+                    conversation_id: None,
+                    start: self.first_import_start(source, scan)?,
+                    reason,
+                },
+            ));
         };
-        Ok(match self.plan(tx, id, source, scan)? {
+        let step = match self.plan(tx, id, source, scan)? {
             Plan::From(i) if i >= scan.path.len() => {
                 Step::Done(answer(scan, 0, transcript::REASON_UP_TO_DATE, Some(id)))
             }
@@ -186,7 +282,32 @@ impl Import<'_> {
                 reason: transcript::REASON_RECONCILED,
             },
             Plan::NoAnchor => Step::Done(answer(scan, 0, transcript::REASON_NO_ANCHOR, Some(id))),
-        })
+        };
+        Ok((change, step))
+    }
+
+    /// Where a first import starts: 0, or under `maxImportTokens` the oldest of the
+    /// newest messages that fit (at least the newest one; the path's length, i.e.
+    /// nothing, when that one alone exceeds the cap).
+    fn first_import_start(&self, source: &Source, scan: &Scan) -> Result<usize> {
+        let Some(cap) = self.cap else { return Ok(0) };
+        let wanted: Vec<&PathEntry> = scan.path.iter().collect();
+        let mut tokens = Vec::with_capacity(wanted.len());
+        source.read_messages(&wanted, &mut |_, message| {
+            tokens.push(ingest::map_message(&message, None).map_or(0, |m| m.token_count));
+            Ok(())
+        })?;
+        let mut start = tokens.len();
+        let mut total = 0i64;
+        while start > 0 {
+            let t = tokens[start - 1];
+            if total + t > cap {
+                break;
+            }
+            total += t;
+            start -= 1;
+        }
+        Ok(start)
     }
 
     /// Decides again and imports, inside the one write transaction.
@@ -197,8 +318,26 @@ impl Import<'_> {
         scan: &Scan,
         session: &SessionRef,
     ) -> Result<BootstrapResult> {
-        let (conversation_id, start, reason) = match self.step(tx, source, scan, session)? {
-            Step::Done(r) => return Ok(r),
+        let (change, step) = self.step(tx, source, scan, session)?;
+        let mut archived = None;
+        match change {
+            Change::None => {}
+            Change::Adopt(id) => conversations::adopt_session(tx, id, &session.session_id)?,
+            Change::Rollover(id) => {
+                conversations::archive(tx, id, ArchiveCause::Rollover)?;
+                archived = Some(id);
+            }
+        }
+        let (conversation_id, start, reason) = match step {
+            Step::Done(mut r) => {
+                if archived.is_some() {
+                    // The fresh conversation exists from now on, even with nothing to import.
+                    r.conversation_id = Some(conversations::find_or_create(tx, session)?);
+                    r.archived_conversation_id = archived;
+                    r.reason = transcript::REASON_ROLLOVER;
+                }
+                return Ok(r);
+            }
             Step::Import {
                 conversation_id,
                 start,
@@ -208,6 +347,11 @@ impl Import<'_> {
                 None => (conversations::find_or_create(tx, session)?, start, reason),
             },
         };
+        if start >= scan.path.len() {
+            let mut r = answer(scan, 0, transcript::REASON_OVER_CAP, Some(conversation_id));
+            r.archived_conversation_id = archived;
+            return Ok(r);
+        }
         let stored = messages::entry_ids(tx, conversation_id)?;
         let missing: Vec<&PathEntry> = scan.path[start..]
             .iter()
@@ -219,7 +363,9 @@ impl Import<'_> {
         } else {
             reason
         };
-        Ok(answer(scan, imported, reason, Some(conversation_id)))
+        let mut r = answer(scan, imported, reason, Some(conversation_id));
+        r.archived_conversation_id = archived;
+        Ok(r)
     }
 
     /// Where the conversation's copy of the transcript ends. Messages are read
@@ -277,17 +423,52 @@ impl Import<'_> {
         let mut appender = Appender::open(tx, conversation_id)?;
         let total = wanted.len() as u64;
         let mut done = 0u64;
+        let mut stored = 0usize;
+        // With `skipHeartbeatTurns`, a turn (a user message and what follows it) is
+        // held until the next user message, then dropped when it only acknowledged
+        // a heartbeat, else appended.
+        let mut turn: Vec<(PathEntry, Value)> = Vec::new();
+        let flush =
+            |turn: &mut Vec<(PathEntry, Value)>, appender: &mut Appender| -> Result<usize> {
+                let rows: Vec<(String, String)> = turn
+                    .iter()
+                    .filter_map(|(_, m)| ingest::map_message(m, None).ok())
+                    .map(|m| (m.role.to_owned(), m.content))
+                    .collect();
+                if crate::lifecycle::is_heartbeat_ok_turn(&rows) {
+                    turn.clear();
+                    return Ok(0);
+                }
+                let n = turn.len();
+                for (entry, message) in turn.drain(..) {
+                    let m = self.map_one(tx, conversation_id, &entry, message)?;
+                    appender.append(tx, &m)?;
+                }
+                Ok(n)
+            };
         source.read_messages(wanted, &mut |entry, message| {
-            let m = self.map_one(tx, conversation_id, entry, message)?;
-            appender.append(tx, &m)?;
+            if self.skip_heartbeats {
+                let user = message.get("role").and_then(Value::as_str) == Some("user");
+                if user && !turn.is_empty() {
+                    stored += flush(&mut turn, &mut appender)?;
+                }
+                turn.push((entry.clone(), message));
+            } else {
+                let m = self.map_one(tx, conversation_id, entry, message)?;
+                appender.append(tx, &m)?;
+                stored += 1;
+            }
             done += 1;
             if let Some(report) = &self.progress {
                 report(done, total);
             }
             Ok(())
         })?;
+        if !turn.is_empty() {
+            stored += flush(&mut turn, &mut appender)?;
+        }
         appender.finish(tx)?;
-        Ok(done as usize)
+        Ok(stored)
     }
 
     fn map_one(

@@ -145,19 +145,25 @@ impl Recall<'_> {
     fn resolve(
         &self,
         conversation_id: Option<i64>,
+        family: Option<&Vec<i64>>,
         all: bool,
         grant_id: Option<&str>,
     ) -> Result<Resolved> {
+        // One conversation, else a session family (never empty: an empty list is
+        // no scope), else all / none.
+        let named: Option<Vec<i64>> = conversation_id
+            .map(|c| vec![c])
+            .or_else(|| family.filter(|f| !f.is_empty()).cloned());
         let Some(gid) = grant_id else {
             return Ok(Resolved {
-                conversations: conversation_id.map(|c| vec![c]).or((!all).then(Vec::new)),
+                conversations: named.or((!all).then(Vec::new)),
                 grant: None,
             });
         };
-        let asked: Vec<i64> = conversation_id.into_iter().collect();
+        let asked: Vec<i64> = named.unwrap_or_default();
         let access = Access {
             conversations: &asked,
-            all_conversations: all && conversation_id.is_none(),
+            all_conversations: all && asked.is_empty(),
         };
         let info = self
             .recall()
@@ -191,7 +197,12 @@ impl Recall<'_> {
         }
         let (since_ms, before_ms) = time_filter(p.since.as_deref(), p.before.as_deref())?;
         let all = p.all_conversations.unwrap_or(false);
-        let scope = self.resolve(p.conversation_id, all, p.grant_id.as_deref())?;
+        let scope = self.resolve(
+            p.conversation_id,
+            p.conversation_ids.as_ref(),
+            all,
+            p.grant_id.as_deref(),
+        )?;
         if scope.conversations.as_ref().is_some_and(Vec::is_empty) {
             return Err(LcmError::invalid(
                 "grep needs conversationId, allConversations: true, or a grantId",
@@ -259,7 +270,12 @@ impl Recall<'_> {
         o: DescribeOptions,
     ) -> Result<Option<DescribeResult>> {
         let all = o.all_conversations.unwrap_or(false);
-        let scope = self.resolve(o.conversation_id, all, o.grant_id.as_deref())?;
+        let scope = self.resolve(
+            o.conversation_id,
+            o.conversation_ids.as_ref(),
+            all,
+            o.grant_id.as_deref(),
+        )?;
         let Some(id) = extract_id(&raw_id) else {
             return Ok(None);
         };
@@ -294,7 +310,11 @@ impl Recall<'_> {
         };
         let root = crate::largefiles::intercept::Settings::from_options(self.options()).dir;
         let grant = scope.grant.clone();
-        let wanted = o.conversation_id;
+        // One conversation, else a session family; neither: any.
+        let wanted: Option<Vec<i64>> = o
+            .conversation_id
+            .map(|c| vec![c])
+            .or_else(|| o.conversation_ids.clone().filter(|f| !f.is_empty()));
         let found = self
             .store()
             .read(move |conn| {
@@ -303,7 +323,7 @@ impl Recall<'_> {
                 };
                 if let Some(g) = &grant {
                     check_grant_item(conn, g, &id, conv)?;
-                } else if wanted.is_some_and(|w| w != conv) {
+                } else if wanted.as_ref().is_some_and(|w| !w.contains(&conv)) {
                     return Ok(None);
                 }
                 if id.starts_with("file_") {
@@ -360,7 +380,12 @@ impl Recall<'_> {
     /// Expands summaries to their sources (and leaf messages) within a token cap.
     pub async fn expand(&self, p: ExpandParams) -> Result<ExpandResult> {
         let all = p.all_conversations.unwrap_or(false);
-        let scope = self.resolve(p.conversation_id, all, p.grant_id.as_deref())?;
+        let scope = self.resolve(
+            p.conversation_id,
+            p.conversation_ids.as_ref(),
+            all,
+            p.grant_id.as_deref(),
+        )?;
         let mut ids: Vec<String> = p
             .summary_id
             .iter()
@@ -388,7 +413,11 @@ impl Recall<'_> {
             token_cap,
         };
         let grant = scope.grant.clone();
-        let wanted = p.conversation_id;
+        // One conversation, else a session family; neither: any.
+        let wanted: Option<Vec<i64>> = p
+            .conversation_id
+            .map(|c| vec![c])
+            .or_else(|| p.conversation_ids.clone().filter(|f| !f.is_empty()));
         let walk = self
             .store()
             .read(move |conn| {
@@ -398,11 +427,16 @@ impl Recall<'_> {
                         .ok_or_else(|| LcmError::not_found(format!("no summary {id}")))?;
                     match &grant {
                         Some(g) => check_grant_item(conn, g, id, rec.conversation_id)?,
-                        None if wanted.is_some_and(|w| w != rec.conversation_id) => {
+                        None if wanted
+                            .as_ref()
+                            .is_some_and(|w| !w.contains(&rec.conversation_id)) =>
+                        {
+                            let names: Vec<String> =
+                                wanted.iter().flatten().map(|c| c.to_string()).collect();
                             return Err(LcmError::not_found(format!(
                                 "summary {id} is not in conversation {}",
-                                wanted.unwrap_or_default()
-                            )))
+                                names.join(", ")
+                            )));
                         }
                         None => {}
                     }

@@ -27,6 +27,10 @@ pub struct GrepParams {
     /// Search one conversation.
     #[serde(default)]
     pub conversation_id: Option<i64>,
+    /// Search these conversations (a session family: the active conversation of
+    /// a key and its archived ones). Ignored when `conversationId` is given.
+    #[serde(default)]
+    pub conversation_ids: Option<Vec<i64>>,
     /// Search every conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
@@ -90,6 +94,9 @@ pub struct DescribeOptions {
     /// The item must belong to this conversation, else the result is null.
     #[serde(default)]
     pub conversation_id: Option<i64>,
+    /// The item must belong to one of these conversations (a session family).
+    #[serde(default)]
+    pub conversation_ids: Option<Vec<i64>>,
     /// Explicitly allow any conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,
@@ -166,6 +173,9 @@ pub struct ExpandParams {
     /// Roots must belong to this conversation.
     #[serde(default)]
     pub conversation_id: Option<i64>,
+    /// Roots must belong to one of these conversations (a session family).
+    #[serde(default)]
+    pub conversation_ids: Option<Vec<i64>>,
     /// Explicitly allow any conversation.
     #[serde(default)]
     pub all_conversations: Option<bool>,

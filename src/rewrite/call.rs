@@ -87,6 +87,7 @@ pub async fn rewrite(
     p: RewriteParams,
     progress: Option<ProgressFn>,
     cancel: CancelToken,
+    strip_tags: Vec<String>,
 ) -> Result<RewriteReport> {
     if store.is_closed() {
         return Err(LcmError::closed());
@@ -98,6 +99,7 @@ pub async fn rewrite(
         timestamps: p.timestamps,
         concurrency: p.concurrency()?,
         cancel,
+        strip_tags,
     };
     run::run(
         &RewriteDb::Store(store.clone()),
@@ -149,8 +151,15 @@ pub async fn preview(
         return Err(LcmError::closed());
     }
     let db = RewriteDb::Store(store.clone());
-    let (item, prepared) =
-        run::prepare_single(&db, conversation_id, summary_id, zone, timestamps).await?;
+    let (item, prepared) = run::prepare_single(
+        &db,
+        conversation_id,
+        summary_id,
+        zone,
+        timestamps,
+        opts.strip_injected_context_tags.clone(),
+    )
+    .await?;
     let input = &prepared.input;
     let render = RenderParams {
         depth: input.depth,

@@ -85,6 +85,8 @@ pub struct RewriteOptions {
     /// Tripping it stops the run: an in-flight summarizer call is dropped (its HTTP
     /// request closed) and nothing of it is written.
     pub cancel: CancelToken,
+    /// `stripInjectedContextTags`, as compaction left them out of the input.
+    pub strip_tags: Vec<String>,
 }
 
 /// The error of a cancelled run (`LCM_ABORTED`).
@@ -230,6 +232,7 @@ pub async fn prepare_single(
     summary_id: &str,
     zone: Zone,
     timestamps: bool,
+    strip_tags: Vec<String>,
 ) -> Result<(PlannedSummary, Prepared)> {
     let selector = Selector::Summary {
         id: summary_id.to_owned(),
@@ -255,6 +258,7 @@ pub async fn prepare_single(
                 &it,
                 &zone,
                 timestamps,
+                &strip_tags,
                 &Overlay::new(),
                 previous.as_deref(),
             )
@@ -269,6 +273,7 @@ struct Ctx {
     zone: Zone,
     timestamps: bool,
     cancel: CancelToken,
+    strip_tags: Vec<String>,
 }
 
 /// Prepares and summarizes one summary (no writes).
@@ -282,9 +287,10 @@ async fn rewrite_one(
     let ts = ctx.timestamps;
     let it = item.clone();
     let ov = overlay.clone();
+    let tags = ctx.strip_tags.clone();
     let prepared: Result<Prepared> = ctx
         .db
-        .read(move |c| source::rebuild(c, &it, &zone, ts, &ov, previous_leaf.as_deref()))
+        .read(move |c| source::rebuild(c, &it, &zone, ts, &tags, &ov, previous_leaf.as_deref()))
         .await;
     let p = match prepared {
         Ok(p) => p,
@@ -433,6 +439,7 @@ pub async fn run(
         zone,
         timestamps: opts.timestamps,
         cancel: opts.cancel.clone(),
+        strip_tags: opts.strip_tags.clone(),
     };
     let mut st = State {
         report: RewriteReport {

@@ -76,6 +76,7 @@ pub fn rebuild(
     item: &PlannedSummary,
     zone: &Zone,
     timestamps: bool,
+    strip_tags: &[String],
     overlay: &Overlay,
     previous_leaf: Option<&str>,
 ) -> Result<Prepared> {
@@ -86,7 +87,11 @@ pub fn rebuild(
         ))
     })?;
     let (old_content, old_tokens) = (stored.content, stored.token_count);
-    let render = Render { zone, timestamps };
+    let render = Render {
+        zone,
+        timestamps,
+        strip_tags,
+    };
     let mut input = summary_input(conn, item, render, overlay)?;
     if let (true, Some(prev)) = (item.is_leaf(), previous_leaf) {
         input.previous_context = content_of(conn, prev, overlay)?

@@ -30,6 +30,12 @@ pub struct ConversationOverview {
     pub summaries_by_depth: BTreeMap<i64, i64>,
     /// Newest message time, else the conversation's update time (SQLite UTC text).
     pub last_activity: String,
+    /// Archived (no longer the active conversation of its key).
+    pub archived: bool,
+    /// When it was archived (SQLite UTC text).
+    pub archived_at: Option<String>,
+    /// Why it was archived (`manual-reset`, `session-deleted`, `idle-reset`, …).
+    pub archive_cause: Option<String>,
 }
 
 /// Every conversation, most recently active first.
@@ -38,7 +44,8 @@ pub fn conversations(conn: &Connection) -> Result<Vec<ConversationOverview>> {
         "SELECT c.conversation_id, c.session_id, c.session_key, c.title,
                 COALESCE(m.n, 0), COALESCE(m.tokens, 0),
                 COALESCE(ctx.tokens, 0),
-                COALESCE(m.last, c.updated_at)
+                COALESCE(m.last, c.updated_at),
+                COALESCE(c.active, 1), c.archived_at, c.archive_cause
          FROM conversations c
          LEFT JOIN (SELECT conversation_id, COUNT(*) AS n, SUM(token_count) AS tokens,
                            MAX(created_at) AS last
@@ -65,6 +72,9 @@ pub fn conversations(conn: &Connection) -> Result<Vec<ConversationOverview>> {
                 context_tokens: r.get(6)?,
                 summaries_by_depth: BTreeMap::new(),
                 last_activity: r.get(7)?,
+                archived: r.get::<_, i64>(8)? == 0,
+                archived_at: r.get(9)?,
+                archive_cause: r.get(10)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

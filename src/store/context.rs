@@ -232,6 +232,15 @@ pub fn has_summary_item(conn: &Connection, conversation_id: i64) -> Result<bool>
         .query_row([conversation_id], |r| r.get(0))?)
 }
 
+/// Whether the context list holds any message item.
+pub fn has_message_item(conn: &Connection, conversation_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM context_items WHERE conversation_id = ?1 AND item_type = 'message')",
+        )?
+        .query_row([conversation_id], |r| r.get(0))?)
+}
+
 /// Which of `ids` are carried by a tool-result message among the context items
 /// before ordinal `before` (the part of the list assembly did not load).
 pub fn tool_results_before(

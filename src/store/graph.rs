@@ -41,6 +41,9 @@ pub struct BadLink {
     pub target_conversation: Option<i64>,
 }
 
+/// An item `/new` took out of the context: (position, message id, summary id).
+pub type PrunedRow = (i64, Option<i64>, Option<String>);
+
 /// A conversation's rows and links.
 #[derive(Debug, Default, Clone)]
 pub struct Graph {
@@ -66,6 +69,9 @@ pub struct Graph {
     /// (`lcm_context_gaps`): a run in progress, or one that never ended, whose gaps
     /// the next open or compaction closes.
     pub gaps_marked: bool,
+    /// Items `/new` took out of the context list (`lcm_pruned_context`), in prune
+    /// order: `(position, message id, summary id)`. They still cover their rows.
+    pub pruned: Vec<PrunedRow>,
 }
 
 impl Graph {
@@ -121,7 +127,27 @@ pub fn load(conn: &Connection, conversation_id: i64) -> Result<Graph> {
     load_message_links(conn, &mut g)?;
     load_foreign_rows(conn, &mut g)?;
     g.gaps_marked = gaps_marked(conn, conversation_id)?;
+    g.pruned = pruned_items(conn, conversation_id)?;
     Ok(g)
+}
+
+/// The conversation's pruned context items (none on a file without the table).
+fn pruned_items(conn: &Connection, conversation_id: i64) -> Result<Vec<PrunedRow>> {
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lcm_pruned_context')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let rows = conn
+        .prepare_cached(
+            "SELECT position, message_id, summary_id FROM lcm_pruned_context WHERE conversation_id = ?1 ORDER BY position",
+        )?
+        .query_map([conversation_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
 }
 
 /// Whether `lcm_context_gaps` names the conversation (false on a file that has no

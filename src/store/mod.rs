@@ -32,6 +32,7 @@ pub mod links;
 pub mod messages;
 pub mod migrate;
 pub mod operator;
+pub mod prune;
 pub mod recall;
 pub mod schema;
 #[cfg(test)]

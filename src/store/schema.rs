@@ -153,6 +153,19 @@ CREATE TABLE IF NOT EXISTS lcm_trigram_groups (
   bits BLOB NOT NULL
 );
 
+-- Context items a `/new` took out of the context list (issue 58): still stored,
+-- still reachable by recall, and still covering their messages for the doctor.
+CREATE TABLE IF NOT EXISTS lcm_pruned_context (
+  conversation_id INTEGER NOT NULL REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  item_type TEXT NOT NULL CHECK (item_type IN ('message', 'summary')),
+  message_id INTEGER REFERENCES messages(message_id) ON DELETE CASCADE,
+  summary_id TEXT REFERENCES summaries(summary_id) ON DELETE CASCADE,
+  retain_depth INTEGER NOT NULL,
+  pruned_at TEXT NOT NULL DEFAULT (datetime('now')),
+  PRIMARY KEY (conversation_id, position)
+);
+
 CREATE TABLE IF NOT EXISTS lcm_turn_receipts (
   advancement_key TEXT PRIMARY KEY,
   conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE,
@@ -173,6 +186,7 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("conversations", "archive_cause", "TEXT"),
     ("conversations", "title", "TEXT"),
     ("conversations", "bootstrapped_at", "TEXT"),
+    ("conversations", "ended_session_id", "TEXT"),
     ("messages", "identity_hash", "TEXT"),
     ("messages", "openclaw_sender_metadata", "TEXT"),
     ("messages", "transcript_entry_id", "TEXT"),

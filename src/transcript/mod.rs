@@ -41,6 +41,17 @@ pub struct BootstrapParams {
     /// transcript only when asked, instead of all of it every turn.
     #[serde(default)]
     pub transcript_tail: bool,
+    /// `maxImportTokens` (the plugin's `bootstrapMaxTokens`): a first import (a new
+    /// conversation, a fork's or sub-agent's first bootstrap, a rollover) takes
+    /// only the newest messages within this many tokens, at least the newest one,
+    /// none when that one alone exceeds it. Default: the whole transcript.
+    #[serde(default)]
+    pub max_import_tokens: Option<i64>,
+    /// `skipHeartbeatTurns` (the plugin's `pruneHeartbeatOk`): turns that only
+    /// acknowledged a heartbeat (see [`crate::lifecycle::is_heartbeat_ok_turn`])
+    /// are not imported.
+    #[serde(default)]
+    pub skip_heartbeat_turns: bool,
 }
 
 /// Result of `bootstrap`.
@@ -65,6 +76,9 @@ pub struct BootstrapResult {
     /// A `transcriptTail` call whose rows did not prove the conversation up to
     /// date ([`REASON_NEEDS_WHOLE`]): call again with the whole transcript.
     pub needs_whole_transcript: bool,
+    /// The conversation this call archived (`session-rollover`): a new session id
+    /// under the key whose transcript does not continue it.
+    pub archived_conversation_id: Option<i64>,
 }
 
 /// A new conversation received the whole transcript.
@@ -78,6 +92,17 @@ pub const REASON_EMPTY: &str = "no messages in session file";
 /// The stored conversation shares no message with the transcript (nothing imported,
 /// so nothing can be duplicated).
 pub const REASON_NO_ANCHOR: &str = "no common message with the stored conversation";
+/// A new session id under the key whose transcript does not continue the stored
+/// conversation: that one was archived and the transcript starts a fresh one.
+pub const REASON_ROLLOVER: &str =
+    "new session under the key: the earlier conversation was archived";
+/// A fresh conversation after a reset of this same session id: the transcript is
+/// the ended conversation's (archived), so nothing of it is imported.
+pub const REASON_AFTER_RESET: &str =
+    "the session was reset: its earlier transcript belongs to the archived conversation";
+/// A first import capped by `maxImportTokens` whose newest message alone exceeds it.
+pub const REASON_OVER_CAP: &str =
+    "newest transcript message exceeds maxImportTokens: nothing imported";
 /// A `transcriptTail` call whose rows do not prove the conversation up to date:
 /// nothing imported; call again with the whole transcript.
 pub const REASON_NEEDS_WHOLE: &str = "the transcript tail is not stored: pass the whole transcript";

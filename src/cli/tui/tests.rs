@@ -822,3 +822,31 @@ fn reopening_a_conversation_keeps_its_tree_until_the_reload() {
         "another conversation starts afresh"
     );
 }
+
+#[test]
+fn archived_conversations_are_listed_with_their_cause() {
+    let (mut app, _) = App::new("db".into(), "offline".into());
+    let mut old = conversation(3);
+    old.archived = true;
+    old.archive_cause = Some("manual-reset".into());
+    let current = conversation(4);
+    app.on_msg(Msg::Conversations(Ok(vec![current, old])));
+    let rows: Vec<String> = render(&app, 120, 12)
+        .into_iter()
+        .map(|r| r.concat())
+        .collect();
+    let line = |id: &str| {
+        rows.iter()
+            .find(|r| r.trim_start_matches('│').trim_start().starts_with(id))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        line("3").contains("[manual-reset] agent:main:3"),
+        "{rows:#?}"
+    );
+    assert!(
+        line("4").contains("agent:main:4") && !line("4").contains('['),
+        "{rows:#?}"
+    );
+}

@@ -328,10 +328,17 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
     let height = inner.height.saturating_sub(1) as usize;
     let start = window(app.conv_sel, height);
     for (i, c) in list.iter().enumerate().skip(start).take(height) {
-        let session = c
+        let mut session = c
             .session_key
             .clone()
             .unwrap_or_else(|| c.session_id.clone());
+        if c.archived {
+            // Archived rows say so first: the key alone names the active one too.
+            session = format!(
+                "[{}] {session}",
+                c.archive_cause.as_deref().unwrap_or("archived")
+            );
+        }
         let by: Vec<String> = c
             .summaries_by_depth
             .iter()
@@ -349,6 +356,8 @@ fn draw_conversations(f: &mut Frame, r: Rect, app: &App, zone: &Zone, theme: The
         );
         let style = if i == app.conv_sel {
             theme.selected()
+        } else if c.archived {
+            theme.dim()
         } else {
             Style::default()
         };

@@ -1075,9 +1075,18 @@ async fn compaction_rewrite_and_doctor_build_the_same_source_text() {
             .read(move |c| {
                 let zone = crate::timeformat::Zone::utc();
                 let overlay = HashMap::new();
-                let rw = crate::rewrite::source::rebuild(c, &planned, &zone, true, &overlay, None)?;
-                let dr =
-                    crate::doctor::resummarize::input(c, &rec.summary_id, conv, rec.depth, &zone)?;
+                let tags = crate::config::EngineOptions::default().strip_injected_context_tags;
+                let rw = crate::rewrite::source::rebuild(
+                    c, &planned, &zone, true, &tags, &overlay, None,
+                )?;
+                let dr = crate::doctor::resummarize::input(
+                    c,
+                    &rec.summary_id,
+                    conv,
+                    rec.depth,
+                    &zone,
+                    &tags,
+                )?;
                 Ok((rw.input, dr))
             })
             .await

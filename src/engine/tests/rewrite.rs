@@ -570,6 +570,7 @@ async fn cancelling_mid_run_drops_the_call_in_flight_and_keeps_the_prefix() {
         timestamps: true,
         concurrency: 4,
         cancel: cancel.clone(),
+        strip_tags: Vec::new(),
     };
     let db = RewriteDb::Store(e.store().clone());
     let run = run::run(&db, pipeline.clone(), e.zone(), opts, None);

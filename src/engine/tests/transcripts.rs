@@ -21,6 +21,8 @@ fn params(rows: Vec<Value>) -> BootstrapParams {
         session_file: None,
         transcript_entries: Some(rows),
         transcript_tail: false,
+        max_import_tokens: None,
+        skip_heartbeat_turns: false,
     }
 }
 
