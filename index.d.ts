@@ -2289,6 +2289,18 @@ export declare class LcmEngine {
    */
   assemble<M extends AgentMessage = StoredAgentMessage>(params: AssembleParams<M>): Promise<AssembleResult<M>>
   /**
+   * Replaces the deterministic exploration summaries of large files by
+   * summaries the large-file model writes (`largeFileSummaryModel`), off the
+   * writer thread: up to `limit` files (default 4), of one session when
+   * `sessionId`/`sessionKey` is given, oldest first. Each file's row, the
+   * reference text of the stored messages that embed it and their full-text rows
+   * change in one transaction; `getMessages` still returns the original bytes. A
+   * failed model call keeps the deterministic summary and is retried by a later
+   * call with backoff (at most 5 attempts). Without a large-file model it does
+   * nothing (`enabled: false`).
+   */
+  summarizeLargeFiles(params?: SummarizeLargeFilesParams): Promise<SummarizeLargeFilesResult>
+  /**
    * Runs the summarization pipeline on a source text (prompt for the depth, the
    * configured summarizer or host callback, escalation normal → aggressive →
    * truncation, overage cap) without touching the database. Resolves with

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { existsSync } from 'node:fs'
 import { resolveConfig } from './config.mjs'
 import { SessionPolicy } from './sessions.mjs'
-import { acquire } from './shared.mjs'
+import { acquire, largeFileModelRef } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
 import { hostTranscript, transcriptTarget } from './transcript.mjs'
@@ -57,6 +57,9 @@ function abortError(signal) {
   return signal.reason ?? Object.assign(new Error('The operation was aborted'), { name: 'AbortError' })
 }
 
+/** Large files sent to the large-file model per maintenance turn (each is one model call). */
+const LARGE_FILES_PER_TURN = 2
+
 /** The lcm-native context engine (create it with `createContextEngine`). */
 export class LcmContextEngine {
   /**
@@ -71,6 +74,7 @@ export class LcmContextEngine {
       llm,
       summaryModel: this.config.summaryModel,
       summaryThinking: this.config.enableSummaryThinking,
+      largeFileModel: largeFileModelRef(this.config),
       breaker: { threshold: this.config.circuitBreakerThreshold, cooldownMs: this.config.circuitBreakerCooldownMs },
       packageDir: options.packageDir,
     })
@@ -321,8 +325,11 @@ export class LcmContextEngine {
     if (this.handle.breaker.isOpen()) return { ...NO_REWRITE, reason: this.breakerReason() }
     const budget = resolveTokenBudget(params, this.config)
     let r
+    let files = ''
     try {
       const engine = await this.handle.use()
+      files = await this.summarizeLargeFiles(engine, params)
+      if (signal?.aborted) throw abortError(signal)
       const current = positive(params.runtimeContext?.currentTokenCount)
       const evaluation = await engine.evaluate({
         sessionId: params.sessionId,
@@ -331,7 +338,7 @@ export class LcmContextEngine {
         ...(current ? { currentTokenCount: current } : {}),
         ...this.overridesParam(params),
       })
-      if (!evaluation.shouldCompact && !evaluation.leafTrigger) return { ...NO_REWRITE, reason: 'below threshold' }
+      if (!evaluation.shouldCompact && !evaluation.leafTrigger) return { ...NO_REWRITE, reason: `below threshold${files}` }
       if (signal?.aborted) throw abortError(signal)
       r = await engine.compact({
         sessionId: params.sessionId,
@@ -347,7 +354,26 @@ export class LcmContextEngine {
     }
     this.handle.recordCompaction(r)
     if (r.aborted && signal?.aborted) throw abortError(signal)
-    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens)` }
+    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens)${files}` }
+  }
+
+  /**
+   * Maintenance step of `largeFileSummaryModel`: the session's large files whose
+   * exploration summary is still the deterministic one get the model's (a few per
+   * turn, before compaction may summarize the messages that show them). A failure
+   * keeps the deterministic summary (the engine retries later) and never fails the
+   * turn. Returns a note for `reason` ('' when nothing happened).
+   */
+  async summarizeLargeFiles(engine, params) {
+    if (!this.config.largeFileSummaryModel?.trim()) return ''
+    try {
+      const r = await engine.summarizeLargeFiles({ sessionId: params.sessionId, sessionKey: params.sessionKey, limit: LARGE_FILES_PER_TURN })
+      if (r.failed > 0) this.warn(`large-file summary failed for session ${params.sessionId} (kept the deterministic one, will retry): ${r.lastError}`)
+      return r.summarized || r.failed ? `; large files: ${r.summarized} summarized by the model, ${r.failed} failed` : ''
+    } catch (err) {
+      this.warn(`large-file summaries skipped for session ${params.sessionId}: ${describeError(err)}`)
+      return ''
+    }
   }
 
   /**

@@ -3,7 +3,7 @@
 // engine alone. The default export is the plugin entry object OpenClaw loads.
 
 import { resolveConfig } from './config.mjs'
-import { acquire } from './shared.mjs'
+import { acquire, largeFileModelRef } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 import { lcmCommands } from './commands.mjs'
@@ -45,7 +45,7 @@ export function register(api, options = {}) {
   // The plugin holds one reference for the gateway's lifetime, so the database
   // stays open between the per-turn engine instances.
   // OpenClaw runs the plugin from a copy: errors name the installed directory.
-  const shared = { llm, summaryModel: config.summaryModel, summaryThinking: config.enableSummaryThinking, breaker, packageDir: api.rootDir }
+  const shared = { llm, summaryModel: config.summaryModel, summaryThinking: config.enableSummaryThinking, largeFileModel: largeFileModelRef(config), breaker, packageDir: api.rootDir }
   let lease = acquire(config.engineOptions, shared)
   // After `gateway_stop` the tools are withdrawn; the next engine the host asks
   // for (a restarted gateway) opens the database again, as it does after a failed open.

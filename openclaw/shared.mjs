@@ -74,7 +74,7 @@ export function isAuthError(err) {
  * A summarizer callback over the host's `llm.complete`. Marks refused
  * credentials on `state` so the breaker can count them.
  */
-export function hostSummarizer(llm, { model, state, thinking }) {
+export function hostSummarizer(llm, { model, state, thinking, purpose }) {
   return async (request) => {
     try {
       const result = await llm.complete({
@@ -84,7 +84,7 @@ export function hostSummarizer(llm, { model, state, thinking }) {
         ...(model ? { model } : {}),
         // enableSummaryThinking: false asks the host for no reasoning; otherwise the model's default.
         ...(thinking === false ? { reasoning: 'off' } : {}),
-        purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
+        purpose: purpose ?? (request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`),
       })
       state.lastAuthFailure = false
       return { content: String(result?.text ?? ''), ...(result?.model ? { model: result.model } : {}) }
@@ -93,6 +93,18 @@ export function hostSummarizer(llm, { model, state, thinking }) {
       throw err
     }
   }
+}
+
+/**
+ * The model ref the host is asked for large files' exploration summaries:
+ * `largeFileSummaryModel`, prefixed with `largeFileSummaryProvider` when it names
+ * no provider itself (undefined when unset: no large-file model).
+ */
+export function largeFileModelRef(config) {
+  const model = config.largeFileSummaryModel?.trim()
+  if (!model) return undefined
+  const provider = config.largeFileSummaryProvider?.trim()
+  return provider && !model.includes('/') ? `${provider}/${model}` : model
 }
 
 /** An open (or opening) engine and the state every instance over it shares. */
@@ -196,7 +208,7 @@ export class SharedHandle {
  * use. `summarizer` (a host LLM callback) is installed only by the opener.
  * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
  */
-export function acquire(options, { breaker, llm, summaryModel, summaryThinking, packageDir } = {}) {
+export function acquire(options, { breaker, llm, summaryModel, summaryThinking, largeFileModel, packageDir } = {}) {
   const key = databaseKey(options.dbPath)
   let handle = handles.get(key)
   if (!handle) {
@@ -207,6 +219,13 @@ export function acquire(options, { breaker, llm, summaryModel, summaryThinking, 
     if (llm) {
       const { summaryProvider: _p, ...rest } = options
       open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state, thinking: summaryThinking }) }
+      // Large files' exploration summaries: the host's model too, asked for
+      // `largeFileSummaryModel` (prefixed with its provider when it names none).
+      if (largeFileModel && open.largeFileSummaryModel) {
+        const { largeFileSummaryProvider: _lp, ...withoutProvider } = open
+        const purpose = 'lcm-native large-file exploration summary'
+        open = { ...withoutProvider, largeFileSummarizer: hostSummarizer(llm, { model: largeFileModel, state: { lastAuthFailure: false }, thinking: summaryThinking, purpose }) }
+      }
     }
     handle = new SharedHandle(key, open, breakerConfig, state, packageDir)
     handles.set(key, handle)

@@ -34,7 +34,7 @@ impl Engine {
         if self.store.is_closed() {
             return Err(LcmError::closed());
         }
-        let Some(summarizer) = self.large_file_summarizer.clone() else {
+        let Some((summarizer, model)) = self.large_file_summarizer.clone() else {
             return Ok(SummarizeLargeFilesResult::default());
         };
         let limit = p.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
@@ -69,11 +69,10 @@ impl Engine {
             return Ok(out);
         };
         let root = Settings::from_options(&self.opts).dir;
-        let model = self.opts.large_file_summary_model.clone();
         let timeout = std::time::Duration::from_millis(self.opts.summary_timeout_ms.max(1));
         for rec in due {
             let attempt = self
-                .summarize_one(&rec, &root, model.as_deref(), summarizer.as_ref(), timeout)
+                .summarize_one(&rec, &root, Some(&model), summarizer.as_ref(), timeout)
                 .await;
             match attempt {
                 Ok(Some(n)) => {

@@ -54,8 +54,9 @@ pub struct Engine {
     zone: Zone,
     compaction: Arc<crate::compaction::Coordinator>,
     callback: Option<Arc<dyn Summarizer>>,
-    /// Writes large files' exploration summaries (`largeFileSummaryModel`).
-    large_file_summarizer: Option<Arc<dyn Summarizer>>,
+    /// Writes large files' exploration summaries (`largeFileSummaryModel`), with
+    /// the model name its requests carry.
+    large_file_summarizer: Option<(Arc<dyn Summarizer>, String)>,
     /// Recall state: in-memory grants and message catalog (see `recall`).
     recall: Arc<crate::recall::RecallState>,
     assembly_cache: Arc<crate::assembler::Cache>,

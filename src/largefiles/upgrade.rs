@@ -135,6 +135,15 @@ fn is_tool_output(rec: &LargeFileRecord) -> bool {
         .is_some_and(|s| s.reference.starts_with("[LCM Tool Output: "))
 }
 
+/// The tool named in a tool output's reference (`| tool=name |`).
+fn tool_of(rec: &LargeFileRecord) -> Option<&str> {
+    let r = &rec.source.as_ref()?.reference;
+    let header = r.split('\n').next()?;
+    let at = header.find(" | tool=")? + " | tool=".len();
+    let rest = text::tail(header, at);
+    Some(rest.split(" | ").next().unwrap_or(rest)).filter(|t| !t.is_empty())
+}
+
 /// The request for one file: its opening (`head`, already bounded by the caller to
 /// [`HEAD_BYTES`]) and its deterministic summary as the structure.
 pub fn request(
@@ -147,8 +156,13 @@ pub fn request(
         .as_ref()
         .map_err(|e| LcmError::new(ErrorCode::Template, format!("large-file.jinja: {e}")))?;
     let structure = rec.exploration_summary.as_deref().unwrap_or("").trim();
+    let tool_name = tool_of(rec).map(|t| format!("output of {t}"));
     let vars = Vars {
-        file_name: rec.file_name.as_deref().unwrap_or("unnamed"),
+        file_name: rec
+            .file_name
+            .as_deref()
+            .or(tool_name.as_deref())
+            .unwrap_or("unnamed"),
         mime_type: rec.mime_type.as_deref().unwrap_or("unknown type"),
         byte_size: rec.byte_size.unwrap_or(0),
         line_count: rec.line_count.unwrap_or(0),

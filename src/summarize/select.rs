@@ -177,16 +177,18 @@ pub fn build_summarizer(o: &EngineOptions) -> Result<Arc<dyn Summarizer>> {
 /// connection settings; else the host's summarizer callback (`host_cb`, asked for
 /// that model through the request's `model`); else the provider `summaryProvider`
 /// (or the configured key) selects. `LCM_CONFIG` as for `summaryProvider`.
+/// Returns the summarizer and the model name to put in its requests (the whole
+/// setting for a callback, the model without its provider prefix otherwise).
 pub fn build_large_file_summarizer(
     o: &EngineOptions,
     large_cb: Option<Arc<dyn Summarizer>>,
     host_cb: Option<Arc<dyn Summarizer>>,
-) -> Result<Option<Arc<dyn Summarizer>>> {
+) -> Result<Option<(Arc<dyn Summarizer>, String)>> {
     let Some(model) = non_empty(&o.large_file_summary_model) else {
         return Ok(None);
     };
     if let Some(cb) = large_cb {
-        return Ok(Some(cb));
+        return Ok(Some((cb, model)));
     }
     let (prefix, bare) = match model.split_once('/') {
         Some((p, m)) if !m.is_empty() && Provider::parse(p).is_ok() => (Some(p.to_owned()), m),
@@ -195,7 +197,7 @@ pub fn build_large_file_summarizer(
     let provider = prefix.or_else(|| non_empty(&o.large_file_summary_provider));
     if provider.is_none() {
         if let Some(cb) = host_cb {
-            return Ok(Some(cb));
+            return Ok(Some((cb, model.clone())));
         }
     }
     let mut lo = o.clone();
@@ -206,7 +208,7 @@ pub fn build_large_file_summarizer(
     if Provider::from_options(&lo)? == Provider::Offline {
         return Ok(None);
     }
-    build_summarizer(&lo).map(Some)
+    Ok(Some((build_summarizer(&lo)?, bare.to_owned())))
 }
 
 fn validate_numbers(o: &EngineOptions) -> Result<()> {
