@@ -80,6 +80,9 @@ describe('summarizeLargeFiles with a model over HTTP', () => {
     const deterministic = (await e.describe(fileId)).file.explorationSummary
     expect(before[0].content).toContain(`Exploration Summary:\n${deterministic}`)
 
+    // The recall catalog is built and has seen the deterministic text.
+    await e.warmRecallIndex()
+    expect((await e.grep({ pattern: 'Quokkafield', mode: 'regex', conversationId: conv })).messages.length).toBe(0)
     const promptOf = (body) => body.messages.map((m) => m.content).join('\n')
     state.replies = [(body) => (promptOf(body).includes('inventory.json') ? answer(`<think>plan</think>\n${MODEL_TEXT}\n`) : answer('Build log: 600 identical lines of build output.'))]
     const done = await e.summarizeLargeFiles({ sessionId: 'lf' })
@@ -99,9 +102,10 @@ describe('summarizeLargeFiles with a model over HTTP', () => {
     const back = await e.getMessages(conv)
     expect(JSON.stringify(back)).toBe(JSON.stringify([FILE_MESSAGE, TOOL_MESSAGE]))
     expect((await e.describe(fileId)).file.explorationSummary).toBe(MODEL_TEXT)
-    const hits = await e.grep({ pattern: 'Quokkafield', conversationId: conv })
-    expect(hits.messages.length).toBe(1)
-    expect(hits.messages[0].snippet ?? JSON.stringify(hits.messages[0])).toMatch(/quokkafield/i)
+    for (const mode of ['regex', 'full_text']) {
+      const hits = await e.grep({ pattern: 'Quokkafield', mode, conversationId: conv })
+      expect(hits.messages.length, mode).toBe(1)
+    }
 
     // Done once: nothing is due, no model call.
     expect(await e.summarizeLargeFiles({})).toMatchObject({ enabled: true, summarized: 0, remaining: 0 })

@@ -162,16 +162,31 @@ impl Engine {
             .store
             .write(move |c| {
                 write_tx(c, |tx| {
-                    file_rows::apply_model_summary(
+                    let done = file_rows::apply_model_summary(
                         tx,
                         &id,
                         &old_reference,
                         &summary,
                         &new_reference,
-                    )
+                    )?;
+                    // Stored trigram slices never change once written: those of
+                    // rewritten messages are dropped, to be stored again.
+                    if let Some(first) = done.messages.iter().map(|(id, _)| *id).min() {
+                        crate::recall::slices::forget_message(tx, first)?;
+                    }
+                    Ok(done)
                 })
             })
             .await?;
-        Ok(applied.applied.then_some(applied.messages))
+        if !applied.applied {
+            return Ok(None);
+        }
+        let n = applied.messages.len();
+        let recall = self.recall.clone();
+        let rewritten = applied.messages;
+        tokio::task::spawn_blocking(move || recall.note_rewritten(&rewritten))
+            .await
+            .map_err(|e| LcmError::internal(format!("catalog update task failed: {e}")))??;
+        Ok(Some(n))
     }
 }

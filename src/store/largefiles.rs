@@ -243,12 +243,13 @@ pub fn record_model_summary_failure(
 }
 
 /// What [`apply_model_summary`] changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SummaryUpgrade {
     /// Whether the row took the new summary (false: it changed meanwhile).
     pub applied: bool,
-    /// Messages whose stored text now carries the new reference.
-    pub messages: usize,
+    /// Messages whose stored text now carries the new reference: id and new
+    /// `messages.content`.
+    pub messages: Vec<(i64, String)>,
 }
 
 /// Replaces a row's deterministic exploration summary by a model-written one, in
@@ -299,13 +300,14 @@ fn json_escaped(s: &str) -> Result<String> {
 }
 
 /// Replaces `old` by `new` in the text of every message of a conversation that
-/// contains it, keeping `messages_fts` consistent. Returns the messages changed.
+/// contains it, keeping `messages_fts` consistent. Returns the messages changed
+/// with their new content.
 fn replace_in_messages(
     conn: &Connection,
     conversation_id: i64,
     old: &str,
     new: &str,
-) -> Result<usize> {
+) -> Result<Vec<(i64, String)>> {
     let ids: Vec<(i64, String)> = conn
         .prepare_cached(
             "SELECT message_id, content FROM messages
@@ -316,7 +318,7 @@ fn replace_in_messages(
         })?
         .collect::<rusqlite::Result<_>>()?;
     if ids.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let fts = super::inspect::has_table(conn, "messages_fts")?;
     let indexed_upto: i64 = if fts {
@@ -331,6 +333,7 @@ fn replace_in_messages(
     // Token counts move by the difference of the two texts (a message's count may
     // include more than its text: images, tool calls).
     let delta = crate::tokens::estimate(new) - crate::tokens::estimate(old);
+    let mut changed = Vec::with_capacity(ids.len());
     for (id, content) in &ids {
         let times = content.matches(old).count() as i64;
         let text = content.replace(old, new);
@@ -356,6 +359,7 @@ fn replace_in_messages(
              WHERE message_id = ?1",
         )?
         .execute(params![id, old, new, old_json, new_json])?;
+        changed.push((*id, text));
     }
-    Ok(ids.len())
+    Ok(changed)
 }
