@@ -464,6 +464,19 @@ mod tests {
             let id = rows::due_for_model_summary(&conn, None, 0, 5, 10).unwrap()[0]
                 .file_id
                 .clone();
+            // A row written before the kind was recorded counts as deterministic.
+            conn.execute("UPDATE large_files SET lcm_summary_kind = NULL", [])
+                .unwrap();
+            assert_eq!(
+                rows::summary_kind(&conn, &id).unwrap().as_deref(),
+                Some(rows::SUMMARY_DETERMINISTIC)
+            );
+            assert_eq!(
+                rows::due_for_model_summary(&conn, None, 0, 5, 10)
+                    .unwrap()
+                    .len(),
+                1
+            );
             let n = rows::record_model_summary_failure(&conn, &id, |n| 1_000 * n).unwrap();
             assert_eq!(n, 1);
             assert!(rows::due_for_model_summary(&conn, None, 999, 5, 10)

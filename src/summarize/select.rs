@@ -208,7 +208,11 @@ pub fn build_large_file_summarizer(
     if Provider::from_options(&lo)? == Provider::Offline {
         return Ok(None);
     }
-    Ok(Some((build_summarizer(&lo)?, bare.to_owned())))
+    let summarizer = build_summarizer(&lo).map_err(|e| LcmError {
+        message: format!("largeFileSummaryModel: {}", e.message),
+        ..e
+    })?;
+    Ok(Some((summarizer, bare.to_owned())))
 }
 
 fn validate_numbers(o: &EngineOptions) -> Result<()> {
