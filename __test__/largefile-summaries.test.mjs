@@ -141,6 +141,8 @@ describe('summarizeLargeFiles with a model over HTTP', () => {
     await expect(m.summarizeLargeFiles({ limit: 'x' })).rejects.toMatchObject({ code: 'LCM_INVALID_INPUT' })
     await m.close()
     expect(state.requests.length).toBe(0)
+    // A provider that cannot be used fails the open, naming the key.
+    await expect(open({ largeFileSummaryModel: 'x', largeFileSummaryProvider: 'gemini' })).rejects.toMatchObject({ code: 'LCM_CONFIG', message: expect.stringContaining('largeFileSummaryModel') })
   })
 })
 

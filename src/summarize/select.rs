@@ -205,13 +205,14 @@ pub fn build_large_file_summarizer(
     if provider.is_some() {
         lo.summary_provider = provider;
     }
-    if Provider::from_options(&lo)? == Provider::Offline {
-        return Ok(None);
-    }
-    let summarizer = build_summarizer(&lo).map_err(|e| LcmError {
+    let named = |e: LcmError| LcmError {
         message: format!("largeFileSummaryModel: {}", e.message),
         ..e
-    })?;
+    };
+    if Provider::from_options(&lo).map_err(named)? == Provider::Offline {
+        return Ok(None);
+    }
+    let summarizer = build_summarizer(&lo).map_err(named)?;
     Ok(Some((summarizer, bare.to_owned())))
 }
 
