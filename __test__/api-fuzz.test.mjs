@@ -107,6 +107,7 @@ function calls(f, ids) {
     getStats: () => [conv()],
     status: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), tokenBudget: pick([1, 1000, 200_000]), tables: next() < 0.5 }],
     integrityCheck: () => [],
+    summarizeLargeFiles: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), limit: pick([1, 5, 100]) }],
   }
 }
 

@@ -127,6 +127,15 @@ impl Engine {
         let Some(old_reference) = rec.source.as_ref().map(|s| s.reference.clone()) else {
             return Ok(None);
         };
+        let old_summary = rec.exploration_summary.clone().unwrap_or_default();
+        // A reference that does not embed its summary as ingest writes it (a row
+        // written otherwise) cannot take another: fail before any model call.
+        if upgrade::rewrite_reference(&old_reference, &old_summary, &old_summary).is_none() {
+            return Err(LcmError::invalid(format!(
+                "the reference of large file {} does not embed its exploration summary",
+                rec.file_id
+            )));
+        }
         let (r, dir) = (rec.clone(), root.to_path_buf());
         let slice = tokio::task::spawn_blocking(move || {
             storage::read_slice(&r, &dir, None, None, upgrade::HEAD_BYTES)
@@ -151,7 +160,6 @@ impl Engine {
                 "the large-file model answered with no summary text",
             )
         })?;
-        let old_summary = rec.exploration_summary.clone().unwrap_or_default();
         let Some(new_reference) =
             upgrade::rewrite_reference(&old_reference, &old_summary, &summary)
         else {
