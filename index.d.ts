@@ -196,6 +196,8 @@ export interface LcmOptions extends EngineOptions {
   largeFileThresholdTokens?: number
   /** Host summarizer; wins over `summaryProvider`. */
   summarizer?: SummarizerCallback
+  /** Writes large files' exploration summaries when `largeFileSummaryModel` is set (`summarizeLargeFiles`); wins over `largeFileSummaryProvider`. */
+  largeFileSummarizer?: SummarizerCallback
   /**
    * Receives what the engine reports instead of printing it: today, a contained
    * panic (a bug; the call got `LCM_INTERNAL`, its transaction was rolled back and
@@ -437,6 +439,20 @@ export type EngineOptions = {
    * (`~/.openclaw/lcm-files` for the default database).
    */
   largeFilesDir?: string,
+  /**
+   * `largeFileSummaryModel`: model that writes the exploration summary of large
+   * files, replacing the deterministic one (`summarizeLargeFiles`). Unset: the
+   * deterministic summary stays and no model is called. `provider/model` names a
+   * provider when the prefix is one (`anthropic/…`).
+   */
+  largeFileSummaryModel?: string,
+  /**
+   * `largeFileSummaryProvider`: provider of `largeFileSummaryModel` when it names
+   * none (`anthropic`, `openai`, `openai-responses`); the connection settings are
+   * the `summary*` ones. Default: a `largeFileSummarizer` callback, else the host
+   * `summarizer` callback, else the provider `summaryProvider` selects.
+   */
+  largeFileSummaryProvider?: string,
   /**
    * `promptDir`: per-file overrides of the prompt templates. Default
    * `~/.config/lcm-tui/prompts`.
@@ -1182,6 +1198,41 @@ export type EngineStatus = {
   conversations: ConversationCounts,
   /** The session asked about (null when none was named). */
   session: SessionStatus | null,
+};
+
+/** Parameters of `summarizeLargeFiles`. */
+export type SummarizeLargeFilesParams = {
+  /**
+   * Only this session's files (runtime id); without it and `sessionKey`, every
+   * conversation's.
+   */
+  sessionId?: string,
+  /** The session's stable key (found first, as everywhere). */
+  sessionKey?: string,
+  /** At most this many files are sent to the model (default 4, at most 100). */
+  limit?: number,
+};
+
+/** What `summarizeLargeFiles` did. */
+export type SummarizeLargeFilesResult = {
+  /**
+   * Whether a large-file model is configured (`largeFileSummaryModel`); when
+   * false nothing was done and no model was called.
+   */
+  enabled: boolean,
+  /** Files whose summary the model rewrote. */
+  summarized: number,
+  /**
+   * Files whose model call failed (they keep the deterministic summary and are
+   * retried later, with backoff, up to 5 attempts).
+   */
+  failed: number,
+  /** Stored messages whose reference text now carries a model's summary. */
+  messagesUpdated: number,
+  /** Files still waiting for a model summary (due now or later). */
+  remaining: number,
+  /** The last failure's code and message, when one failed. */
+  lastError: string | null,
 };
 
 /** The database file. */
@@ -2496,6 +2547,18 @@ export declare class LcmEngine {
    * `LCM_INVALID_INPUT` without `sessionId` or with a non-positive budget.
    */
   assemble<M extends AgentMessage = StoredAgentMessage>(params: AssembleParams<M>): Promise<AssembleResult<M>>
+  /**
+   * Replaces the deterministic exploration summaries of large files by
+   * summaries the large-file model writes (`largeFileSummaryModel`), off the
+   * writer thread: up to `limit` files (default 4), of one session when
+   * `sessionId`/`sessionKey` is given, oldest first. Each file's row, the
+   * reference text of the stored messages that embed it and their full-text rows
+   * change in one transaction; `getMessages` still returns the original bytes. A
+   * failed model call keeps the deterministic summary and is retried by a later
+   * call with backoff (at most 5 attempts). Without a large-file model it does
+   * nothing (`enabled: false`).
+   */
+  summarizeLargeFiles(params?: SummarizeLargeFilesParams): Promise<SummarizeLargeFilesResult>
   /**
    * Runs the summarization pipeline on a source text (prompt for the depth, the
    * configured summarizer or host callback, escalation normal → aggressive →

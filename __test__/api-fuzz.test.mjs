@@ -112,6 +112,7 @@ function calls(f, ids) {
     unarchiveConversation: () => [conv()],
     pruneContext: () => [{ conversationId: conv(), retainDepth: next() < 0.7 ? pick(NUMBERS) : undefined }],
     sessionFamily: () => [pick([...STRINGS, value()])],
+    summarizeLargeFiles: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), limit: pick([1, 5, 100]) }],
   }
 }
 

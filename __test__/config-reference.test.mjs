@@ -11,6 +11,7 @@ import { candidateDirs } from './openclaw-installed.mjs'
 import { CONFIG_KEYS, resolveConfig, closestKey } from '../openclaw/config.mjs'
 import { parseRules, selectRule, overridesOf, callModel } from '../openclaw/overrides.mjs'
 import { expansionModelRef } from '../openclaw/tools.mjs'
+import { largeFileModelRef } from '../openclaw/shared.mjs'
 import { createContextEngine } from '../openclaw/index.mjs'
 import { freshConfig, conversation, fakeLlm } from './openclaw-fixture.mjs'
 import { FULL_REFERENCE_CONFIG } from './reference-config.mjs'
@@ -83,7 +84,7 @@ describe('a lossless-claw configuration', () => {
     expect(r.warnings).toEqual(expected)
     // The keys README's "Switching from lossless-claw" lists as having no effect here.
     expect(expected.map((w) => w.split(':')[0].slice('config '.length)).sort()).toEqual(
-      ['hostFallbackMode', 'promptAwareEviction', 'stubLargeToolPayloads', 'largeFileSummaryModel', 'largeFileSummaryProvider', 'transcriptGcEnabled', 'proactiveThresholdCompactionMode', 'autoRotateSessionFiles', 'independentLogFile', 'replayFloodThresholdExternal', 'replayFloodThresholdInternal', 'cacheAwareCompaction.maxColdCacheCatchupPasses', 'cacheAwareCompaction.hotCachePressureFactor', 'cacheAwareCompaction.hotCacheBudgetHeadroomRatio', 'cacheAwareCompaction.coldCacheObservationThreshold'].sort(),
+      ['hostFallbackMode', 'promptAwareEviction', 'stubLargeToolPayloads', 'transcriptGcEnabled', 'proactiveThresholdCompactionMode', 'autoRotateSessionFiles', 'independentLogFile', 'replayFloodThresholdExternal', 'replayFloodThresholdInternal', 'cacheAwareCompaction.maxColdCacheCatchupPasses', 'cacheAwareCompaction.hotCachePressureFactor', 'cacheAwareCompaction.hotCacheBudgetHeadroomRatio', 'cacheAwareCompaction.coldCacheObservationThreshold'].sort(),
     )
     // Keys that mean something here reach the engine options.
     expect(r.engineOptions).toMatchObject({
@@ -94,7 +95,12 @@ describe('a lossless-claw configuration', () => {
       sweepDeadlineMs: 120000,
       summaryProvider: 'anthropic',
       summaryModel: 'claude-haiku-4-5',
+      largeFileSummaryModel: 'claude-haiku-4-5',
+      largeFileSummaryProvider: 'anthropic',
     })
+    expect(largeFileModelRef(r)).toBe('anthropic/claude-haiku-4-5')
+    expect(largeFileModelRef({ largeFileSummaryModel: 'openai/gpt-5', largeFileSummaryProvider: 'anthropic' })).toBe('openai/gpt-5')
+    expect(largeFileModelRef({ largeFileSummaryProvider: 'anthropic' })).toBeUndefined()
     expect(r.contextThresholdOverrides.map((x) => x.contextThreshold)).toEqual([0.6, 0.8, 0.7])
     expect(r.autoRotateSessionFiles).toEqual(FULL.autoRotateSessionFiles)
     expect(expansionModelRef(r)).toBe('anthropic/claude-sonnet-4-6')

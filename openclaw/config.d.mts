@@ -83,9 +83,9 @@ export interface LcmPluginConfig {
   summaryPrefixTargetTokens?: number
   /** Wall-clock limit of a compaction toward the budget (all its sweeps), in milliseconds. Default `300000`. At least 1. Engine option `compactUntilUnderDeadlineMs`. */
   compactUntilUnderDeadlineMs?: number
-  /** Reference key, no effect yet: model that writes the exploration summary of a large text file. */
+  /** Model that rewrites the exploration summary of large files during maintenance (the deterministic one stays until then, and when the model fails); provider/model names a provider. Unset: no model is called. */
   largeFileSummaryModel?: string
-  /** Reference key, no effect yet: provider of largeFileSummaryModel. */
+  /** Provider of largeFileSummaryModel when it names none (default: the host model through api.runtime.llm, else summaryProvider). */
   largeFileSummaryProvider?: string
   /** Provider of expansionModel when it names none. */
   expansionProvider?: string

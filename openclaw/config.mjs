@@ -59,8 +59,8 @@ export const CONFIG_KEYS = [
   { key: 'contextThresholdOverrides', type: 'array', items: RULE_SCHEMA, tsType: RULES_TS_TYPE, parse: parseRules, default: [], resolved: true, description: 'Rules {name?, match: {model?, modelContextWindowMin?, modelContextWindowMax?, sessionPattern?}, contextThreshold, freshTailCount?, leafChunkTokens?} for matching calls; every matcher of a rule must match, the most specific rule applies (model > sessionPattern > window), ties by order' },
   { key: 'summaryPrefixTargetTokens', env: 'LCM_SUMMARY_PREFIX_TARGET_TOKENS', type: 'integer', option: 'summaryPrefixTargetTokens', minimum: 1, description: 'A sweep condenses beyond sweepMaxDepth while summaries outside the fresh tail weigh more than this; default max(condensedTargetTokens, min(leafChunkTokens, threshold / 2))' },
   { key: 'compactUntilUnderDeadlineMs', env: 'LCM_COMPACT_UNTIL_UNDER_DEADLINE_MS', type: 'integer', option: 'compactUntilUnderDeadlineMs', default: 300_000, minimum: 1, description: 'Wall-clock limit of a compaction toward the budget (all its sweeps), in milliseconds' },
-  { key: 'largeFileSummaryModel', env: 'LCM_LARGE_FILE_SUMMARY_MODEL', type: 'string', noEffect: 'this version writes the deterministic exploration summary of large files (structure, headers, head and tail)', description: 'Reference key, no effect yet: model that writes the exploration summary of a large text file' },
-  { key: 'largeFileSummaryProvider', env: 'LCM_LARGE_FILE_SUMMARY_PROVIDER', type: 'string', noEffect: 'this version writes the deterministic exploration summary of large files (structure, headers, head and tail)', description: 'Reference key, no effect yet: provider of largeFileSummaryModel' },
+  { key: 'largeFileSummaryModel', env: 'LCM_LARGE_FILE_SUMMARY_MODEL', type: 'string', description: 'Model that rewrites the exploration summary of large files during maintenance (the deterministic one stays until then, and when the model fails); provider/model names a provider. Unset: no model is called' },
+  { key: 'largeFileSummaryProvider', env: 'LCM_LARGE_FILE_SUMMARY_PROVIDER', type: 'string', description: 'Provider of largeFileSummaryModel when it names none (default: the host model through api.runtime.llm, else summaryProvider)' },
   { key: 'expansionProvider', env: 'LCM_EXPANSION_PROVIDER', type: 'string', description: 'Provider of expansionModel when it names none' },
   { key: 'hostFallbackMode', env: 'LCM_HOST_FALLBACK_MODE', type: 'string', enum: ['error', 'capture-only'], noEffect: 'when the store cannot answer, lcm-native always falls back to the live context and lets the host compact', description: 'Reference key, no effect: what the host does when LCM is unavailable' },
   { key: 'promptAwareEviction', env: 'LCM_PROMPT_AWARE_EVICTION_ENABLED', type: 'boolean', noEffect: 'assembly keeps the newest context under the budget; prompt-aware eviction is not implemented', description: 'Reference key, no effect: evict context by relevance to the prompt' },
@@ -317,5 +317,9 @@ function engineOptionsOf(values) {
     if (model) options.summaryModel = model
     if (values.summaryProvider?.trim()) options.summaryProvider = values.summaryProvider.trim()
   }
+  // The large-file model goes as written: the engine reads a `provider/` prefix
+  // only when it names a built-in provider (a host's model refs have others).
+  if (values.largeFileSummaryModel?.trim()) options.largeFileSummaryModel = values.largeFileSummaryModel.trim()
+  if (values.largeFileSummaryProvider?.trim()) options.largeFileSummaryProvider = values.largeFileSummaryProvider.trim()
   return options
 }

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { existsSync } from 'node:fs'
 import { resolveConfig } from './config.mjs'
 import { SessionPolicy } from './sessions.mjs'
-import { acquire } from './shared.mjs'
+import { acquire, largeFileModelRef } from './shared.mjs'
 import { boundLiveMessages } from './fallback.mjs'
 import { checkTurnAnchors } from './turn.mjs'
 import { hostTranscript, transcriptTarget } from './transcript.mjs'
@@ -63,6 +63,9 @@ function abortError(signal) {
   return signal.reason ?? Object.assign(new Error('The operation was aborted'), { name: 'AbortError' })
 }
 
+/** Large files sent to the large-file model per maintenance turn (each is one model call). */
+const LARGE_FILES_PER_TURN = 2
+
 /** The lcm-native context engine (create it with `createContextEngine`). */
 export class LcmContextEngine {
   /**
@@ -81,6 +84,7 @@ export class LcmContextEngine {
       summaryThinking: this.config.enableSummaryThinking,
       fallbackModels: (this.config.fallbackProviders ?? []).map((p) => `${p.provider}/${p.model}`),
       spend: { windowMs: this.config.summaryCallWindowMs, maxCalls: this.config.summaryMaxCallsPerWindow, backoffMs: this.config.summarySpendBackoffMs },
+      largeFileModel: largeFileModelRef(this.config),
       breaker: { threshold: this.config.circuitBreakerThreshold, cooldownMs: this.config.circuitBreakerCooldownMs },
       packageDir: options.packageDir,
     })
@@ -378,8 +382,11 @@ export class LcmContextEngine {
     const budget = resolveTokenBudget(params, this.config)
     let r
     let why
+    let files = ''
     try {
       const engine = await this.handle.use()
+      files = await this.summarizeLargeFiles(engine, params)
+      if (signal?.aborted) throw abortError(signal)
       const current = positive(params.runtimeContext?.currentTokenCount)
       const evaluation = await engine.evaluate({
         sessionId: params.sessionId,
@@ -391,7 +398,7 @@ export class LcmContextEngine {
       const decision = this.decide(this.wireScaled(evaluation, params), budget, params)
       if (!decision.run) {
         this.handle.compactedLastTurn.delete(sessionOf(params))
-        return { ...NO_REWRITE, reason: decision.reason }
+        return { ...NO_REWRITE, reason: `${decision.reason}${files}` }
       }
       why = decision.reason
       if (signal?.aborted) throw abortError(signal)
@@ -414,7 +421,7 @@ export class LcmContextEngine {
     else this.handle.compactedLastTurn.delete(sessionOf(params))
     if (r.aborted && signal?.aborted) throw abortError(signal)
     const calls = r.summarizer ? `, ${r.summarizer.calls} summarizer calls` : ''
-    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${why}; ${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens${calls})` }
+    return { ...NO_REWRITE, reason: `lcm store: ${r.reason} (${why}; ${r.passes.length} passes, ${r.tokensBefore} → ${r.tokensAfter} tokens${calls})${files}` }
   }
 
   /**
@@ -486,6 +493,25 @@ export class LcmContextEngine {
   spendReason(guard) {
     const minutes = Math.ceil(guard.remainingMs() / 60_000)
     return `deferred: summary spend guard (${guard.windowCalls()} summarizer calls in the last ${Math.round(guard.windowMs / 60_000)} min, allowance ${guard.maxCalls}); automatic compaction resumes in ${minutes} min, a manual /compact runs now`
+  }
+
+  /**
+   * Maintenance step of `largeFileSummaryModel`: the session's large files whose
+   * exploration summary is still the deterministic one get the model's (a few per
+   * turn, before compaction may summarize the messages that show them). A failure
+   * keeps the deterministic summary (the engine retries later) and never fails the
+   * turn. Returns a note for `reason` ('' when nothing happened).
+   */
+  async summarizeLargeFiles(engine, params) {
+    if (!this.config.largeFileSummaryModel?.trim()) return ''
+    try {
+      const r = await engine.summarizeLargeFiles({ sessionId: params.sessionId, sessionKey: params.sessionKey, limit: LARGE_FILES_PER_TURN })
+      if (r.failed > 0) this.warn(`large-file summary failed for session ${params.sessionId} (kept the deterministic one, will retry): ${r.lastError}`)
+      return r.summarized || r.failed ? `; large files: ${r.summarized} summarized by the model, ${r.failed} failed` : ''
+    } catch (err) {
+      this.warn(`large-file summaries skipped for session ${params.sessionId}: ${describeError(err)}`)
+      return ''
+    }
   }
 
   /**

@@ -3,7 +3,7 @@
 // engine alone. The default export is the plugin entry object OpenClaw loads.
 
 import { resolveConfig } from './config.mjs'
-import { acquire } from './shared.mjs'
+import { acquire, largeFileModelRef } from './shared.mjs'
 import { createContextEngine, ENGINE_DESCRIPTION, ENGINE_ID, ENGINE_NAME } from './engine.mjs'
 import { createRecallTool, TOOL_NAMES } from './tools.mjs'
 import { lcmCommands } from './commands.mjs'
@@ -52,6 +52,7 @@ export function register(api, options = {}) {
     llm,
     summaryModel: config.summaryModel,
     summaryThinking: config.enableSummaryThinking,
+    largeFileModel: largeFileModelRef(config),
     fallbackModels: (config.fallbackProviders ?? []).map((p) => `${p.provider}/${p.model}`),
     spend: { windowMs: config.summaryCallWindowMs, maxCalls: config.summaryMaxCallsPerWindow, backoffMs: config.summarySpendBackoffMs },
     breaker,

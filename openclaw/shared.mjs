@@ -132,7 +132,7 @@ export function isAuthError(err) {
  * refused credentials on `state` so the breaker can count them; refused
  * credentials end the chain.
  */
-export function hostSummarizer(llm, { model, state, thinking, fallbacks = [] }) {
+export function hostSummarizer(llm, { model, state, thinking, purpose, fallbacks = [] }) {
   const candidates = [model, ...fallbacks.filter((m) => m && m !== model)]
   return async (request) => {
     let last
@@ -145,7 +145,7 @@ export function hostSummarizer(llm, { model, state, thinking, fallbacks = [] }) 
           ...(candidate ? { model: candidate } : {}),
           // enableSummaryThinking: false asks the host for no reasoning; otherwise the model's default.
           ...(thinking === false ? { reasoning: 'off' } : {}),
-          purpose: request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`,
+          purpose: purpose ?? (request.depth === 0 ? 'lcm-native leaf summary' : `lcm-native condensed summary (depth ${request.depth})`),
         })
         state.lastAuthFailure = false
         const text = String(result?.text ?? '')
@@ -159,6 +159,18 @@ export function hostSummarizer(llm, { model, state, thinking, fallbacks = [] }) 
     }
     throw last
   }
+}
+
+/**
+ * The model ref the host is asked for large files' exploration summaries:
+ * `largeFileSummaryModel`, prefixed with `largeFileSummaryProvider` when it names
+ * no provider itself (undefined when unset: no large-file model).
+ */
+export function largeFileModelRef(config) {
+  const model = config.largeFileSummaryModel?.trim()
+  if (!model) return undefined
+  const provider = config.largeFileSummaryProvider?.trim()
+  return provider && !model.includes('/') ? `${provider}/${model}` : model
 }
 
 /** An open (or opening) engine and the state every instance over it shares. */
@@ -282,7 +294,7 @@ export class SharedHandle {
  * use. `summarizer` (a host LLM callback) is installed only by the opener.
  * @returns {{ handle: SharedHandle, release: () => Promise<void> }}
  */
-export function acquire(options, { breaker, llm, summaryModel, summaryThinking, fallbackModels, spend, packageDir } = {}) {
+export function acquire(options, { breaker, llm, summaryModel, summaryThinking, fallbackModels, spend, largeFileModel, packageDir } = {}) {
   const key = databaseKey(options.dbPath)
   let handle = handles.get(key)
   if (!handle) {
@@ -294,6 +306,13 @@ export function acquire(options, { breaker, llm, summaryModel, summaryThinking, 
       // The host's LLM tries the fallbacks itself (as `provider/model` refs).
       const { summaryProvider: _p, fallbackProviders: _f, ...rest } = options
       open = { ...rest, summarizer: hostSummarizer(llm, { model: summaryModel, state, thinking: summaryThinking, fallbacks: fallbackModels }) }
+      // Large files' exploration summaries: the host's model too, asked for
+      // `largeFileSummaryModel` (prefixed with its provider when it names none).
+      if (largeFileModel && open.largeFileSummaryModel) {
+        const { largeFileSummaryProvider: _lp, ...withoutProvider } = open
+        const purpose = 'lcm-native large-file exploration summary'
+        open = { ...withoutProvider, largeFileSummarizer: hostSummarizer(llm, { model: largeFileModel, state: { lastAuthFailure: false }, thinking: summaryThinking, purpose }) }
+      }
     }
     handle = new SharedHandle(key, open, breakerConfig, state, packageDir)
     if (spend) handle.spendConfig = spend

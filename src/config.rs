@@ -118,6 +118,16 @@ pub struct EngineOptions {
     /// `largeFilesDir`: where large files go. Default `lcm-files` beside the database
     /// (`~/.openclaw/lcm-files` for the default database).
     pub large_files_dir: Option<String>,
+    /// `largeFileSummaryModel`: model that writes the exploration summary of large
+    /// files, replacing the deterministic one (`summarizeLargeFiles`). Unset: the
+    /// deterministic summary stays and no model is called. `provider/model` names a
+    /// provider when the prefix is one (`anthropic/…`).
+    pub large_file_summary_model: Option<String>,
+    /// `largeFileSummaryProvider`: provider of `largeFileSummaryModel` when it names
+    /// none (`anthropic`, `openai`, `openai-responses`); the connection settings are
+    /// the `summary*` ones. Default: a `largeFileSummarizer` callback, else the host
+    /// `summarizer` callback, else the provider `summaryProvider` selects.
+    pub large_file_summary_provider: Option<String>,
     /// `promptDir`: per-file overrides of the prompt templates. Default
     /// `~/.config/lcm-tui/prompts`.
     pub prompt_dir: Option<String>,
@@ -222,6 +232,8 @@ impl Default for EngineOptions {
             max_expand_tokens: 4_000,
             large_file_token_threshold: 25_000,
             large_files_dir: None,
+            large_file_summary_model: None,
+            large_file_summary_provider: None,
             prompt_dir: None,
             custom_instructions: None,
             strip_injected_context_tags: crate::compaction::source::DEFAULT_INJECTED_TAGS

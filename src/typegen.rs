@@ -184,6 +184,8 @@ pub fn generated() -> String {
     declare!(&cfg, &mut out;
         crate::status::StatusParams,
         crate::status::EngineStatus,
+        crate::largefiles::upgrade::SummarizeLargeFilesParams,
+        crate::largefiles::upgrade::SummarizeLargeFilesResult,
         crate::status::DatabaseStatus,
         crate::store::status::TableSize,
         crate::status::ConversationCounts,

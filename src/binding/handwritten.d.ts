@@ -197,6 +197,8 @@ export interface LcmOptions extends EngineOptions {
   largeFileThresholdTokens?: number
   /** Host summarizer; wins over `summaryProvider`. */
   summarizer?: SummarizerCallback
+  /** Writes large files' exploration summaries when `largeFileSummaryModel` is set (`summarizeLargeFiles`); wins over `largeFileSummaryProvider`. */
+  largeFileSummarizer?: SummarizerCallback
   /**
    * Receives what the engine reports instead of printing it: today, a contained
    * panic (a bug; the call got `LCM_INTERNAL`, its transaction was rolled back and

@@ -85,6 +85,8 @@ impl LcmEngine {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, LcmEngine>> {
         let callback = summarizer::extract(env, options.as_ref());
+        let large_file_callback =
+            summarizer::extract_named(env, options.as_ref(), "largeFileSummarizer");
         let on_log = log::extract(env, options.as_ref());
         let json = match options {
             Some(o) => stringify(env, o)?,
@@ -94,6 +96,7 @@ impl LcmEngine {
             async move {
                 let opened = async {
                     let callback = callback?;
+                    let large_file_callback = large_file_callback?;
                     let on_log = on_log?;
                     let v: serde_json::Value = parse_params("options", &json)?;
                     let v = if v.is_null() {
@@ -104,7 +107,9 @@ impl LcmEngine {
                     let opts = EngineOptions::from_json(v)?;
                     let timeout = std::time::Duration::from_millis(opts.summary_timeout_ms);
                     let cb = callback.map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
-                    let engine = Engine::open_with(opts, cb).await?;
+                    let large_cb = large_file_callback
+                        .map(|f| summarizer::CallbackSummarizer::shared(f, timeout));
+                    let engine = Engine::open_with_callbacks(opts, cb, large_cb).await?;
                     engine.store().set_log_sink(on_log.map(log::sink));
                     engine.build_recall_index_in_background();
                     Ok(engine)
@@ -437,6 +442,29 @@ impl LcmEngine {
             },
             move |env, r| live::resolve(env, r, live),
         )
+    }
+
+    /// Replaces the deterministic exploration summaries of large files by
+    /// summaries the large-file model writes (`largeFileSummaryModel`), off the
+    /// writer thread: up to `limit` files (default 4), of one session when
+    /// `sessionId`/`sessionKey` is given, oldest first. Each file's row, the
+    /// reference text of the stored messages that embed it and their full-text rows
+    /// change in one transaction; `getMessages` still returns the original bytes. A
+    /// failed model call keeps the deterministic summary and is retried by a later
+    /// call with backoff (at most 5 attempts). Without a large-file model it does
+    /// nothing (`enabled: false`).
+    #[napi(
+        ts_args_type = "params?: SummarizeLargeFilesParams",
+        ts_return_type = "Promise<SummarizeLargeFilesResult>"
+    )]
+    pub fn summarize_large_files<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> Result<Pending<'env>> {
+        let p: js::Params<Option<crate::largefiles::upgrade::SummarizeLargeFilesParams>> =
+            js::Params::optional(env, params)?;
+        engine_call!(env, self, "summarizeLargeFiles", p => |p| summarize_large_files(p.unwrap_or_default()))
     }
 
     /// Runs the summarization pipeline on a source text (prompt for the depth, the

@@ -194,10 +194,20 @@ pub fn extract(
     env: &Env,
     options: Option<&Unknown<'_>>,
 ) -> std::result::Result<Option<CallbackFn>, LcmError> {
+    extract_named(env, options, "summarizer")
+}
+
+/// Takes `options[name]` when it is a summarizer function (`largeFileSummarizer`
+/// has the same shape as `summarizer`).
+pub fn extract_named(
+    env: &Env,
+    options: Option<&Unknown<'_>>,
+    name: &'static str,
+) -> std::result::Result<Option<CallbackFn>, LcmError> {
     super::hooks::callback_with::<CallbackReturn, Request>(
         env,
         options,
-        "summarizer",
+        name,
         "(request) => string | { content, model? } | Promise of one",
     )
 }

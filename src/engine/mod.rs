@@ -14,6 +14,7 @@ pub use compaction::SessionIds;
 mod dagops;
 mod doctor;
 mod ingest;
+mod largefiles;
 mod lifecycle;
 mod recall;
 mod rewrite;
@@ -41,7 +42,8 @@ use crate::store::messages::{self, ContextItem, ConversationStats};
 use crate::store::summaries::{self, SummaryRecord};
 use crate::store::{Store, StoreOptions};
 use crate::summarize::{
-    build_pipeline, SummarizeOutput, SummarizeTextParams, Summarizer, SummaryPipeline,
+    build_large_file_summarizer, build_pipeline, SummarizeOutput, SummarizeTextParams, Summarizer,
+    SummaryPipeline,
 };
 use crate::timeformat::Zone;
 
@@ -53,6 +55,9 @@ pub struct Engine {
     zone: Zone,
     compaction: Arc<crate::compaction::Coordinator>,
     callback: Option<Arc<dyn Summarizer>>,
+    /// Writes large files' exploration summaries (`largeFileSummaryModel`), with
+    /// the model name its requests carry.
+    large_file_summarizer: Option<(Arc<dyn Summarizer>, String)>,
     /// Recall state: in-memory grants and message catalog (see `recall`).
     recall: Arc<crate::recall::RecallState>,
     assembly_cache: Arc<crate::assembler::Cache>,
@@ -72,13 +77,28 @@ impl Engine {
         opts: EngineOptions,
         callback: Option<Arc<dyn Summarizer>>,
     ) -> Result<Engine> {
+        Self::open_with_callbacks(opts, callback, None).await
+    }
+
+    /// Like [`Engine::open_with`], with the summarizer of large files' exploration
+    /// summaries too (a `largeFileSummarizer` callback; used only when
+    /// `largeFileSummaryModel` is set, see
+    /// [`crate::summarize::build_large_file_summarizer`]).
+    pub async fn open_with_callbacks(
+        opts: EngineOptions,
+        callback: Option<Arc<dyn Summarizer>>,
+        large_file_callback: Option<Arc<dyn Summarizer>>,
+    ) -> Result<Engine> {
         opts.validate()?;
         let zone = Zone::resolve(opts.timezone.as_deref())?;
         let o = opts.clone();
         let cb = callback.clone();
-        let pipeline = tokio::task::spawn_blocking(move || build_pipeline(&o, cb))
-            .await
-            .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
+        let (pipeline, large_file_summarizer) = tokio::task::spawn_blocking(move || {
+            let large = build_large_file_summarizer(&o, large_file_callback, cb.clone())?;
+            Ok::<_, LcmError>((build_pipeline(&o, cb)?, large))
+        })
+        .await
+        .map_err(|e| LcmError::internal(format!("open task failed: {e}")))??;
         let store_opts = StoreOptions {
             path: opts.resolved_db_path(),
             busy_timeout: Duration::from_millis(opts.busy_timeout_ms),
@@ -97,6 +117,7 @@ impl Engine {
             zone,
             compaction: Arc::default(),
             callback,
+            large_file_summarizer,
             recall,
             assembly_cache: Arc::default(),
         })

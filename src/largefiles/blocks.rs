@@ -179,7 +179,7 @@ pub fn group_thousands(n: u64) -> String {
     out
 }
 
-fn summary_or_placeholder(summary: &str) -> &str {
+pub(crate) fn summary_or_placeholder(summary: &str) -> &str {
     let t = summary.trim();
     if t.is_empty() {
         "(no summary available)"

@@ -13,3 +13,4 @@ pub mod explore;
 pub mod intercept;
 pub mod restore;
 pub mod storage;
+pub mod upgrade;

@@ -279,6 +279,30 @@ impl Catalog {
         self.sig_log2.push(words.trailing_zeros() as u8);
     }
 
+    /// Adds the trigrams of `content` to the filters of message `id` (its text was
+    /// rewritten: a large file's reference took a model-written summary). Filters
+    /// only gain bits, so they still pass every message that matches, old text or
+    /// new. Returns false when the message is not in the catalog (a later catch-up
+    /// reads its current text).
+    pub fn add_text(&mut self, id: i64, content: &str) -> bool {
+        let Some(ord) = self.position(id) else {
+            return false;
+        };
+        let off = self.sig_off[ord] as usize;
+        let words = 1usize << self.sig_log2[ord];
+        let mask = (words * 64 - 1) as u64;
+        let doc_bit = 1u64 << (ord % 64);
+        let cstart = (ord / 64) * BUCKETS;
+        let norm = normalized(content);
+        let (sig, coarse) = (&mut self.sig, &mut self.coarse);
+        hashes_of(norm.as_bytes(), |h| {
+            let bit = (h & mask) as usize;
+            sig[off + (bit >> 6)] |= 1 << (bit & 63);
+            coarse[cstart + bucket(h)] |= doc_bit;
+        });
+        true
+    }
+
     /// The position of a message id.
     pub fn position(&self, id: i64) -> Option<usize> {
         self.ids.binary_search(&id).ok()

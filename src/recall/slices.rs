@@ -106,6 +106,21 @@ fn stored_in(conn: &rusqlite::Connection, table: SliceTable) -> Result<i64> {
     Ok(rows::last_slice(conn, table, LAYOUT)?.map_or(0, |last| (last + 1) / buckets))
 }
 
+/// Forgets the stored slices that cover message `id` and every later one (its
+/// text was rewritten, so its block's bits may lack its new trigrams): the group
+/// holding its block and every later group and block. What stays is still every
+/// block from 0 up to some block; the ids above it are checked one by one until a
+/// later slice pass stores their blocks again from the messages. Run it inside
+/// the write transaction that rewrote the message. Returns the rows deleted.
+pub fn forget_message(tx: &rusqlite::Connection, id: i64) -> Result<usize> {
+    if id > covered_upto(tx)? {
+        return Ok(0);
+    }
+    let group = block_of(id).max(0) / GROUP_BLOCKS;
+    let buckets = BUCKETS as i64;
+    rows::forget_from(tx, group * GROUP_BLOCKS * buckets, group * buckets)
+}
+
 /// Blocks per group: once a group's blocks are all stored, their rows are
 /// replaced by one row per bucket holding the group's slices one after the
 /// other (15 × 256 bytes: one row per 4 KiB page), so that a query reads 15×

@@ -492,6 +492,18 @@ impl RecallState {
         grep::search_messages(conn, &cat, q, features)
     }
 
+    /// Messages whose text was rewritten (committed): their new text's trigrams
+    /// join their catalog filters. Waits for a catalog build or catch-up in
+    /// progress (it may have read the old text), so call it off the async threads.
+    pub fn note_rewritten(&self, rewritten: &[(i64, String)]) -> Result<()> {
+        let _one = self.catalog_sync.lock().map_err(|_| poisoned())?;
+        let mut cat = self.catalog.write().map_err(|_| poisoned())?;
+        for (id, text) in rewritten {
+            cat.add_text(*id, text);
+        }
+        Ok(())
+    }
+
     /// Brings the catalog up to date with `conn`'s snapshot. The first build
     /// fills a new catalog without holding the catalog's lock.
     pub(crate) fn sync_catalog(&self, conn: &rusqlite::Connection) -> Result<()> {

@@ -215,6 +215,13 @@ pub const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("summaries", "file_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("large_files", "line_count", "INTEGER"),
     ("large_files", "lcm_source", "TEXT"),
+    ("large_files", "lcm_summary_kind", "TEXT"),
+    (
+        "large_files",
+        "lcm_summary_attempts",
+        "INTEGER NOT NULL DEFAULT 0",
+    ),
+    ("large_files", "lcm_summary_retry_at", "INTEGER"),
 ];
 
 /// Indexes, created after the columns they use exist. Names match the reference.

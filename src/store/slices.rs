@@ -194,6 +194,20 @@ pub fn stored_size(conn: &Connection, key: i64) -> Result<Option<i64>> {
         .optional()?)
 }
 
+/// Deletes the block rows with keys from `first_block_key` and the group rows
+/// with keys from `first_group_key` (stored slices whose messages changed, to be
+/// computed again from the messages), inside the caller's write transaction.
+/// Returns the rows deleted.
+pub fn forget_from(conn: &Connection, first_block_key: i64, first_group_key: i64) -> Result<usize> {
+    let blocks = conn
+        .prepare_cached("DELETE FROM lcm_trigram_slices WHERE slice >= ?1")?
+        .execute([first_block_key])?;
+    let groups = conn
+        .prepare_cached("DELETE FROM lcm_trigram_groups WHERE slice >= ?1")?
+        .execute([first_group_key])?;
+    Ok(blocks + groups)
+}
+
 /// Test support: forgets every slice above `key`.
 #[cfg(test)]
 pub fn forget_slices_above(conn: &Connection, key: i64) -> Result<usize> {

@@ -24,7 +24,10 @@ use crate::error::Result;
 pub use choice::SummarizerChoice;
 pub use pipeline::{EscalatingPipeline, PipelineSettings};
 pub use render::{render_params, RenderParams};
-pub use select::{build_pipeline, build_summarizer, max_output_tokens, Provider, ProviderConfig};
+pub use select::{
+    build_large_file_summarizer, build_pipeline, build_summarizer, max_output_tokens, Provider,
+    ProviderConfig,
+};
 
 /// One request to a summarizer.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]

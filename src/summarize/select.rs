@@ -193,6 +193,53 @@ fn build_one(o: &EngineOptions) -> Result<Arc<dyn Summarizer>> {
     })
 }
 
+/// The summarizer that writes large files' exploration summaries, or `None` when
+/// `largeFileSummaryModel` is unset (or resolves to the offline summarizer, which
+/// would only re-extract what the deterministic summary holds). Resolution: a
+/// `largeFileSummarizer` callback (`large_cb`); else a provider named by the
+/// model's `provider/` prefix or by `largeFileSummaryProvider`, with the `summary*`
+/// connection settings; else the host's summarizer callback (`host_cb`, asked for
+/// that model through the request's `model`); else the provider `summaryProvider`
+/// (or the configured key) selects. `LCM_CONFIG` as for `summaryProvider`.
+/// Returns the summarizer and the model name to put in its requests (the whole
+/// setting for a callback, the model without its provider prefix otherwise).
+pub fn build_large_file_summarizer(
+    o: &EngineOptions,
+    large_cb: Option<Arc<dyn Summarizer>>,
+    host_cb: Option<Arc<dyn Summarizer>>,
+) -> Result<Option<(Arc<dyn Summarizer>, String)>> {
+    let Some(model) = non_empty(&o.large_file_summary_model) else {
+        return Ok(None);
+    };
+    if let Some(cb) = large_cb {
+        return Ok(Some((cb, model)));
+    }
+    let (prefix, bare) = match model.split_once('/') {
+        Some((p, m)) if !m.is_empty() && Provider::parse(p).is_ok() => (Some(p.to_owned()), m),
+        _ => (None, model.as_str()),
+    };
+    let provider = prefix.or_else(|| non_empty(&o.large_file_summary_provider));
+    if provider.is_none() {
+        if let Some(cb) = host_cb {
+            return Ok(Some((cb, model.clone())));
+        }
+    }
+    let mut lo = o.clone();
+    lo.summary_model = Some(bare.to_owned());
+    if provider.is_some() {
+        lo.summary_provider = provider;
+    }
+    let named = |e: LcmError| LcmError {
+        message: format!("largeFileSummaryModel: {}", e.message),
+        ..e
+    };
+    if Provider::from_options(&lo).map_err(named)? == Provider::Offline {
+        return Ok(None);
+    }
+    let summarizer = build_summarizer(&lo).map_err(named)?;
+    Ok(Some((summarizer, bare.to_owned())))
+}
+
 fn validate_numbers(o: &EngineOptions) -> Result<()> {
     if !(o.summary_max_overage_factor.is_finite() && o.summary_max_overage_factor >= 1.0) {
         return Err(LcmError::invalid(format!(

@@ -310,3 +310,40 @@ fn a_group_keeps_empty_blocks_empty_and_refuses_odd_rows() {
     let message = all_candidates(&conn, "message 100").unwrap();
     assert!(message.contains(&101), "{message:?}");
 }
+
+/// A rewritten message's stored slices go from its group on: what stays is
+/// still every block from 0 up to some block, and the next pass stores the
+/// rest again from the messages' current text (its new words included).
+#[test]
+fn forgetting_a_rewritten_message_drops_its_group_and_what_follows() {
+    let n = (GROUP_BLOCKS + 2) * BLOCK_IDS + 10;
+    let texts: Vec<String> = (0..n).map(|i| format!("message {i}")).collect();
+    let mut conn = database_of(&texts);
+    store_all(&mut conn);
+    assert_eq!(
+        rows::stored_count_in(&conn, SliceTable::Groups).unwrap(),
+        BUCKETS as i64
+    );
+    assert_eq!(covered_upto(&conn).unwrap(), (GROUP_BLOCKS + 2) * BLOCK_IDS);
+    // Not covered yet (the tail): nothing to forget.
+    assert_eq!(forget_message(&conn, n).unwrap(), 0);
+    // A message of block 16: its group is group 1 (blocks 15..30), so blocks 15
+    // and 16 go and group 0 stays.
+    let id = 16 * BLOCK_IDS + 7;
+    conn.execute(
+        "UPDATE messages SET content = 'quokkafield rewritten' WHERE message_id = ?1",
+        [id],
+    )
+    .unwrap();
+    assert!(!all_candidates(&conn, "quokkafield").unwrap().contains(&id));
+    assert_eq!(forget_message(&conn, id).unwrap(), 2 * BUCKETS);
+    assert_eq!(covered_upto(&conn).unwrap(), GROUP_BLOCKS * BLOCK_IDS);
+    assert_eq!(store_all(&mut conn), 2);
+    assert!(all_candidates(&conn, "quokkafield").unwrap().contains(&id));
+    // A message inside the group: the group and everything after it go.
+    let tx = conn.transaction().unwrap();
+    assert_eq!(forget_message(&tx, 5).unwrap(), 3 * BUCKETS);
+    tx.commit().unwrap();
+    assert_eq!(covered_upto(&conn).unwrap(), 0);
+    assert_eq!(store_all(&mut conn), (GROUP_BLOCKS + 2) as usize);
+}
