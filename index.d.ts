@@ -1890,6 +1890,85 @@ export type TransplantPlan = {
   messagesIndexed: number | null,
 };
 
+/* ---- Space: backup, storage stats, reclaim ---- */
+
+/** Parameters of `backup`. */
+export type BackupParams = {
+  /** Path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  to: string,
+};
+
+/** What a backup did. */
+export type BackupReport = {
+  /** The copy's path. */
+  path: string,
+  /** Bytes of the copy. */
+  bytes: number,
+  /** Pages copied. */
+  pages: number,
+  /** Backup steps (each at most [`BACKUP_STEP_PAGES`] pages). */
+  steps: number,
+  /** Wall time, ms. */
+  elapsedMs: number,
+  /** The longest step, ms. */
+  longestStepMs: number,
+  /** `PRAGMA integrity_check` of the copy: `["ok"]` when sound. */
+  integrity: Array<string>,
+};
+
+/** Parameters of `storageStats`. */
+export type StorageStatsParams = {
+  /** Also measure every table and index (`dbstat`: reads every page). */
+  tables?: boolean,
+};
+
+/** What one table or index holds (from `dbstat`). */
+export type TableSpace = {
+  /** Table or index name (`sqlite_schema` for the schema itself). */
+  name: string,
+  /** Bytes of its pages (`SUM(pgsize)`). */
+  bytes: number,
+  /** Pages it uses. */
+  pages: number,
+};
+
+/**
+ * The database file's space: pages, free pages, auto-vacuum mode and, when SQLite
+ * was built with `dbstat` (the addon's bundled SQLite is), bytes per table.
+ */
+export type SpaceReport = {
+  /** Page size, bytes. */
+  pageSize: number,
+  /** Pages in the file (main database, not the WAL). */
+  pageCount: number,
+  /** Pages on the freelist (space a vacuum would give back). */
+  freelistCount: number,
+  /** `pageSize × pageCount`. */
+  databaseBytes: number,
+  /** `none`, `full` or `incremental`. */
+  autoVacuum: string,
+  /** Every table and index by size, largest first (empty without `dbstat`). */
+  tables: Array<TableSpace>,
+};
+
+/** Parameters of `reclaimSpace`. */
+export type ReclaimSpaceParams = {
+  /** Free pages to give back at most (default: all, in steps of 64 pages). */
+  maxPages?: number,
+};
+
+/** What `reclaimSpace` gave back. */
+export type ReclaimSpaceResult = {
+  /** Pages given back to the file system. */
+  pages: number,
+  /** Bytes given back (`pages × pageSize`). */
+  bytes: number,
+  /** Free pages left in the file. */
+  freelistCount: number,
+  /** The file's auto-vacuum mode (`none` gives nothing back: `lcm-tui vacuum` converts it). */
+  autoVacuum: string,
+};
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -2013,6 +2092,25 @@ export declare class LcmEngine {
    * written.
    */
   rewrite(params: RewriteParams): Promise<RewriteReport>
+  /**
+   * Takes a consistent copy of the database at `to` while writers keep writing
+   * (SQLite's online backup API, 512 KiB per step, one read snapshot). The copy is
+   * written as `<to>.partial`, must pass `integrity_check`, is fsynced, then
+   * renamed to `to`. Rejects with `LCM_IO` (nothing left under `to`'s name) or
+   * `LCM_INVALID_INPUT` (`to` missing, or the database itself).
+   */
+  backup(params: BackupParams): Promise<BackupReport>
+  /**
+   * The file's pages, free pages and auto-vacuum mode; with `tables: true` also
+   * the bytes of every table and index (SQLite's `dbstat`, reads every page).
+   */
+  storageStats(params?: StorageStatsParams): Promise<SpaceReport>
+  /**
+   * Gives free pages back to the file system in short steps (64 pages per write
+   * job): after pruning, on a file in `auto_vacuum = INCREMENTAL` (every new
+   * file; `lcm-tui vacuum` converts an older one).
+   */
+  reclaimSpace(params?: ReclaimSpaceParams): Promise<ReclaimSpaceResult>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite, or

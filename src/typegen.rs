@@ -257,6 +257,16 @@ pub fn generated() -> String {
         dagops::transplant::IdPair,
         dagops::transplant::TransplantPlan,
     );
+    out.push_str("\n/* ---- Space: backup, storage stats, reclaim ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::engine::BackupParams,
+        crate::store::space::BackupReport,
+        crate::engine::StorageStatsParams,
+        crate::store::space::TableSpace,
+        crate::store::space::SpaceReport,
+        crate::engine::ReclaimSpaceParams,
+        crate::engine::ReclaimSpaceResult,
+    );
     out
 }
 

@@ -1889,3 +1889,82 @@ export type TransplantPlan = {
   /** Copied messages found in `messages_fts` after the flush (after apply). */
   messagesIndexed: number | null,
 };
+
+/* ---- Space: backup, storage stats, reclaim ---- */
+
+/** Parameters of `backup`. */
+export type BackupParams = {
+  /** Path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  to: string,
+};
+
+/** What a backup did. */
+export type BackupReport = {
+  /** The copy's path. */
+  path: string,
+  /** Bytes of the copy. */
+  bytes: number,
+  /** Pages copied. */
+  pages: number,
+  /** Backup steps (each at most [`BACKUP_STEP_PAGES`] pages). */
+  steps: number,
+  /** Wall time, ms. */
+  elapsedMs: number,
+  /** The longest step, ms. */
+  longestStepMs: number,
+  /** `PRAGMA integrity_check` of the copy: `["ok"]` when sound. */
+  integrity: Array<string>,
+};
+
+/** Parameters of `storageStats`. */
+export type StorageStatsParams = {
+  /** Also measure every table and index (`dbstat`: reads every page). */
+  tables?: boolean,
+};
+
+/** What one table or index holds (from `dbstat`). */
+export type TableSpace = {
+  /** Table or index name (`sqlite_schema` for the schema itself). */
+  name: string,
+  /** Bytes of its pages (`SUM(pgsize)`). */
+  bytes: number,
+  /** Pages it uses. */
+  pages: number,
+};
+
+/**
+ * The database file's space: pages, free pages, auto-vacuum mode and, when SQLite
+ * was built with `dbstat` (the addon's bundled SQLite is), bytes per table.
+ */
+export type SpaceReport = {
+  /** Page size, bytes. */
+  pageSize: number,
+  /** Pages in the file (main database, not the WAL). */
+  pageCount: number,
+  /** Pages on the freelist (space a vacuum would give back). */
+  freelistCount: number,
+  /** `pageSize × pageCount`. */
+  databaseBytes: number,
+  /** `none`, `full` or `incremental`. */
+  autoVacuum: string,
+  /** Every table and index by size, largest first (empty without `dbstat`). */
+  tables: Array<TableSpace>,
+};
+
+/** Parameters of `reclaimSpace`. */
+export type ReclaimSpaceParams = {
+  /** Free pages to give back at most (default: all, in steps of 64 pages). */
+  maxPages?: number,
+};
+
+/** What `reclaimSpace` gave back. */
+export type ReclaimSpaceResult = {
+  /** Pages given back to the file system. */
+  pages: number,
+  /** Bytes given back (`pages × pageSize`). */
+  bytes: number,
+  /** Free pages left in the file. */
+  freelistCount: number,
+  /** The file's auto-vacuum mode (`none` gives nothing back: `lcm-tui vacuum` converts it). */
+  autoVacuum: string,
+};

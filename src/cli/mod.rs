@@ -24,6 +24,7 @@ pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod rewrite;
+pub mod space;
 pub mod transplant;
 pub mod tui;
 pub mod visible;
@@ -95,6 +96,12 @@ pub enum Command {
     Transplant(transplant::TransplantArgs),
     /// Import a session transcript (JSONL) into a conversation, optionally compacting it (dry run unless --apply)
     Backfill(backfill::BackfillArgs),
+    /// Take a consistent copy while the gateway keeps writing (online backup API)
+    Backup(space::BackupArgs),
+    /// Rewrite the file with incremental auto-vacuum (offline; checks free space first)
+    Vacuum(space::VacuumArgs),
+    /// Show the file's pages, free pages and bytes per table and index
+    Space(space::SpaceArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -165,6 +172,9 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Dissolve(a) => dissolve::run(a, ctx),
         Command::Transplant(a) => transplant::run(a, ctx),
         Command::Backfill(a) => backfill::run(a, ctx),
+        Command::Backup(a) => space::backup(a, ctx),
+        Command::Vacuum(a) => space::vacuum(a, ctx),
+        Command::Space(a) => space::report(a, ctx),
     }
 }
 

@@ -16,6 +16,8 @@ mod doctor;
 mod ingest;
 mod recall;
 mod rewrite;
+mod space;
+pub use space::{BackupParams, ReclaimSpaceParams, ReclaimSpaceResult, StorageStatsParams};
 mod transcripts;
 mod turns;
 
