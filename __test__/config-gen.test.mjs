@@ -43,7 +43,7 @@ describe('generated config files', () => {
     for (const row of CONFIG_KEYS) {
       for (const name of [row.key, ...(row.aliases ?? [])]) {
         const p = schema.properties[name]
-        expect(p.type, name).toBe(row.type === 'list' ? 'array' : row.type)
+        expect(p.type, name).toBe(row.type === 'list' || row.type === 'retention' ? 'array' : row.type)
         expect(p.minimum, name).toBe(row.minimum)
         expect(p.maximum, name).toBe(row.maximum)
         expect(typeof p.description, name).toBe('string')
@@ -59,6 +59,7 @@ function sample(row, dir) {
   if (row.option === 'largeFilesDir') return join(dir, 'files')
   if (row.option === 'timezone') return 'UTC'
   if (row.type === 'string') return 'sample'
+  if (row.type === 'retention') return [{ match: 'agent:*:cron:**', archiveAfterDays: 1, pruneAfterDays: 14 }]
   return row.minimum ?? 1
 }
 

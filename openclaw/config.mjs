@@ -53,6 +53,10 @@ export const CONFIG_KEYS = [
   { key: 'defaultTokenBudget', env: 'LCM_DEFAULT_TOKEN_BUDGET', type: 'integer', default: DEFAULT_TOKEN_BUDGET, minimum: 1, resolved: true, description: 'Token budget when the host gives none' },
   { key: 'timezone', env: 'LCM_TIMEZONE', type: 'string', option: 'timezone', description: 'IANA zone of the timestamps in prompts and summaries (default TZ, else UTC)' },
   { key: 'busyTimeoutMs', env: 'LCM_BUSY_TIMEOUT_MS', type: 'integer', option: 'busyTimeoutMs', default: 30_000, minimum: 0, description: 'How long a write waits for another process\'s lock on the database, in milliseconds' },
+  // Issue 64: retention.
+  { key: 'retention', env: 'LCM_RETENTION', type: 'retention', option: 'retention', label: 'Retention', description: 'Policies by session-key glob: archive conversations idle past archiveAfterDays; archive, then remove, those idle past pruneAfterDays (run by maintain); default none' },
+  { key: 'archiveDir', env: 'LCM_ARCHIVE_DIR', type: 'string', option: 'archiveDir', description: 'Where retention writes archives (default archive beside the large-files directory)' },
+  { key: 'maxDatabaseBytes', env: 'LCM_MAX_DATABASE_BYTES', type: 'integer', option: 'maxDatabaseBytes', minimum: 1, description: 'Soft cap on the database file: over it, maintain prunes what the policies allow, oldest first (no policy: a warning only); default none' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -76,6 +80,18 @@ function parseValue(type, raw, fromEnv) {
     }
     case 'string':
       return typeof raw === 'string' ? raw : INVALID
+    case 'retention': {
+      // An array of policies, or its JSON text (the environment's form).
+      let v = raw
+      if (typeof raw === 'string') {
+        try {
+          v = JSON.parse(raw)
+        } catch {
+          return INVALID
+        }
+      }
+      return Array.isArray(v) && v.every((p) => p && typeof p === 'object' && typeof p.match === 'string') ? v : INVALID
+    }
     case 'list':
       if (Array.isArray(raw)) return raw.every((s) => typeof s === 'string') ? raw.map((s) => s.trim()).filter(Boolean) : INVALID
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean)

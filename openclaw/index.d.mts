@@ -16,8 +16,8 @@ export interface ConfigKey {
   aliases?: string[]
   /** The environment variable that overrides it. */
   env?: string
-  /** How a value is parsed; `list`: an array of strings, or a comma-separated string. */
-  type: 'number' | 'integer' | 'boolean' | 'string' | 'list'
+  /** How a value is parsed; `list`: an array of strings, or a comma-separated string; `retention`: an array of policies, or its JSON text. */
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'list' | 'retention'
   /** The `LcmEngine.open` option it feeds; absent when the plugin uses it. */
   option?: string
   /** One line for the schema, the UI and the types. */

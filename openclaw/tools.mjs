@@ -44,6 +44,17 @@ async function grep(ctx, args) {
   return textResult(r.text, { totalMatches: r.totalMatches, truncated: r.truncated, messages: r.messages, summaries: r.summaries, grant: r.grant })
 }
 
+/** The note for a summary retention pruned (its sources are in an archive), or null. */
+async function prunedNote(engine, id) {
+  if (typeof engine.prunedSummary !== 'function' || !id.startsWith('sum_')) return null
+  const p = await engine.prunedSummary(id).catch(() => null)
+  if (!p) return null
+  return {
+    archive: p.archive,
+    text: `${id} and its sources were pruned by a retention policy with conversation ${p.conversationId}; they are archived at ${p.archive} (an operator can put them back with \`lcm-tui restore ${p.archive}\`).`,
+  }
+}
+
 /** Runs `lcm_describe`. */
 async function describe(ctx, args) {
   if (typeof args.id !== 'string' || args.id === '') throw toolError('lcm_describe: id is required')
@@ -51,7 +62,11 @@ async function describe(ctx, args) {
   if (!scope) return textResult(NO_CONVERSATION, { found: false })
   const options = { ...pick(args, ['tokenCap', 'expandFile', 'expandFileMaxBytes', 'startLine', 'endLine']), ...scope }
   const r = await ctx.engine.describe(args.id, options)
-  if (!r) return textResult(`${args.id} was not found in this session's LCM history.`, { found: false, id: args.id })
+  if (!r) {
+    const pruned = await prunedNote(ctx.engine, args.id)
+    if (pruned) return textResult(pruned.text, { found: false, id: args.id, pruned: true, archive: pruned.archive })
+    return textResult(`${args.id} was not found in this session's LCM history.`, { found: false, id: args.id })
+  }
   return textResult(r.text, { found: true, id: r.id, type: r.type, grant: r.grant })
 }
 
@@ -59,8 +74,22 @@ async function describe(ctx, args) {
 async function expand(ctx, args) {
   const scope = await scopeOf(ctx.engine, ctx.handle, ctx.session, args)
   if (!scope) return textResult(NO_CONVERSATION, { totalTokens: 0 })
-  const r = await ctx.engine.expand({ ...pick(args, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scope })
-  return textResult(r.text, { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
+  // Summaries retention removed (with their conversation) are named with their
+  // archive, and the others expanded.
+  const notes = []
+  let rest = args.summaryIds
+  if (Array.isArray(args.summaryIds)) {
+    rest = []
+    for (const id of args.summaryIds) {
+      const pruned = typeof id === 'string' ? await prunedNote(ctx.engine, id) : null
+      if (pruned) notes.push(pruned.text)
+      else rest.push(id)
+    }
+    if (rest.length === 0 && notes.length > 0) return textResult(notes.join('\n\n'), { citedIds: [], totalTokens: 0, truncated: false, pruned: true })
+  }
+  const r = await ctx.engine.expand({ ...pick({ ...args, summaryIds: rest }, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scope })
+  const text = notes.length ? [r.text, ...notes].filter(Boolean).join('\n\n') : r.text
+  return textResult(text, { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
 }
 
 const ANSWER_SYSTEM_PROMPT =

@@ -15,9 +15,26 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MANIFEST = 'openclaw.plugin.json'
 export const TYPES = 'openclaw/config.d.mts'
 
+/** The JSON schema of one retention policy (`retention` keys). */
+const RETENTION_POLICY = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['match'],
+  properties: {
+    match: { type: 'string' },
+    archiveAfterDays: { type: 'number', minimum: 0 },
+    pruneAfterDays: { type: 'number', minimum: 0 },
+  },
+}
+
 /** The JSON schema of one value of `row`. */
 function valueSchema(row) {
-  const s = row.type === 'list' ? { type: 'array', items: { type: 'string' } } : { type: row.type }
+  const s =
+    row.type === 'list'
+      ? { type: 'array', items: { type: 'string' } }
+      : row.type === 'retention'
+        ? { type: 'array', items: RETENTION_POLICY }
+        : { type: row.type }
   if (row.minimum !== undefined) s.minimum = row.minimum
   if (row.maximum !== undefined) s.maximum = row.maximum
   return s
@@ -53,7 +70,7 @@ export function uiHints(rows = CONFIG_KEYS) {
     if (!row.label) continue
     const notes = []
     if (row.minimum !== undefined && row.maximum !== undefined) notes.push(`${row.minimum}-${row.maximum}`)
-    if (row.default !== undefined && row.type !== 'boolean' && row.type !== 'list') notes.push(`default ${row.default}`)
+    if (row.default !== undefined && row.type !== 'boolean' && row.type !== 'list' && row.type !== 'retention') notes.push(`default ${row.default}`)
     hints[row.key] = { label: row.label, help: notes.length ? `${row.description} (${notes.join(', ')})` : row.description }
   }
   return hints
@@ -67,7 +84,14 @@ export function manifestText(current, rows = CONFIG_KEYS) {
   return JSON.stringify(manifest, null, 2) + '\n'
 }
 
-const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]' }
+const TS_TYPES = {
+  boolean: 'boolean',
+  string: 'string',
+  number: 'number',
+  integer: 'number',
+  list: 'string[]',
+  retention: 'Array<{ match: string; archiveAfterDays?: number; pruneAfterDays?: number }>',
+}
 
 /** A doc comment at two spaces of indentation. */
 const doc = (text) => `  /** ${text} */\n`

@@ -267,6 +267,18 @@ pub fn generated() -> String {
         crate::engine::ReclaimSpaceParams,
         crate::engine::ReclaimSpaceResult,
     );
+    out.push_str("\n/* ---- Retention ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::retention::RetentionPolicy,
+        crate::retention::PruneParams,
+        crate::retention::policy::PruneKind,
+        crate::retention::policy::PruneReason,
+        crate::retention::PruneAction,
+        crate::retention::PruneReport,
+        crate::engine::RestoreArchiveParams,
+        crate::retention::RestoreReport,
+        crate::engine::PrunedSummary,
+    );
     out
 }
 

@@ -5,9 +5,10 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::js::{engine_call, Params, Pending};
+use super::js::{engine_call, string_arg, Params, Pending};
 use super::LcmEngine;
 use crate::engine::{ReclaimSpaceParams, StorageStatsParams};
+use crate::retention::PruneParams;
 
 #[napi]
 impl LcmEngine {
@@ -53,5 +54,56 @@ impl LcmEngine {
     ) -> Result<Pending<'env>> {
         let p = Params::<Option<ReclaimSpaceParams>>::optional(env, params)?;
         engine_call!(env, self, "reclaimSpace", p => |p| reclaim_space(p.unwrap_or_default()))
+    }
+
+    /// Applies the retention policies (`retention`, `maxDatabaseBytes`): archives
+    /// conversations idle past `archiveAfterDays`; archives, then removes, those
+    /// past `pruneAfterDays` (over the cap, oldest first ahead of their days). An
+    /// archive (zstd JSONL per month, manifest with sha256) is fsynced before the
+    /// removal commits. At most `limit` (16) conversations per call; `dryRun`
+    /// changes nothing. Then gives the freed pages back in small steps.
+    #[napi(
+        ts_args_type = "params?: PruneParams",
+        ts_return_type = "Promise<PruneReport>"
+    )]
+    pub fn prune<'env>(
+        &self,
+        env: &'env Env,
+        params: Option<Unknown<'env>>,
+    ) -> Result<Pending<'env>> {
+        let p = Params::<Option<PruneParams>>::optional(env, params)?;
+        engine_call!(env, self, "prune", p => |p| prune(p.unwrap_or_default()))
+    }
+
+    /// Puts a pruned conversation back from its archive (`path`: the archive's
+    /// directory or manifest), byte for byte under its original ids, in one
+    /// transaction. Rejects with `LCM_IO` when a file does not match the manifest
+    /// and `LCM_INVALID_INPUT` when the conversation is in the database.
+    #[napi(
+        ts_args_type = "params: RestoreArchiveParams",
+        ts_return_type = "Promise<RestoreReport>"
+    )]
+    pub fn restore_archive<'env>(
+        &self,
+        env: &'env Env,
+        params: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        engine_call!(env, self, "restoreArchive", Params::read(env, params)? => |p| restore_archive(p))
+    }
+
+    /// Where a summary that retention removed went: `{ summaryId, conversationId,
+    /// archive }`, or null when it was never pruned (recall tools name the archive
+    /// instead of answering "not found").
+    #[napi(
+        ts_args_type = "summaryId: string",
+        ts_return_type = "Promise<PrunedSummary | null>"
+    )]
+    pub fn pruned_summary<'env>(
+        &self,
+        env: &'env Env,
+        summary_id: Unknown<'env>,
+    ) -> Result<Pending<'env>> {
+        let id = string_arg(summary_id, "prunedSummary", "summaryId");
+        engine_call!(env, self, "prunedSummary", id => |id| pruned_summary(id))
     }
 }

@@ -23,6 +23,7 @@ pub mod operator;
 pub mod output;
 pub mod progress;
 pub mod prompts;
+pub mod retention;
 pub mod rewrite;
 pub mod space;
 pub mod transplant;
@@ -102,6 +103,10 @@ pub enum Command {
     Vacuum(space::VacuumArgs),
     /// Show the file's pages, free pages and bytes per table and index
     Space(space::SpaceArgs),
+    /// Archive, then remove, idle conversations by retention policy (dry run unless --apply)
+    Prune(retention::PruneArgs),
+    /// Put a pruned conversation back from its archive, byte for byte
+    Restore(retention::RestoreArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -175,6 +180,8 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Backup(a) => space::backup(a, ctx),
         Command::Vacuum(a) => space::vacuum(a, ctx),
         Command::Space(a) => space::report(a, ctx),
+        Command::Prune(a) => retention::prune(a, ctx),
+        Command::Restore(a) => retention::restore(a, ctx),
     }
 }
 

@@ -230,7 +230,7 @@ pub fn vacuum(a: VacuumArgs, ctx: &mut Ctx) -> CliResult {
     let conn = out
         .map_err(|_| CliError::failure("the vacuum thread stopped"))?
         .map_err(|e| CliError::failure(format!("vacuum failed (the file is unchanged): {e}")))?;
-    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    space::checkpoint_truncate(&conn);
     let after = space::report(&conn, false)?;
     let report = VacuumReport {
         path: path.display().to_string(),

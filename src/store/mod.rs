@@ -33,6 +33,7 @@ pub mod messages;
 pub mod migrate;
 pub mod operator;
 pub mod recall;
+pub mod retention;
 pub mod schema;
 #[cfg(test)]
 mod seam;
@@ -412,6 +413,11 @@ impl Store {
     /// Whether [`Store::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Reports a record to the log sink (the host's `onLog`), if one is set.
+    pub fn log(&self, record: &LogRecord) {
+        self.inner.guard.report(record);
     }
 
     /// Sends log records (a contained panic) to `sink` from now on.

@@ -177,6 +177,12 @@ pub fn convert_to_incremental(
     Ok(())
 }
 
+/// Copies the whole WAL into the file and empties it (best effort: a reader
+/// still in the log leaves it as it is).
+pub fn checkpoint_truncate(conn: &Connection) {
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+}
+
 /// What a backup did.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
