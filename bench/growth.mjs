@@ -4,8 +4,8 @@
 // index (SQLite's dbstat, through `engine.storageStats({ tables: true })`) at days 7,
 // 30, 60 and 120, bytes per message and per day.
 //
-//   node bench/growth.mjs [--days 120] [--scale 0.25] [--seed 1] [--budget 64000]
-//                         [--json out.json] [--backup]
+//   node bench/growth.mjs [--days 120] [--scale 1] [--seed 1] [--budget 64000]
+//                         [--json out.json] [--backup] [--policy cron[,heartbeat]] [--keep]
 //
 // The gateway: a main chat, four agents, an hourly cron job (one new session per run,
 // as OpenClaw's cron does) and a heartbeat every 30 minutes (its own session, stored:
@@ -18,6 +18,11 @@
 // days). --scale s multiplies every stream's messages per day and the cron and
 // heartbeat runs per day by s; every run keeps its size. Bytes per message do not
 // depend on the scale; bytes per day at full scale are the printed figure / s.
+//
+// --policy: retention on, applied once per simulated day (`engine.prune` with the
+// day's end as `now`): `cron` archives and prunes cron runs idle more than 7 days,
+// `heartbeat` the heartbeat session idle more than 2 days (it never is: it runs
+// every 30 minutes; shown to make the point). Archive bytes are printed beside.
 //
 // --backup: at the end, the online backup of the final database (time, size) and
 // the p99 of awaited ingestBatch calls from a writer meanwhile against the same
@@ -37,10 +42,15 @@ const { generator, readJsonl, toTurns } = require('./common.js')
 const argv = process.argv
 const arg = (k, d) => { const i = argv.indexOf(k); return i > 0 ? argv[i + 1] : d }
 const DAYS = Number(arg('--days', 120))
-const SCALE = Number(arg('--scale', 0.25))
+const SCALE = Number(arg('--scale', 1))
 const SEED = Number(arg('--seed', 1))
 const BUDGET = Number(arg('--budget', 64000))
 const JSON_OUT = arg('--json', null)
+const POLICIES = { cron: { match: 'agent:*:cron:**', pruneAfterDays: 7 }, heartbeat: { match: 'agent:*:heartbeat', pruneAfterDays: 2 } }
+const retention = (arg('--policy', '') || '').split(',').filter(Boolean).map((k) => {
+  if (!POLICIES[k]) throw new Error(`--policy: unknown ${k} (cron, heartbeat)`)
+  return POLICIES[k]
+})
 const MARKS = [7, 30, 60, 120].filter((d) => d <= DAYS)
 if (!MARKS.includes(DAYS)) MARKS.push(DAYS)
 
@@ -78,7 +88,9 @@ let cronNext = 0
 const dbDir = join(work, 'db')
 const dbPath = join(dbDir, 'lcm.db')
 const largeFilesDir = join(dbDir, 'large-files')
-const engine = await LcmEngine.open({ dbPath, largeFilesDir })
+const archiveDir = join(work, 'archive')
+const engine = await LcmEngine.open({ dbPath, largeFilesDir, archiveDir, ...(retention.length ? { retention } : {}) })
+let pruned = 0
 
 let messages = 0
 let conversations = 0
@@ -136,6 +148,10 @@ for (let day = 1; day <= DAYS; day++) {
       { role: 'assistant', content: [{ type: 'text', text: 'HEARTBEAT_OK' }], timestamp: at + 1000 },
     ], at)
   }
+  if (retention.length) {
+    const r = await engine.prune({ now: new Date(start + DAY_MS).toISOString(), limit: 100000 })
+    pruned += r.messagesRemoved
+  }
   if (MARKS.includes(day)) {
     // Messages' full-text rows are written when the writer is idle or a search asks
     // (deferred indexing): a full-text search first, so the index is complete.
@@ -144,9 +160,10 @@ for (let day = 1; day <= DAYS; day++) {
     const fam = {}
     for (const t of stats.tables) fam[family(t.name)] = (fam[family(t.name)] ?? 0) + t.bytes
     const files = dirBytes(largeFilesDir)
-    const row = { day, messages, conversations, dbBytes: stats.databaseBytes, freePages: stats.freelistCount, largeFileBytes: files, tables: fam, elapsedS: (performance.now() - t0) / 1000 }
+    const archived = dirBytes(archiveDir)
+    const row = { day, messages, conversations, pruned, dbBytes: stats.databaseBytes, freePages: stats.freelistCount, largeFileBytes: files, archiveBytes: archived, tables: fam, elapsedS: (performance.now() - t0) / 1000 }
     rows.push(row)
-    console.log(`day ${day}: ${messages} messages in ${conversations} conversations, db ${(stats.databaseBytes / 1e6).toFixed(1)} MB (${(stats.databaseBytes / messages).toFixed(0)} B/msg, ${(stats.databaseBytes / day / 1e6 / SCALE).toFixed(2)} MB/day at full scale), large files ${(files / 1e6).toFixed(1)} MB, ${row.elapsedS.toFixed(0)} s`)
+    console.log(`day ${day}: ${messages} messages ingested in ${conversations} conversations${retention.length ? ` (${pruned} pruned to ${(archived / 1e6).toFixed(1)} MB of archives)` : ''}, db ${(stats.databaseBytes / 1e6).toFixed(1)} MB (${(stats.databaseBytes / messages).toFixed(0)} B per ingested msg, ${(stats.databaseBytes / day / 1e6 / SCALE).toFixed(2)} MB/day at full scale), large files ${(files / 1e6).toFixed(1)} MB, ${row.elapsedS.toFixed(0)} s`)
   }
 }
 
@@ -162,7 +179,8 @@ let backup = null
 if (argv.includes('--backup')) backup = await backupRun()
 await engine.close()
 if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ days: DAYS, scale: SCALE, seed: SEED, budget: BUDGET, rows, backup }, null, 2))
-rmSync(work, { recursive: true, force: true })
+if (argv.includes('--keep')) console.log(`kept ${dbPath}`)
+else rmSync(work, { recursive: true, force: true })
 
 // Writer latency with and without a backup running, on the simulated database.
 async function backupRun() {
