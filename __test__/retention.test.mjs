@@ -78,6 +78,12 @@ describe('retention', () => {
     for (const c of convs) before[c.id] = await snapshot(e, c.id)
     const mainBefore = await e.getMessages(main)
 
+    // The recall catalogs are loaded before the prune (they keep the pruned ids).
+    expect((await e.grep({ pattern: 'Leaf A', allConversations: true, scope: 'summaries' })).summaries.length).toBe(1)
+    const first = before[convs[2].id].messages[0]
+    const needle = (typeof first.content === 'string' ? first.content : first.content[0].text).match(/[a-z]{6,}/)[0]
+    expect((await e.grep({ pattern: needle, conversationId: convs[2].id, scope: 'messages' })).messages.length).toBeGreaterThan(0)
+    expect((await e.grep({ pattern: needle, allConversations: true, scope: 'messages', limit: 200 })).messages.length).toBeGreaterThan(0)
     const dry = await e.prune({ dryRun: true })
     expect(dry.dryRun).toBe(true)
     expect(dry.actions.map((a) => [a.conversationId, a.action, a.reason, a.done])).toEqual(
@@ -98,6 +104,8 @@ describe('retention', () => {
     expect((await e.storageStats()).freelistCount).toBe(0)
     // Nothing of them is searchable any more; the pruned summary names its archive.
     expect((await e.grep({ pattern: 'Leaf A', allConversations: true, scope: 'summaries' })).summaries ?? []).toHaveLength(0)
+    const pruneIds = new Set(convs.map((c) => c.id))
+    expect((await e.grep({ pattern: needle, allConversations: true, scope: 'messages', limit: 200 })).messages.filter((h) => pruneIds.has(h.conversationId))).toEqual([])
     const pruned = await e.prunedSummary(leaf)
     expect(pruned.conversationId).toBe(convs[0].id)
     expect(existsSync(join(pruned.archive, 'manifest.json'))).toBe(true)
@@ -166,6 +174,7 @@ describe('retention', () => {
     const logs = []
     const e = await LcmEngine.open({ dbPath: join(dir, 'lcm.db'), maxDatabaseBytes: 4096, onLog: (r) => logs.push(r) })
     await seed(e, { crons: 2, daysAgo: 3 })
+    expect(await e.storageStats()).toMatchObject({ maxDatabaseBytes: 4096, overCap: true })
     const r = await e.prune()
     expect(r.overCap).toBe(true)
     expect(r.actions).toEqual([])

@@ -43,6 +43,9 @@ describe('backup', () => {
     const dir = tempDir()
     const dbPath = join(dir, 'lcm.db')
     const e = await filled(dbPath, 2000)
+    const baseMsgs = await e.getMessages((await e.getConversation({ sessionId: 'base' })).conversationId)
+    // The workload's file dumps are externalized: the copy must carry them.
+    expect(existsSync(join(dir, 'lcm-files'))).toBe(true)
     const acked = new Map()
     let total = 0
     const writers = [0, 1, 2, 3].map((k) => child('ingest-child.mjs', [dbPath, '1', `w${k}`], (line) => {
@@ -65,9 +68,12 @@ describe('backup', () => {
     expect(existsSync(`${to}.partial`)).toBe(false)
     const copy = await LcmEngine.open({ dbPath: to })
     expect(await copy.integrityCheck()).toEqual(['ok'])
-    expect((await copy.doctor({ all: true })).ok).toBe(true)
+    const doc = await copy.doctor({ all: true })
+    expect(doc.violations).toEqual([])
+    expect(doc.ok).toBe(true)
     const base = await copy.getConversation({ sessionId: 'base' })
-    expect((await copy.getMessages(base.conversationId)).length).toBe(2000)
+    expect(await copy.getMessages(base.conversationId)).toEqual(baseMsgs)
+    expect(existsSync(join(dir, 'copies', 'lcm-files'))).toBe(true)
     for (let k = 0; k < 4; k++) {
       const conv = await copy.getConversation({ sessionId: `w${k}-0` })
       const stored = conv ? await copy.getMessages(conv.conversationId) : []
@@ -156,6 +162,7 @@ describe('space', () => {
     const e = await filled(dbPath, 200)
     const s = await e.storageStats({ tables: true })
     expect(s.autoVacuum).toBe('incremental')
+    expect(s.overCap).toBe(false)
     expect(s.pageCount * s.pageSize).toBe(s.databaseBytes)
     const names = s.tables.map((t) => t.name)
     for (const t of ['messages', 'message_parts', 'context_items']) expect(names).toContain(t)

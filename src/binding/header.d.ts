@@ -1965,6 +1965,10 @@ export type SpaceReport = {
   autoVacuum: string,
   /** Every table and index by size, largest first (empty without `dbstat`). */
   tables: Array<TableSpace>,
+  /** The engine's `maxDatabaseBytes`, when set. */
+  maxDatabaseBytes: number | null,
+  /** Live pages (`pageCount − freelistCount`) over `maxDatabaseBytes`. */
+  overCap: boolean,
 };
 
 /** Parameters of `reclaimSpace`. */

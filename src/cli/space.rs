@@ -75,7 +75,14 @@ pub fn backup(a: BackupArgs, ctx: &mut Ctx) -> CliResult {
     let conn = ctx.open_read_only(&path)?;
     let cancel = super::interrupt_token();
     let spinner = Progress::new(ctx.out, 2, "copying");
-    let report = space::backup(&conn, &dest, &|| cancel.is_cancelled())?;
+    let files = crate::config::EngineOptions {
+        db_path: Some(path.display().to_string()),
+        ..Default::default()
+    }
+    .resolved_large_files_dir();
+    let report = space::backup(&conn, &dest, &|| cancel.is_cancelled(), &|copy| {
+        crate::largefiles::storage::copy_for_backup(copy, &files, &dest)
+    })?;
     spinner.finish();
     let removed = match a.keep {
         Some(n) => prune_copies(&a.to, n)?,

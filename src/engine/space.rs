@@ -54,7 +54,9 @@ pub struct ReclaimSpaceResult {
 impl Engine {
     /// A consistent copy of the database at `to`, taken while writers keep writing
     /// (SQLite's online backup API in steps of [`space::BACKUP_STEP_PAGES`] pages).
-    /// The copy passes `integrity_check` before it gets its name.
+    /// The large files go to `lcm-files` beside the copy (each once: files never
+    /// change), and the copy's rows point at them. The copy passes
+    /// `integrity_check` before it gets its name.
     pub async fn backup(&self, p: BackupParams) -> Result<BackupReport> {
         if p.to.trim().is_empty() {
             return Err(LcmError::invalid("backup needs `to`, the path of the copy"));
@@ -71,18 +73,32 @@ impl Engine {
             )));
         }
         let closed = self.store.clone();
+        let files = self.opts.resolved_large_files_dir();
+        let to = dest.clone();
         self.store
-            .backup_to(dest, Arc::new(move || closed.is_closed()))
+            .backup_to(
+                dest,
+                Arc::new(move || closed.is_closed()),
+                Arc::new(move |copy| {
+                    crate::largefiles::storage::copy_for_backup(copy, &files, &to)
+                }),
+            )
             .await
     }
 
-    /// The file's pages, free pages, auto-vacuum mode and, with `tables: true`,
-    /// bytes per table and index.
+    /// The file's pages, free pages, auto-vacuum mode, whether it is over
+    /// `maxDatabaseBytes` and, with `tables: true`, bytes per table and index.
     pub async fn storage_stats(&self, p: StorageStatsParams) -> Result<SpaceReport> {
         let tables = p.tables.unwrap_or(false);
-        self.store
+        let mut r = self
+            .store
             .read_apart(move |c| space::report(c, tables))
-            .await
+            .await?;
+        r.max_database_bytes = self.opts.max_database_bytes;
+        r.over_cap = r
+            .max_database_bytes
+            .is_some_and(|cap| (r.page_count - r.freelist_count) * r.page_size > cap);
+        Ok(r)
     }
 
     /// Gives free pages back to the file system in short steps on the writer (one

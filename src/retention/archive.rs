@@ -173,7 +173,7 @@ fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
 pub fn write(
     root: &Path,
     conv: &ConversationAge,
-    rows: &[(&str, Vec<Map<String, Value>>)],
+    rows: &[crate::store::retention::TableRows],
     fingerprint: &str,
 ) -> Result<(PathBuf, Manifest)> {
     let now = chrono::Utc::now();
@@ -190,9 +190,9 @@ pub fn write(
     let mut files: BTreeMap<String, (Vec<u8>, i64)> = BTreeMap::new();
     let mut counts = BTreeMap::new();
     for (table, list) in rows {
-        counts.insert((*table).to_owned(), list.len() as i64);
+        counts.insert(table.clone(), list.len() as i64);
         for row in list {
-            let file = match *table {
+            let file = match table.as_str() {
                 "messages" => {
                     let month: String = row
                         .get("created_at")

@@ -653,6 +653,7 @@ impl Store {
         &self,
         dest: PathBuf,
         cancelled: Arc<dyn Fn() -> bool + Send + Sync>,
+        finish: Arc<space::Finish>,
     ) -> Result<space::BackupReport> {
         if self.is_closed() {
             return Err(LcmError::closed());
@@ -675,7 +676,7 @@ impl Store {
                 JobKind::Read,
                 || {
                     let src = open_connection(&path, Duration::from_secs(30), true, 0)?;
-                    space::backup(&src, &dest, &*cancelled)
+                    space::backup(&src, &dest, &*cancelled, &*finish)
                 },
             )
         })

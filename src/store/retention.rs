@@ -148,16 +148,60 @@ fn from_json(v: &Value) -> Result<rusqlite::types::Value> {
 }
 
 /// One table's rows as column → value maps.
-pub type TableRows = (&'static str, Vec<Map<String, Value>>);
+pub type TableRows = (String, Vec<Map<String, Value>>);
 
-/// Every row of one conversation, per table of [`TABLES`] that exists, as
-/// column → value maps.
-pub fn conversation_rows(conn: &Connection, conversation_id: i64) -> Result<Vec<TableRows>> {
-    let mut out = Vec::with_capacity(TABLES.len());
+/// The tables one conversation's rows live in, in restore order, with their
+/// condition: those of [`TABLES`] that exist, then any other table with a
+/// `conversation_id` column (a table a later version added, or another plugin's):
+/// a prune must not let a cascade remove rows its archive lacks.
+pub fn conversation_tables(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
     for (table, cond) in TABLES {
-        if !table_exists(conn, table)? {
+        if table_exists(conn, table)? {
+            out.push(((*table).to_owned(), (*cond).to_owned()));
+        }
+    }
+    let names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+             AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for name in names {
+        if out.iter().any(|(t, _)| *t == name) || name.starts_with("lcm_pruned") {
             continue;
         }
+        let has: bool = conn
+            .prepare(&format!(
+                "SELECT 1 FROM pragma_table_info('{}') WHERE name = 'conversation_id'",
+                name.replace('\'', "''")
+            ))?
+            .query_row([], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if has {
+            out.push((quoted(&name), "conversation_id = ?1".to_owned()));
+        }
+    }
+    Ok(out)
+}
+
+/// A table name as an SQL identifier (the known ones are plain).
+fn quoted(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// Every row of one conversation, per table of [`conversation_tables`], as
+/// column → value maps.
+pub fn conversation_rows(conn: &Connection, conversation_id: i64) -> Result<Vec<TableRows>> {
+    let tables = conversation_tables(conn)?;
+    let mut out = Vec::with_capacity(tables.len());
+    for (table, cond) in &tables {
         let mut stmt = conn.prepare(&format!(
             "SELECT * FROM {table} WHERE {cond} ORDER BY {}",
             order_of(table)
@@ -172,7 +216,7 @@ pub fn conversation_rows(conn: &Connection, conversation_id: i64) -> Result<Vec<
             }
             list.push(m);
         }
-        out.push((*table, list));
+        out.push((table.clone(), list));
     }
     Ok(out)
 }
@@ -232,13 +276,11 @@ pub fn delete_conversation(
         |r| r.get(0),
     )?;
     // Reverse restore order: each table before the tables its rows point at.
-    for (table, cond) in TABLES.iter().rev() {
-        if table_exists(tx, table)? {
-            tx.execute(
-                &format!("DELETE FROM {table} WHERE {cond}"),
-                [conversation_id],
-            )?;
-        }
+    for (table, cond) in conversation_tables(tx)?.iter().rev() {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE {cond}"),
+            [conversation_id],
+        )?;
     }
     Ok(messages)
 }
@@ -250,7 +292,16 @@ pub fn insert_rows(
     rows: &[(String, Vec<Map<String, Value>>)],
     features: Features,
 ) -> Result<()> {
-    for (table, _) in TABLES {
+    let tables = conversation_tables(tx)?;
+    if let Some((t, _)) = rows
+        .iter()
+        .find(|(t, list)| !list.is_empty() && !tables.iter().any(|(n, _)| n == t))
+    {
+        return Err(LcmError::invalid(format!(
+            "the archive holds rows of table {t}, which this database does not have; nothing was restored"
+        )));
+    }
+    for (table, _) in &tables {
         for (t, list) in rows.iter().filter(|(t, _)| t == table) {
             for row in list {
                 let cols: Vec<&String> = row.keys().collect();
@@ -388,4 +439,57 @@ pub fn key_taken(conn: &Connection, session_key: &str) -> Result<bool> {
         .query_row([session_key], |_| Ok(()))
         .optional()?
         .is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_of_another_version_with_conversation_rows_is_archived_removed_and_restored() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let features = crate::store::migrate::migrate(&mut conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE plugin_notes (conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE, note TEXT, score REAL, raw BLOB);
+             INSERT INTO conversations (conversation_id, session_id) VALUES (7, 's7'), (8, 's8');
+             INSERT INTO messages (conversation_id, seq, role, content, token_count) VALUES (7, 0, 'user', 'hé ☃', 2);
+             INSERT INTO plugin_notes VALUES (7, 'kept', 1.0, x'00ff'), (8, 'other', 2.5, NULL);",
+        )
+        .unwrap();
+        let tables = conversation_tables(&conn).unwrap();
+        assert!(
+            tables.iter().any(|(t, _)| t == "plugin_notes"),
+            "{tables:?}"
+        );
+        let (rows, fp) = snapshot(&conn, 7).unwrap();
+        let notes = &rows.iter().find(|(t, _)| t == "plugin_notes").unwrap().1;
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0]["score"], serde_json::json!(1.0));
+        assert_eq!(notes[0]["raw"], serde_json::json!({ "$blob": "00ff" }));
+        let tx = conn.transaction().unwrap();
+        assert_eq!(delete_conversation(&tx, 7, features).unwrap(), 1);
+        tx.commit().unwrap();
+        let left: i64 = conn
+            .query_row("SELECT COUNT(*) FROM plugin_notes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 1);
+        let tx = conn.transaction().unwrap();
+        insert_rows(&tx, &rows, features).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(snapshot(&conn, 7).unwrap(), (rows.clone(), fp));
+        let (score, raw): (f64, Vec<u8>) = conn
+            .query_row(
+                "SELECT score, raw FROM plugin_notes WHERE conversation_id = 7",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((score, raw), (1.0, vec![0, 255]));
+        // Into a database without that table: refused, nothing written.
+        let mut other = Connection::open_in_memory().unwrap();
+        let f2 = crate::store::migrate::migrate(&mut other).unwrap();
+        let tx = other.transaction().unwrap();
+        let err = insert_rows(&tx, &rows, f2).unwrap_err();
+        assert!(err.message.contains("plugin_notes"), "{err}");
+    }
 }

@@ -57,6 +57,10 @@ pub struct SpaceReport {
     pub auto_vacuum: String,
     /// Every table and index by size, largest first (empty without `dbstat`).
     pub tables: Vec<TableSpace>,
+    /// The engine's `maxDatabaseBytes`, when set.
+    pub max_database_bytes: Option<i64>,
+    /// Live pages (`pageCount − freelistCount`) over `maxDatabaseBytes`.
+    pub over_cap: bool,
 }
 
 fn pragma_i64(conn: &Connection, name: &str) -> Result<i64> {
@@ -98,6 +102,8 @@ pub fn report(conn: &Connection, with_tables: bool) -> Result<SpaceReport> {
         database_bytes: page_size * page_count,
         auto_vacuum: auto_vacuum_mode(conn)?,
         tables,
+        max_database_bytes: None,
+        over_cap: false,
     })
 }
 
@@ -183,6 +189,9 @@ pub fn checkpoint_truncate(conn: &Connection) {
     let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
 }
 
+/// What a backup runs on its copy before checking it (see [`backup`]).
+pub type Finish = dyn Fn(&Connection) -> Result<()> + Send + Sync;
+
 /// What a backup did.
 #[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
@@ -243,8 +252,14 @@ pub fn sync_file_and_dir(path: &Path) -> Result<()> {
 /// writer (WAL) never waits for it. The copy is written to `<dest>.partial`,
 /// checked with `integrity_check`, fsynced, then renamed over `dest`: a crash
 /// leaves either the old `dest` or the new one, never half a copy under its name.
-/// `cancelled` is polled between steps.
-pub fn backup(src: &Connection, dest: &Path, cancelled: &dyn Fn() -> bool) -> Result<BackupReport> {
+/// `cancelled` is polled between steps. `finish` runs on the copy before its check
+/// (the engine copies the large files beside it and points the copy's rows at them).
+pub fn backup(
+    src: &Connection,
+    dest: &Path,
+    cancelled: &dyn Fn() -> bool,
+    finish: &dyn Fn(&Connection) -> Result<()>,
+) -> Result<BackupReport> {
     let t0 = Instant::now();
     if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io("create the directory", dir, e))?;
@@ -271,6 +286,11 @@ pub fn backup(src: &Connection, dest: &Path, cancelled: &dyn Fn() -> bool) -> Re
             .map_err(|e| LcmError::new(ErrorCode::Io, format!("cannot open the copy: {e}")))?;
         // The copy keeps the source's WAL flag; back in rollback mode it is one file.
         c.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))?;
+        if let Err(e) = finish(&c) {
+            drop(c);
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
         super::integrity::integrity_lines(&c)?
     };
     if integrity != ["ok"] {
@@ -382,7 +402,7 @@ mod tests {
         .unwrap();
         assert_eq!(auto_vacuum_mode(&c).unwrap(), "none");
         let dest = dir.path().join("copy.db");
-        let r = backup(&c, &dest, &|| false).unwrap();
+        let r = backup(&c, &dest, &|| false, &|_| Ok(())).unwrap();
         assert_eq!(r.integrity, vec!["ok".to_owned()]);
         assert!(r.steps > 1, "{r:?}");
         assert!(!partial_path(&dest).exists());
@@ -393,7 +413,7 @@ mod tests {
         assert_eq!(n, 3000);
         // Cancelled: nothing under the name, no partial file left.
         let dest2 = dir.path().join("copy2.db");
-        assert!(backup(&c, &dest2, &|| true).is_err());
+        assert!(backup(&c, &dest2, &|| true, &|_| Ok(())).is_err());
         assert!(!dest2.exists() && !partial_path(&dest2).exists());
         // Conversion.
         let before = table_space(&c).unwrap();
