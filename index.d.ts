@@ -1910,7 +1910,7 @@ export type TransplantPlan = {
 
 /** Parameters of `backup`. */
 export type BackupParams = {
-  /** Path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  /** Absolute path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
   to: string,
 };
 
@@ -2241,8 +2241,9 @@ export declare class LcmEngine {
    * Takes a consistent copy of the database at `to` while writers keep writing
    * (SQLite's online backup API, 512 KiB per step, one read snapshot). The copy is
    * written as `<to>.partial`, must pass `integrity_check`, is fsynced, then
-   * renamed to `to`. Rejects with `LCM_IO` (nothing left under `to`'s name) or
-   * `LCM_INVALID_INPUT` (`to` missing, or the database itself).
+   * renamed to `to`; the large files go to `lcm-files` beside it. Rejects with
+   * `LCM_IO` (nothing left under `to`'s name) or `LCM_INVALID_INPUT` (`to`
+   * missing, relative, or the database itself).
    */
   backup(params: BackupParams): Promise<BackupReport>
   /**

@@ -86,12 +86,13 @@ describe('backup', () => {
     await e.close()
   }, 120000)
 
-  it('refuses the database itself and an in-memory engine; rejects a missing `to`', async () => {
+  it('refuses the database itself, a relative path and an in-memory engine; rejects a missing `to`', async () => {
     const dbPath = join(tempDir(), 'lcm.db')
     const e = await filled(dbPath, 20)
     await rejectsWithCode(e.backup({ to: dbPath }), 'LCM_INVALID_INPUT')
     await rejectsWithCode(e.backup({}), 'LCM_INVALID_INPUT')
     await rejectsWithCode(e.backup({ to: '' }), 'LCM_INVALID_INPUT')
+    await rejectsWithCode(e.backup({ to: 'relative.db' }), 'LCM_INVALID_INPUT')
     await e.close()
     const m = await LcmEngine.open({ dbPath: ':memory:' })
     await rejectsWithCode(m.backup({ to: join(tempDir(), 'x.db') }), 'LCM_INVALID_INPUT')

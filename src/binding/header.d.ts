@@ -1910,7 +1910,7 @@ export type TransplantPlan = {
 
 /** Parameters of `backup`. */
 export type BackupParams = {
-  /** Path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  /** Absolute path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
   to: string,
 };
 

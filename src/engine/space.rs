@@ -13,7 +13,7 @@ use crate::store::space::{self, BackupReport, SpaceReport};
 #[derive(Debug, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackupParams {
-    /// Path of the copy (written as `<to>.partial`, checked, fsynced, then renamed).
+    /// Absolute path of the copy (written as `<to>.partial`, checked, fsynced, then renamed).
     pub to: String,
 }
 
@@ -62,6 +62,13 @@ impl Engine {
             return Err(LcmError::invalid("backup needs `to`, the path of the copy"));
         }
         let dest = PathBuf::from(&p.to);
+        if !dest.is_absolute() {
+            // Never a file relative to the host process's working directory.
+            return Err(LcmError::invalid(format!(
+                "backup `to` must be an absolute path, got {:?}",
+                p.to
+            )));
+        }
         if self
             .store
             .file_path()
