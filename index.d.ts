@@ -163,9 +163,9 @@ export interface SessionLookup { sessionId?: string; sessionKey?: string }
 
 /** One event reported to `onLog`. */
 export interface LcmLogRecord {
-  /** 'error' for a contained panic. */
-  level: 'error'
-  /** The code the failed call received: 'LCM_INTERNAL'. */
+  /** 'error' for a contained panic; 'warn' for a warning (the database over `maxDatabaseBytes` with no retention policy that prunes: code 'LCM_CONFIG'). */
+  level: 'error' | 'warn'
+  /** The code the failed call received: 'LCM_INTERNAL' (or 'LCM_CONFIG' for the size warning). */
   code: LcmErrorCode
   /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
   operation: string
@@ -509,6 +509,22 @@ export type EngineOptions = {
    * compacted a few messages at a time, every turn. Default none.
    */
   freshTailMaxBudgetRatio?: number,
+  /**
+   * `retention`: policies that archive, then prune, idle conversations by
+   * session-key glob (first match wins; default none: nothing is ever removed).
+   */
+  retention?: Array<RetentionPolicy>,
+  /**
+   * `archiveDir`: where retention writes archives. Default `archive` beside the
+   * large-files directory (`~/.openclaw/archive` for the default database).
+   */
+  archiveDir?: string,
+  /**
+   * `maxDatabaseBytes`: soft cap on the database file; over it, `prune` applies
+   * the pruning policies ahead of their days, oldest first (with no policy it
+   * only warns).
+   */
+  maxDatabaseBytes?: number,
 };
 
 /* ---- Errors ---- */
@@ -2318,6 +2334,214 @@ export type TransplantPlan = {
   messagesIndexed: number | null,
 };
 
+/* ---- Space: backup, storage stats, reclaim ---- */
+
+/** Parameters of `backup`. */
+export type BackupParams = {
+  /** Absolute path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  to: string,
+};
+
+/** What a backup did. */
+export type BackupReport = {
+  /** The copy's path. */
+  path: string,
+  /** Bytes of the copy. */
+  bytes: number,
+  /** Pages copied. */
+  pages: number,
+  /** Backup steps (each at most [`BACKUP_STEP_PAGES`] pages). */
+  steps: number,
+  /** Wall time, ms. */
+  elapsedMs: number,
+  /** The longest step, ms. */
+  longestStepMs: number,
+  /** `PRAGMA integrity_check` of the copy: `["ok"]` when sound. */
+  integrity: Array<string>,
+};
+
+/** Parameters of `storageStats`. */
+export type StorageStatsParams = {
+  /** Also measure every table and index (`dbstat`: reads every page). */
+  tables?: boolean,
+};
+
+/** What one table or index holds (from `dbstat`). */
+export type TableSpace = {
+  /** Table or index name (`sqlite_schema` for the schema itself). */
+  name: string,
+  /** Bytes of its pages (`SUM(pgsize)`). */
+  bytes: number,
+  /** Pages it uses. */
+  pages: number,
+};
+
+/**
+ * The database file's space: pages, free pages, auto-vacuum mode and, when SQLite
+ * was built with `dbstat` (the addon's bundled SQLite is), bytes per table.
+ */
+export type SpaceReport = {
+  /** Page size, bytes. */
+  pageSize: number,
+  /** Pages in the file (main database, not the WAL). */
+  pageCount: number,
+  /** Pages on the freelist (space a vacuum would give back). */
+  freelistCount: number,
+  /** `pageSize × pageCount`. */
+  databaseBytes: number,
+  /** `none`, `full` or `incremental`. */
+  autoVacuum: string,
+  /** Every table and index by size, largest first (empty without `dbstat`). */
+  tables: Array<TableSpace>,
+  /** The engine's `maxDatabaseBytes`, when set. */
+  maxDatabaseBytes: number | null,
+  /** Live pages (`pageCount − freelistCount`) over `maxDatabaseBytes`. */
+  overCap: boolean,
+};
+
+/** Parameters of `reclaimSpace`. */
+export type ReclaimSpaceParams = {
+  /** Free pages to give back at most (default: all, in steps of 64 pages). */
+  maxPages?: number,
+};
+
+/** What `reclaimSpace` gave back. */
+export type ReclaimSpaceResult = {
+  /** Pages given back to the file system. */
+  pages: number,
+  /** Bytes given back (`pages × pageSize`). */
+  bytes: number,
+  /** Free pages left in the file. */
+  freelistCount: number,
+  /** The file's auto-vacuum mode (`none` gives nothing back: `lcm-tui vacuum` converts it). */
+  autoVacuum: string,
+};
+
+/* ---- Retention ---- */
+
+/** One retention policy (`retention` option, first matching policy wins). */
+export type RetentionPolicy = {
+  /**
+   * Session-key glob (`*` within one `:`-separated segment, `**` across
+   * segments, `?` one character); a conversation without a key is matched by
+   * its session id.
+   */
+  match: string,
+  /**
+   * Write an archive of conversations idle for more than this many days (they
+   * stay in the database).
+   */
+  archiveAfterDays?: number,
+  /**
+   * Archive, then remove from the database, conversations idle for more than
+   * this many days (every row: messages, parts, summaries, links, index rows).
+   */
+  pruneAfterDays?: number,
+};
+
+/** Parameters of `prune`. */
+export type PruneParams = {
+  /** Report what would be archived and removed, change nothing. */
+  dryRun?: boolean,
+  /**
+   * At most this many conversations per call (default 16): the plugin's
+   * `maintain` calls it in small steps.
+   */
+  limit?: number,
+  /**
+   * The time ages are measured from (ISO 8601 or SQLite UTC text); default now.
+   * For simulations and tests.
+   */
+  now?: string,
+};
+
+/** What `prune` does to one conversation. */
+export type PruneKind = "archive" | "prune";
+
+/** Why a conversation was picked. */
+export type PruneReason = "age" | "cap";
+
+/** One conversation archived (and removed), or that would be. */
+export type PruneAction = {
+  /** The conversation. */
+  conversationId: number,
+  /** Its session key, else its session id. */
+  session: string,
+  /** The policy's `match`. */
+  policy: string,
+  /** `archive` or `prune`. */
+  action: PruneKind,
+  /** `age` or `cap`. */
+  reason: PruneReason,
+  /** Its newest message's time (SQLite UTC text). */
+  lastActivity: string,
+  /** Days since then. */
+  idleDays: number,
+  /** Messages it holds. */
+  messages: number,
+  /** The archive's directory (written, reused, or that would be written). */
+  archive: string | null,
+  /** Done (false in a dry run, or when the conversation changed meanwhile). */
+  done: boolean,
+  /** Why it was not done, when it was not (dry run aside). */
+  skipped: string | null,
+};
+
+/** What `prune` did (or would do). */
+export type PruneReport = {
+  /** Nothing was changed. */
+  dryRun: boolean,
+  /** The conversations, oldest activity first. */
+  actions: Array<PruneAction>,
+  /** Conversations due beyond `limit` (a later call takes them). */
+  remaining: number,
+  /** The database's bytes (pages × page size) before. */
+  databaseBytes: number,
+  /** `maxDatabaseBytes`, when set. */
+  maxDatabaseBytes: number | null,
+  /** Over the cap before this call. */
+  overCap: boolean,
+  /** Over the cap with no policy that could apply: only a warning. */
+  capWarning: string | null,
+  /** Messages removed from the database. */
+  messagesRemoved: number,
+  /** Bytes given back to the file system afterwards (incremental vacuum). */
+  bytesReclaimed: number,
+};
+
+/** Parameters of `restoreArchive`. */
+export type RestoreArchiveParams = {
+  /** The archive's directory (or its `manifest.json`). */
+  path: string,
+};
+
+/** What `restoreArchive` put back. */
+export type RestoreReport = {
+  /** The archive's directory. */
+  archive: string,
+  /** The conversation, under its original id. */
+  conversationId: number,
+  /** Messages put back. */
+  messages: number,
+  /** Rows per table put back. */
+  counts: { [key in string]: number },
+  /**
+   * False when another conversation is now the session key's active one (the
+   * restored conversation is then inactive).
+   */
+  active: boolean,
+};
+
+/** Where a pruned summary went. */
+export type PrunedSummary = {
+  /** The summary. */
+  summaryId: string,
+  /** The conversation that held it (removed with it). */
+  conversationId: number,
+  /** The archive's directory (`lcm-tui restore <archive>` puts it back). */
+  archive: string,
+};
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -2441,6 +2665,48 @@ export declare class LcmEngine {
    * written.
    */
   rewrite(params: RewriteParams): Promise<RewriteReport>
+  /**
+   * Takes a consistent copy of the database at `to` while writers keep writing
+   * (SQLite's online backup API, 512 KiB per step, one read snapshot). The copy is
+   * written as `<to>.partial`, must pass `integrity_check`, is fsynced, then
+   * renamed to `to`; the large files go to `lcm-files` beside it. Rejects with
+   * `LCM_IO` (nothing left under `to`'s name) or `LCM_INVALID_INPUT` (`to`
+   * missing, relative, or the database itself).
+   */
+  backup(params: BackupParams): Promise<BackupReport>
+  /**
+   * The file's pages, free pages and auto-vacuum mode; with `tables: true` also
+   * the bytes of every table and index (SQLite's `dbstat`, reads every page).
+   */
+  storageStats(params?: StorageStatsParams): Promise<SpaceReport>
+  /**
+   * Gives free pages back to the file system in short steps (64 pages per write
+   * job): after pruning, on a file in `auto_vacuum = INCREMENTAL` (every new
+   * file; `lcm-tui vacuum` converts an older one).
+   */
+  reclaimSpace(params?: ReclaimSpaceParams): Promise<ReclaimSpaceResult>
+  /**
+   * Applies the retention policies (`retention`, `maxDatabaseBytes`): archives
+   * conversations idle past `archiveAfterDays`; archives, then removes, those
+   * past `pruneAfterDays` (over the cap, oldest first ahead of their days). An
+   * archive (zstd JSONL per month, manifest with sha256) is fsynced before the
+   * removal commits. At most `limit` (16) conversations per call; `dryRun`
+   * changes nothing. Then gives the freed pages back in small steps.
+   */
+  prune(params?: PruneParams): Promise<PruneReport>
+  /**
+   * Puts a pruned conversation back from its archive (`path`: the archive's
+   * directory or manifest), byte for byte under its original ids, in one
+   * transaction. Rejects with `LCM_IO` when a file does not match the manifest
+   * and `LCM_INVALID_INPUT` when the conversation is in the database.
+   */
+  restoreArchive(params: RestoreArchiveParams): Promise<RestoreReport>
+  /**
+   * Where a summary that retention removed went: `{ summaryId, conversationId,
+   * archive }`, or null when it was never pruned (recall tools name the archive
+   * instead of answering "not found").
+   */
+  prunedSummary(summaryId: string): Promise<PrunedSummary | null>
   /**
    * Opens (creating and migrating when needed) the database and returns an engine.
    * Rejects with `LCM_DB_OPEN` when the file cannot be opened or is not SQLite, or

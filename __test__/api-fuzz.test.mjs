@@ -113,6 +113,13 @@ function calls(f, ids) {
     pruneContext: () => [{ conversationId: conv(), retainDepth: next() < 0.7 ? pick(NUMBERS) : undefined }],
     sessionFamily: () => [pick([...STRINGS, value()])],
     summarizeLargeFiles: () => [next() < 0.3 ? undefined : { sessionId: pick(['s', 'other', 'none']), limit: pick([1, 5, 100]) }],
+    // Paths only under a temporary directory (or invalid): never the working directory.
+    backup: () => [pick([{ to: join(ids.dir, 'copy.db') }, { to: '' }, { to: 0 }, { to: null }, {}, null, 'x', { to: join(ids.dir, 'copy.db'), extra: 1 }])],
+    storageStats: () => [next() < 0.5 ? { tables: pick([true, false, value()]) } : undefined],
+    reclaimSpace: () => [next() < 0.5 ? { maxPages: pick(NUMBERS) } : undefined],
+    prune: () => [next() < 0.5 ? { dryRun: pick([true, false, value()]), limit: pick(NUMBERS), now: pick(STRINGS) } : undefined],
+    restoreArchive: () => [{ path: pick([join(ids.dir, 'nothing'), '', value()]) }],
+    prunedSummary: () => [sum()],
   }
 }
 
@@ -129,7 +136,7 @@ describe('type confusion over every method (fixed seed)', () => {
       onLog: (r) => logs.push(r),
       summarizer: async (req) => `summary of ${String(req?.prompt ?? '').length} chars, 요약`,
     })
-    const ids = {}
+    const ids = { dir: tempDir() }
     for (let i = 0; i < 40; i++) {
       const r = await engine.ingestBatch({ sessionId: i % 2 ? 's' : 'other', messages: [{ role: 'user', content: `hello ${i} NEEDLE-1-${i}` }, { role: 'assistant', content: [{ type: 'text', text: `reply ${i} ` + 'word '.repeat(80) }] }] })
       ids[i % 2 ? 'conversationId' : 'other'] = r.conversationId

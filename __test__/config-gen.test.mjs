@@ -44,7 +44,7 @@ describe('generated config files', () => {
       for (const name of [row.key, ...(row.aliases ?? [])]) {
         const p = schema.properties[name]
         if (row.type === 'list') expect(p.anyOf.map((x) => x.type), name).toEqual(['array', 'string'])
-        else expect(p.type, name).toBe(row.type === 'providers' ? 'array' : row.type)
+        else expect(p.type, name).toBe(row.type === 'providers' || row.type === 'retention' ? 'array' : row.type)
         if (row.type === 'object') expect(Object.keys(p.properties), name).toEqual(row.properties.map((q) => q.key))
         expect(p.minimum, name).toBe(row.minimum)
         expect(p.maximum, name).toBe(row.maximum)
@@ -61,6 +61,7 @@ function sample(row, dir) {
   if (row.option === 'largeFilesDir') return join(dir, 'files')
   if (row.option === 'timezone') return 'UTC'
   if (row.type === 'string') return 'sample'
+  if (row.type === 'retention') return [{ match: 'agent:*:cron:**', archiveAfterDays: 1, pruneAfterDays: 14 }]
   return row.minimum ?? 1
 }
 

@@ -143,8 +143,8 @@ describe('environment variables under the reference names', () => {
   })
 
   it('every variable of the table parses into its key (nested ones into their object)', () => {
-    const sample = (row) => (row.enum ? row.enum.at(-1) : row.type === 'providers' ? 'openai/gpt-5-mini,anthropic/claude-haiku-4-5' : row.type === 'boolean' ? 'false' : row.type === 'list' ? 'a,b' : row.type === 'string' ? 'x' : String(Math.max(row.minimum ?? 1, 1)))
-    const parsed = (row, v) => (row.type === 'providers' ? [{ provider: 'openai', model: 'gpt-5-mini' }, { provider: 'anthropic', model: 'claude-haiku-4-5' }] : row.type === 'boolean' ? false : row.type === 'list' ? ['a', 'b'] : row.type === 'string' ? v : Number(v))
+    const sample = (row) => (row.enum ? row.enum.at(-1) : row.type === 'retention' ? '[{"match":"agent:*:cron:**","pruneAfterDays":14}]' : row.type === 'providers' ? 'openai/gpt-5-mini,anthropic/claude-haiku-4-5' : row.type === 'boolean' ? 'false' : row.type === 'list' ? 'a,b' : row.type === 'string' ? 'x' : String(Math.max(row.minimum ?? 1, 1)))
+    const parsed = (row, v) => (row.type === 'retention' ? [{ match: 'agent:*:cron:**', pruneAfterDays: 14 }] : row.type === 'providers' ? [{ provider: 'openai', model: 'gpt-5-mini' }, { provider: 'anthropic', model: 'claude-haiku-4-5' }] : row.type === 'boolean' ? false : row.type === 'list' ? ['a', 'b'] : row.type === 'string' ? v : Number(v))
     let seen = 0
     for (const row of CONFIG_KEYS) {
       const rows = row.type === 'object' ? row.properties.map((p) => [p, (r) => r[row.key]?.[p.key]]) : [[row, (r) => r[row.key]]]

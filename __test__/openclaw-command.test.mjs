@@ -1,9 +1,12 @@
 // `/lcm` (alias `/lossless`) through a fake `api.registerCommand`: the answers a
 // chat gets, scoped to the calling session.
 import { describe, it, expect } from 'vitest'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join } from 'node:path'
 import { register } from '../openclaw/index.mjs'
 import { runLcmCommand, fitReply, formatBytes, MAX_REPLY_CHARS, COMMAND_NAMES } from '../openclaw/commands.mjs'
-import { fakeApi, fakeLlm, conversation } from './openclaw-fixture.mjs'
+import { fakeApi, fakeLlm, conversation, freshConfig } from './openclaw-fixture.mjs'
 
 const S = { sessionId: 'sess-1', sessionKey: 'agent:main:main' }
 const BUDGET = 4_000
@@ -38,7 +41,7 @@ describe('/lcm through api.registerCommand', () => {
     const a = checkReply(await host.command('lcm', 'help'))
     const b = checkReply(await host.command('lossless', ''))
     expect(a).toBe(b)
-    for (const sub of ['status', 'doctor', 'doctor apply', 'compact', 'backup', 'prune --dry-run', 'help']) expect(a).toContain(`/lcm ${sub}`)
+    for (const sub of ['status', 'doctor', 'doctor apply', 'compact', 'backup [path]', 'prune [--apply]', 'help']) expect(a).toContain(`/lcm ${sub}`)
     await engine.dispose()
     await plugin.shutdown()
   })
@@ -110,20 +113,59 @@ describe('/lcm through api.registerCommand', () => {
     await plugin.shutdown()
   })
 
-  it('backup and prune say they are not available until the engine has them, then dispatch to it', async () => {
-    const { host, plugin, engine } = await seeded(2)
-    expect(checkReply(await host.command('lcm', 'backup'))).toBe('/lcm backup is not available in this version of lcm-native.')
-    expect(checkReply(await host.command('lcm', 'prune --dry-run'))).toBe('/lcm prune is not available in this version of lcm-native.')
+  it('backup writes a checked copy beside the database (or where an absolute path says); prune reports the policies', async () => {
+    const { host, plugin, engine, lcm } = await seeded(4)
+    const dbPath = (await lcm.status({ tables: false })).database.path
+    const text = checkReply(await host.command('lcm', 'backup'))
+    const written = text.match(/^Backup written: (.+)$/m)?.[1]
+    expect(written).toBe(join(dirname(dbPath), 'backups', basename(written)))
+    expect(basename(written)).toMatch(/^lcm-\d{8}-\d{6}Z\.db$/)
+    expect(existsSync(written)).toBe(true)
+    expect(text).toMatch(/\d+ pages in \d+ steps/)
+    expect(text).toContain('integrity check: ok')
+    const dir = mkdtempSync(join(tmpdir(), 'lcm-cmd-backup-'))
+    expect(checkReply(await host.command('lcm', `backup ${join(dir, 'copy.db')}`))).toContain(`Backup written: ${join(dir, 'copy.db')}`)
+    expect(checkReply(await host.command('lcm', 'backup named.db'))).toContain(`Backup written: ${join(dirname(dbPath), 'backups', 'named.db')}`)
+    // No retention policy: a dry run and an apply both find nothing due.
+    const dry = checkReply(await host.command('lcm', 'prune'))
+    expect(dry).toMatch(/^Prune \(dry run: nothing changed; \/lcm prune --apply to run it\): database [\d.]+ (KiB|MiB)/)
+    expect(dry).toContain('nothing due under the retention policies')
+    expect(checkReply(await host.command('lcm', 'prune --apply'))).toContain('removed 0 messages')
     expect(checkReply(await host.command('lcm', 'frobnicate'))).toMatch(/^Unknown subcommand "frobnicate"\.\n\/lcm \(alias/)
     await engine.dispose()
     await plugin.shutdown()
-    // An engine that has them: the same dispatch calls them with the parsed arguments.
-    const calls = []
-    const fake = { backup: async (p) => (calls.push(['backup', p]), { path: p.to, bytes: 4096 }), prune: async (p) => (calls.push(['prune', p]), 'would remove 3 conversations') }
-    const handle = { use: async () => fake, breaker: { isOpen: () => false } }
-    expect(await runLcmCommand('backup /tmp/x.db', S, { handle, config: {} })).toContain('"path": "/tmp/x.db"')
-    expect(await runLcmCommand('prune --dry-run', S, { handle, config: {} })).toBe('/lcm prune:\nwould remove 3 conversations')
-    expect(calls).toEqual([['backup', { to: '/tmp/x.db' }], ['prune', { dryRun: true }]])
+  })
+
+  it('prune lists what a policy makes due, as the engine reports it', async () => {
+    const host = fakeApi({ llm: fakeLlm(), pluginConfig: freshConfig({ retention: [{ match: 'agent:old:**', pruneAfterDays: 1 }] }) })
+    const plugin = register(host.api, { env: {} })
+    await plugin.ready
+    const engine = await host.engines.get('lcm-native')({})
+    const old = { sessionId: 'old-1', sessionKey: 'agent:old:main' }
+    await engine.afterTurn({ ...old, messages: conversation(2, 20), prePromptMessageCount: 0 })
+    const lcm = await engine.handle.use()
+    const later = new Date(Date.now() + 3 * 86_400_000).toISOString()
+    const report = await lcm.prune({ dryRun: true, now: later })
+    // The chat formats exactly what the engine reports (here: one conversation, if the policy makes it due).
+    const { formatPrune } = await import('../openclaw/commands.mjs')
+    const text = formatPrune(report)
+    expect(report.actions.map((a) => a.session)).toEqual(['agent:old:main'])
+    expect(text).toContain(`- agent:old:main: would archive, then remove, ${report.actions[0].messages} messages`)
+    expect(text).toContain('(agent:old:**, age)')
+    await engine.dispose()
+    await plugin.shutdown()
+  })
+
+  it('compact runs even while the automatic summarizer breaker is open, and says so', async () => {
+    const { host, plugin, engine } = await seeded(20)
+    const handle = engine.handle
+    for (let i = 0; i < handle.breaker.threshold; i++) handle.breaker.record({ authFailure: true })
+    expect(handle.breaker.isOpen()).toBe(true)
+    const text = checkReply(await host.command('lcm', 'compact'))
+    expect(text).toMatch(/^The summarizer breaker is open for automatic compaction; this manual one runs anyway\./)
+    expect(text).not.toMatch(/^Not compacting/m)
+    await engine.dispose()
+    await plugin.shutdown()
   })
 
   it('errors answer in the chat instead of throwing; long answers are cut on a line', async () => {

@@ -2,6 +2,7 @@
 // session. Subcommands: status, doctor [apply], compact, backup, prune --dry-run,
 // help. Answers are plain text that fits one chat message.
 
+import { dirname, isAbsolute, join } from 'node:path'
 import { resolveTokenBudget } from './engine.mjs'
 
 /** The command's names: `/lcm`, and `/lossless` as the reference calls it. */
@@ -31,19 +32,10 @@ const HELP = [
   '  /lcm doctor: check this conversation (report only)',
   '  /lcm doctor apply: repair it (lossless repairs, then re-summarize broken summaries)',
   '  /lcm compact: compact this session now and report the result',
-  '  /lcm backup [path]: copy the database',
-  '  /lcm prune --dry-run: what retention would remove',
+  '  /lcm backup [path]: a consistent copy of the database (default: backups/ beside it)',
+  '  /lcm prune [--apply]: what retention would archive and remove (--apply: do it)',
   '  /lcm help: this list',
 ].join('\n')
-
-/**
- * Operations that exist only when the engine has them (another version of the
- * addon adds them): subcommand → the engine method and how to call it.
- */
-const OPTIONAL = {
-  backup: { method: 'backup', params: (rest) => (rest[0] ? { to: rest[0] } : {}) },
-  prune: { method: 'prune', params: (rest) => ({ dryRun: !rest.includes('--apply') }) },
-}
 
 /** Cuts `text` to `max` characters on a line boundary, saying so. */
 export function fitReply(text, max = MAX_REPLY_CHARS) {
@@ -135,6 +127,46 @@ export function formatCompact(r) {
 }
 
 /**
+ * Where `/lcm backup [path]` writes: an absolute path as given; a relative one
+ * under the database's `backups/` directory; none: `backups/lcm-<UTC time>.db` there.
+ */
+export function backupPath(dbPath, given, now = new Date()) {
+  if (given && isAbsolute(given)) return given
+  const dir = join(dirname(dbPath), 'backups')
+  if (given) return join(dir, given)
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z').replace('T', '-')
+  return join(dir, `lcm-${stamp}.db`)
+}
+
+/** The text of `/lcm backup`. */
+export function formatBackup(r) {
+  const ok = r.integrity?.length === 1 && r.integrity[0] === 'ok'
+  return [
+    `Backup written: ${r.path}`,
+    `  ${formatBytes(r.bytes)}, ${fmt(r.pages)} pages in ${fmt(r.steps)} steps, ${(r.elapsedMs / 1000).toFixed(1)} s (longest step ${r.longestStepMs.toFixed(1)} ms)`,
+    `  integrity check: ${ok ? 'ok' : r.integrity?.slice(0, 3).join('; ')}`,
+  ].join('\n')
+}
+
+/** The text of `/lcm prune [--apply]`. */
+export function formatPrune(r) {
+  const lines = []
+  const cap = r.maxDatabaseBytes ? ` of ${formatBytes(r.maxDatabaseBytes)} cap${r.overCap ? ' (over it)' : ''}` : ''
+  lines.push(`Prune${r.dryRun ? ' (dry run: nothing changed; /lcm prune --apply to run it)' : ''}: database ${formatBytes(r.databaseBytes)}${cap}`)
+  if (r.capWarning) lines.push(`  warning: ${r.capWarning}`)
+  if (!r.actions.length) lines.push('  nothing due under the retention policies')
+  for (const a of r.actions.slice(0, 8)) {
+    const what = a.action === 'prune' ? 'archive, then remove' : 'archive'
+    const state = r.dryRun ? 'would' : a.done ? 'did' : `skipped (${a.skipped ?? 'changed meanwhile'})`
+    lines.push(`  - ${a.session}: ${state} ${what}, ${fmt(a.messages)} messages, idle ${fmt(a.idleDays)} days (${a.policy}, ${a.reason})`)
+  }
+  if (r.actions.length > 8) lines.push(`  … and ${fmt(r.actions.length - 8)} more`)
+  if (r.remaining > 0) lines.push(`  ${fmt(r.remaining)} more due in a later step`)
+  if (!r.dryRun) lines.push(`  removed ${fmt(r.messagesRemoved)} messages, gave back ${formatBytes(r.bytesReclaimed)}`)
+  return lines.join('\n')
+}
+
+/**
  * Runs one `/lcm` invocation; resolves with the reply text (never rejects).
  * @param {string} args what follows the command name
  * @param {{ sessionKey?: string, sessionId?: string }} session the caller's session
@@ -169,18 +201,24 @@ export async function runLcmCommand(args, session, { handle, config }) {
       }
       case 'compact': {
         if (!named) return 'No session in this context: /lcm compact needs a chat session.'
-        if (handle.breaker.isOpen()) return `Not compacting: the summarizer breaker is open (retry in ${fmt(Math.ceil(handle.breaker.remainingMs() / 60_000))} min).`
+        // A manual compaction runs even while the automatic breaker is open (it may be what closes it).
+        const open = handle.breaker.isOpen() ? 'The summarizer breaker is open for automatic compaction; this manual one runs anyway.\n' : ''
         const r = await engine.compact({ ...scope, tokenBudget: budget, mode: 'sweep', force: true, ...(overrides ? { overrides } : {}) })
         handle.recordCompaction(r)
-        return formatCompact(r)
+        return open + formatCompact(r)
       }
-      default: {
-        const op = OPTIONAL[sub]
-        if (!op) return `Unknown subcommand "${sub}".\n${HELP}`
-        if (typeof engine[op.method] !== 'function') return `/lcm ${sub} is not available in this version of lcm-native.`
-        const r = await engine[op.method](op.params(rest))
-        return `/lcm ${sub}:\n${typeof r === 'string' ? r : JSON.stringify(r, null, 1)}`
+      case 'backup': {
+        // A path given in the chat is taken under the database's directory unless absolute.
+        const dbPath = (await engine.status({ tables: false })).database.path
+        const to = backupPath(dbPath, rest[0])
+        return formatBackup(await engine.backup({ to }))
       }
+      case 'prune': {
+        const apply = rest.includes('--apply')
+        return formatPrune(await engine.prune({ dryRun: !apply }))
+      }
+      default:
+        return `Unknown subcommand "${sub}".\n${HELP}`
     }
   } catch (err) {
     return `/lcm ${sub} failed: ${err?.code ? `${err.code}: ` : ''}${err?.message ?? err}`

@@ -133,6 +133,12 @@ export interface LcmPluginConfig {
   stripInjectedContextTags?: string[]
   /** Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens)). At least 0. */
   bootstrapMaxTokens?: number
+  /** Policies by session-key glob: archive conversations idle past archiveAfterDays; archive, then remove, those idle past pruneAfterDays (run by maintain); default none. Engine option `retention`. */
+  retention?: Array<{ match: string; archiveAfterDays?: number; pruneAfterDays?: number }>
+  /** Where retention writes archives (default archive beside the large-files directory). Engine option `archiveDir`. */
+  archiveDir?: string
+  /** Soft cap on the database file: over it, maintain prunes what the policies allow, oldest first (no policy: a warning only); default none. At least 1. Engine option `maxDatabaseBytes`. */
+  maxDatabaseBytes?: number
 }
 
 /** The keys `resolveConfig` always sets (to their defaults when unset). */

@@ -133,6 +133,10 @@ export const CONFIG_KEYS = [
   { key: 'pruneHeartbeatOk', env: 'LCM_PRUNE_HEARTBEAT_OK', type: 'boolean', default: false, resolved: true, description: 'Store nothing of a heartbeat turn whose reply is HEARTBEAT_OK (the turn mentions heartbeat.md)' },
   { key: 'stripInjectedContextTags', env: 'LCM_STRIP_INJECTED_CONTEXT_TAGS', type: 'list', option: 'stripInjectedContextTags', default: ['active_memory_plugin', 'relevant-memories', 'relevant_memories', 'hindsight_memories'], resolved: true, description: 'XML-style tags whose blocks memory plugins inject into user messages: removed from the summarizer input (the stored message stays exact); an empty string disables' },
   { key: 'bootstrapMaxTokens', env: 'LCM_BOOTSTRAP_MAX_TOKENS', type: 'integer', minimum: 0, description: 'Tokens a first bootstrap (a fork, a sub-agent, a rolled-over session) imports at most from the transcript tail (default max(6000, 0.3 x leafChunkTokens))' },
+  // Issue 64: retention.
+  { key: 'retention', env: 'LCM_RETENTION', type: 'retention', option: 'retention', label: 'Retention', description: 'Policies by session-key glob: archive conversations idle past archiveAfterDays; archive, then remove, those idle past pruneAfterDays (run by maintain); default none' },
+  { key: 'archiveDir', env: 'LCM_ARCHIVE_DIR', type: 'string', option: 'archiveDir', description: 'Where retention writes archives (default archive beside the large-files directory)' },
+  { key: 'maxDatabaseBytes', env: 'LCM_MAX_DATABASE_BYTES', type: 'integer', option: 'maxDatabaseBytes', minimum: 1, description: 'Soft cap on the database file: over it, maintain prunes what the policies allow, oldest first (no policy: a warning only); default none' },
 ]
 
 /** What `resolveConfig` sets when neither config nor environment gives a key. */
@@ -178,6 +182,18 @@ function parseValue(row, raw, fromEnv) {
       }
       return out
     }
+    case 'retention': {
+      // An array of policies, or its JSON text (the environment's form).
+      let v = raw
+      if (typeof raw === 'string') {
+        try {
+          v = JSON.parse(raw)
+        } catch {
+          return INVALID
+        }
+      }
+      return Array.isArray(v) && v.every((p) => p && typeof p === 'object' && typeof p.match === 'string') ? v : INVALID
+    }
     case 'list':
       if (Array.isArray(raw)) return raw.every((s) => typeof s === 'string') ? raw.map((s) => s.trim()).filter(Boolean) : INVALID
       if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -192,6 +208,7 @@ const INVALID = Symbol('invalid')
 function expected(row) {
   if (row.enum) return `one of ${row.enum.join(', ')}`
   if (row.type === 'providers') return '[{provider, model}] or provider/model strings'
+  if (row.type === 'retention') return 'an array of {match, archiveAfterDays?, pruneAfterDays?} (the environment: its JSON)'
   const range = row.maximum !== undefined ? ` from ${row.minimum} to ${row.maximum}` : row.minimum !== undefined ? ` of at least ${row.minimum}` : ''
   return `${row.type === 'integer' ? 'an integer' : `a ${row.type}`}${range}`
 }

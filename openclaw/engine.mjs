@@ -31,6 +31,13 @@ export const ACCEPTED_HOST_PARAMS = Object.freeze(['sessionKey', 'runtimeSetting
 
 const NO_REWRITE = { changed: false, bytesFreed: 0, rewrittenEntries: 0 }
 
+/** How often `maintain` runs the retention policies (per database), at most. */
+const RETENTION_EVERY_MS = 10 * 60_000
+/** Conversations one retention step archives or prunes at most. */
+const RETENTION_STEP = 4
+/** Per shared engine handle: when retention last ran, whether a step is running. */
+const retentionState = new WeakMap()
+
 function positive(n) {
   return typeof n === 'number' && Number.isFinite(n) && n > 0 ? Math.floor(n) : undefined
 }
@@ -374,6 +381,7 @@ export class LcmContextEngine {
   async maintain(params) {
     const signal = params.abortSignal
     if (signal?.aborted) throw abortError(signal)
+    this.runRetention()
     if (this.policy.skipsWrites(params.sessionKey)) return { ...NO_REWRITE, reason: 'session excluded from LCM' }
     if (this.handle.breaker.isOpen()) return { ...NO_REWRITE, reason: this.breakerReason() }
     await this.afterLifecycle(params)
@@ -512,6 +520,41 @@ export class LcmContextEngine {
       this.warn(`large-file summaries skipped for session ${params.sessionId}: ${describeError(err)}`)
       return ''
     }
+  }
+
+  /**
+   * Runs the retention policies (`retention`, `maxDatabaseBytes`) in the
+   * background, one small step (RETENTION_STEP conversations) at a time, at most
+   * every RETENTION_EVERY_MS per database, or at the next `maintain` while more
+   * are due. Never awaited by the turn; failures and the size warning go to the
+   * log.
+   */
+  runRetention() {
+    if (!this.config.retention?.length && !this.config.maxDatabaseBytes) return
+    let st = retentionState.get(this.handle)
+    if (!st) retentionState.set(this.handle, (st = { at: 0, running: false }))
+    const now = Date.now()
+    if (st.running || now - st.at < RETENTION_EVERY_MS) return
+    st.running = true
+    st.at = now
+    st.done = (async () => {
+      try {
+        const engine = await this.handle.use()
+        if (typeof engine.prune !== 'function') return
+        const r = await engine.prune({ limit: RETENTION_STEP })
+        if (r.capWarning) this.warn(r.capWarning)
+        if (r.remaining > 0) st.at = 0
+      } catch (err) {
+        this.warn(`retention failed: ${describeError(err)}`)
+      } finally {
+        st.running = false
+      }
+    })()
+  }
+
+  /** The running retention step, if any (for tests and shutdown). */
+  retentionDone() {
+    return retentionState.get(this.handle)?.done
   }
 
   /**

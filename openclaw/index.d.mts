@@ -19,9 +19,9 @@ export interface ConfigKey {
   /**
    * How a value is parsed; `list`: an array of strings, or a comma-separated string;
    * `providers`: `[{provider, model}]`, or `provider/model,…`; `object`: the
-   * `properties` named (unknown ones warned); `array`: checked by `parse`.
+   * `properties` named (unknown ones warned); `array`: checked by `parse`; `retention`: an array of policies, or its JSON text.
    */
-  type: 'number' | 'integer' | 'boolean' | 'string' | 'list' | 'providers' | 'object' | 'array'
+  type: 'number' | 'integer' | 'boolean' | 'string' | 'list' | 'providers' | 'object' | 'array' | 'retention'
   /** An `object` key's properties, each a row of its own. */
   properties?: ConfigKey[]
   /** An `array` key's item schema (JSON schema). */

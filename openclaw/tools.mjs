@@ -76,6 +76,17 @@ async function grep(ctx, args) {
   return textResult(r.text + note, { totalMatches: r.totalMatches, truncated: r.truncated, messages: markArchived(scope, r.messages), summaries: markArchived(scope, r.summaries), grant: r.grant })
 }
 
+/** The note for a summary retention pruned (its sources are in an archive), or null. */
+async function prunedNote(engine, id) {
+  if (typeof engine.prunedSummary !== 'function' || !id.startsWith('sum_')) return null
+  const p = await engine.prunedSummary(id).catch(() => null)
+  if (!p) return null
+  return {
+    archive: p.archive,
+    text: `${id} and its sources were pruned by a retention policy with conversation ${p.conversationId}; they are archived at ${p.archive} (an operator can put them back with \`lcm-tui restore ${p.archive}\`).`,
+  }
+}
+
 /** Runs `lcm_describe`. */
 async function describe(ctx, args) {
   if (typeof args.id !== 'string' || args.id === '') throw toolError('lcm_describe: id is required')
@@ -83,7 +94,11 @@ async function describe(ctx, args) {
   if (!scope) return textResult(NO_CONVERSATION, { found: false })
   const options = { ...pick(args, ['tokenCap', 'expandFile', 'expandFileMaxBytes', 'startLine', 'endLine']), ...scopeParams(scope) }
   const r = await ctx.engine.describe(args.id, options)
-  if (!r) return textResult(`${args.id} was not found in this session's LCM history.`, { found: false, id: args.id })
+  if (!r) {
+    const pruned = await prunedNote(ctx.engine, args.id)
+    if (pruned) return textResult(pruned.text, { found: false, id: args.id, pruned: true, archive: pruned.archive })
+    return textResult(`${args.id} was not found in this session's LCM history.`, { found: false, id: args.id })
+  }
   const owner = r.summary?.conversationId ?? r.file?.conversationId
   const archived = owner !== undefined && scope.archived?.has(owner) === true
   return textResult(r.text + (owner !== undefined ? archivedNote(scope, [owner]) : ''), { found: true, id: r.id, type: r.type, grant: r.grant, ...(archived ? { archived: true } : {}) })
@@ -93,9 +108,23 @@ async function describe(ctx, args) {
 async function expand(ctx, args) {
   const scope = await scopeOf(ctx.engine, ctx.handle, ctx.session, args)
   if (!scope) return textResult(NO_CONVERSATION, { totalTokens: 0 })
-  const r = await ctx.engine.expand({ ...pick(args, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scopeParams(scope) })
+  // Summaries retention removed (with their conversation) are named with their
+  // archive, and the others expanded.
+  const notes = []
+  let rest = args.summaryIds
+  if (Array.isArray(args.summaryIds)) {
+    rest = []
+    for (const id of args.summaryIds) {
+      const pruned = typeof id === 'string' ? await prunedNote(ctx.engine, id) : null
+      if (pruned) notes.push(pruned.text)
+      else rest.push(id)
+    }
+    if (rest.length === 0 && notes.length > 0) return textResult(notes.join('\n\n'), { citedIds: [], totalTokens: 0, truncated: false, pruned: true })
+  }
+  const r = await ctx.engine.expand({ ...pick({ ...args, summaryIds: rest }, ['summaryIds', 'query', 'maxDepth', 'tokenCap', 'includeMessages']), ...scopeParams(scope) })
   const owners = (r.roots ?? []).map((root) => root.conversationId)
-  return textResult(r.text + archivedNote(scope, owners), { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
+  const text = notes.length ? [r.text, ...notes].filter(Boolean).join('\n\n') : r.text
+  return textResult(text + archivedNote(scope, owners), { citedIds: r.citedIds, totalTokens: r.totalTokens, truncated: r.truncated, grant: r.grant })
 }
 
 const ANSWER_SYSTEM_PROMPT =

@@ -15,6 +15,18 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MANIFEST = 'openclaw.plugin.json'
 export const TYPES = 'openclaw/config.d.mts'
 
+/** The JSON schema of one retention policy (`retention` keys). */
+const RETENTION_POLICY = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['match'],
+  properties: {
+    match: { type: 'string' },
+    archiveAfterDays: { type: 'number', minimum: 0 },
+    pruneAfterDays: { type: 'number', minimum: 0 },
+  },
+}
+
 /** The JSON schema of one value of `row`: an object row is strict, with its properties. */
 function valueSchema(row) {
   if (row.type === 'object') {
@@ -23,6 +35,7 @@ function valueSchema(row) {
     return { type: 'object', additionalProperties: false, properties }
   }
   if (row.type === 'array') return { type: 'array', items: row.items }
+  if (row.type === 'retention') return { type: 'array', items: RETENTION_POLICY }
   if (row.type === 'providers') {
     const ref = { type: 'string', pattern: '^[^/]+/.+$' }
     const obj = { type: 'object', additionalProperties: false, required: ['provider', 'model'], properties: { provider: { type: 'string' }, model: { type: 'string' } } }
@@ -81,7 +94,9 @@ export function manifestText(current, rows = CONFIG_KEYS) {
   return JSON.stringify(manifest, null, 2) + '\n'
 }
 
-const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]', providers: 'Array<{ provider: string; model: string } | string>' }
+const TS_TYPES = { boolean: 'boolean', string: 'string', number: 'number', integer: 'number', list: 'string[]', providers: 'Array<{ provider: string; model: string } | string>',
+  retention: 'Array<{ match: string; archiveAfterDays?: number; pruneAfterDays?: number }>',
+}
 
 /** The TypeScript type of a row's value. */
 function tsType(row) {

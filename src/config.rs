@@ -180,6 +180,17 @@ pub struct EngineOptions {
     /// a compaction leaves: a tail that fills the threshold on its own would be
     /// compacted a few messages at a time, every turn. Default none.
     pub fresh_tail_max_budget_ratio: Option<f64>,
+    /// `retention`: policies that archive, then prune, idle conversations by
+    /// session-key glob (first match wins; default none: nothing is ever removed).
+    #[ts(as = "Option<Vec<crate::retention::RetentionPolicy>>", optional)]
+    pub retention: Vec<crate::retention::RetentionPolicy>,
+    /// `archiveDir`: where retention writes archives. Default `archive` beside the
+    /// large-files directory (`~/.openclaw/archive` for the default database).
+    pub archive_dir: Option<String>,
+    /// `maxDatabaseBytes`: soft cap on the database file; over it, `prune` applies
+    /// the pruning policies ahead of their days, oldest first (with no policy it
+    /// only warns).
+    pub max_database_bytes: Option<i64>,
 }
 
 /// The fresh tail's token cap under `budget`: `freshTailMaxTokens` and
@@ -252,6 +263,9 @@ impl Default for EngineOptions {
             summary_retry_max_wait_ms: 30_000,
             fallback_providers: Vec::new(),
             fresh_tail_max_budget_ratio: None,
+            retention: Vec::new(),
+            archive_dir: None,
+            max_database_bytes: None,
         }
     }
 }
@@ -292,6 +306,14 @@ impl EngineOptions {
 
     /// Checks ranges.
     pub fn validate(&self) -> Result<()> {
+        for p in &self.retention {
+            p.validate()?;
+        }
+        if self.max_database_bytes.is_some_and(|b| b <= 0) {
+            return Err(LcmError::invalid(
+                "maxDatabaseBytes must be a positive number of bytes",
+            ));
+        }
         let positive = [
             ("leafChunkTokens", self.leaf_chunk_tokens),
             ("leafTargetTokens", self.leaf_target_tokens),
@@ -373,6 +395,19 @@ impl EngineOptions {
         match std::path::Path::new(&db).parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.join("lcm-files"),
             _ => PathBuf::from("lcm-files"),
+        }
+    }
+
+    /// Where retention writes archives: `archiveDir`, else `archive` beside the
+    /// large-files directory.
+    pub fn resolved_archive_dir(&self) -> PathBuf {
+        if let Some(p) = &self.archive_dir {
+            return expand_home(p);
+        }
+        let files = self.resolved_large_files_dir();
+        match files.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join("archive"),
+            _ => PathBuf::from("archive"),
         }
     }
 

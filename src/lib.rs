@@ -26,6 +26,7 @@ pub mod message;
 pub mod params;
 pub mod prompts;
 pub mod recall;
+pub mod retention;
 pub mod rewrite;
 pub mod status;
 pub mod store;

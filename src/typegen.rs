@@ -285,6 +285,28 @@ pub fn generated() -> String {
         dagops::transplant::IdPair,
         dagops::transplant::TransplantPlan,
     );
+    out.push_str("\n/* ---- Space: backup, storage stats, reclaim ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::engine::BackupParams,
+        crate::store::space::BackupReport,
+        crate::engine::StorageStatsParams,
+        crate::store::space::TableSpace,
+        crate::store::space::SpaceReport,
+        crate::engine::ReclaimSpaceParams,
+        crate::engine::ReclaimSpaceResult,
+    );
+    out.push_str("\n/* ---- Retention ---- */\n");
+    declare!(&cfg, &mut out;
+        crate::retention::RetentionPolicy,
+        crate::retention::PruneParams,
+        crate::retention::policy::PruneKind,
+        crate::retention::policy::PruneReason,
+        crate::retention::PruneAction,
+        crate::retention::PruneReport,
+        crate::engine::RestoreArchiveParams,
+        crate::retention::RestoreReport,
+        crate::engine::PrunedSummary,
+    );
     out
 }
 

@@ -164,9 +164,9 @@ export interface SessionLookup { sessionId?: string; sessionKey?: string }
 
 /** One event reported to `onLog`. */
 export interface LcmLogRecord {
-  /** 'error' for a contained panic. */
-  level: 'error'
-  /** The code the failed call received: 'LCM_INTERNAL'. */
+  /** 'error' for a contained panic; 'warn' for a warning (the database over `maxDatabaseBytes` with no retention policy that prunes: code 'LCM_CONFIG'). */
+  level: 'error' | 'warn'
+  /** The code the failed call received: 'LCM_INTERNAL' (or 'LCM_CONFIG' for the size warning). */
   code: LcmErrorCode
   /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
   operation: string

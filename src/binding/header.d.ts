@@ -163,9 +163,9 @@ export interface SessionLookup { sessionId?: string; sessionKey?: string }
 
 /** One event reported to `onLog`. */
 export interface LcmLogRecord {
-  /** 'error' for a contained panic. */
-  level: 'error'
-  /** The code the failed call received: 'LCM_INTERNAL'. */
+  /** 'error' for a contained panic; 'warn' for a warning (the database over `maxDatabaseBytes` with no retention policy that prunes: code 'LCM_CONFIG'). */
+  level: 'error' | 'warn'
+  /** The code the failed call received: 'LCM_INTERNAL' (or 'LCM_CONFIG' for the size warning). */
   code: LcmErrorCode
   /** The operation that failed (the Rust function that queued the job, e.g. 'engine::Engine::grep_json'). */
   operation: string
@@ -509,6 +509,22 @@ export type EngineOptions = {
    * compacted a few messages at a time, every turn. Default none.
    */
   freshTailMaxBudgetRatio?: number,
+  /**
+   * `retention`: policies that archive, then prune, idle conversations by
+   * session-key glob (first match wins; default none: nothing is ever removed).
+   */
+  retention?: Array<RetentionPolicy>,
+  /**
+   * `archiveDir`: where retention writes archives. Default `archive` beside the
+   * large-files directory (`~/.openclaw/archive` for the default database).
+   */
+  archiveDir?: string,
+  /**
+   * `maxDatabaseBytes`: soft cap on the database file; over it, `prune` applies
+   * the pruning policies ahead of their days, oldest first (with no policy it
+   * only warns).
+   */
+  maxDatabaseBytes?: number,
 };
 
 /* ---- Errors ---- */
@@ -2316,4 +2332,212 @@ export type TransplantPlan = {
   seqRange: [number, number] | null,
   /** Copied messages found in `messages_fts` after the flush (after apply). */
   messagesIndexed: number | null,
+};
+
+/* ---- Space: backup, storage stats, reclaim ---- */
+
+/** Parameters of `backup`. */
+export type BackupParams = {
+  /** Absolute path of the copy (written as `<to>.partial`, checked, fsynced, then renamed). */
+  to: string,
+};
+
+/** What a backup did. */
+export type BackupReport = {
+  /** The copy's path. */
+  path: string,
+  /** Bytes of the copy. */
+  bytes: number,
+  /** Pages copied. */
+  pages: number,
+  /** Backup steps (each at most [`BACKUP_STEP_PAGES`] pages). */
+  steps: number,
+  /** Wall time, ms. */
+  elapsedMs: number,
+  /** The longest step, ms. */
+  longestStepMs: number,
+  /** `PRAGMA integrity_check` of the copy: `["ok"]` when sound. */
+  integrity: Array<string>,
+};
+
+/** Parameters of `storageStats`. */
+export type StorageStatsParams = {
+  /** Also measure every table and index (`dbstat`: reads every page). */
+  tables?: boolean,
+};
+
+/** What one table or index holds (from `dbstat`). */
+export type TableSpace = {
+  /** Table or index name (`sqlite_schema` for the schema itself). */
+  name: string,
+  /** Bytes of its pages (`SUM(pgsize)`). */
+  bytes: number,
+  /** Pages it uses. */
+  pages: number,
+};
+
+/**
+ * The database file's space: pages, free pages, auto-vacuum mode and, when SQLite
+ * was built with `dbstat` (the addon's bundled SQLite is), bytes per table.
+ */
+export type SpaceReport = {
+  /** Page size, bytes. */
+  pageSize: number,
+  /** Pages in the file (main database, not the WAL). */
+  pageCount: number,
+  /** Pages on the freelist (space a vacuum would give back). */
+  freelistCount: number,
+  /** `pageSize × pageCount`. */
+  databaseBytes: number,
+  /** `none`, `full` or `incremental`. */
+  autoVacuum: string,
+  /** Every table and index by size, largest first (empty without `dbstat`). */
+  tables: Array<TableSpace>,
+  /** The engine's `maxDatabaseBytes`, when set. */
+  maxDatabaseBytes: number | null,
+  /** Live pages (`pageCount − freelistCount`) over `maxDatabaseBytes`. */
+  overCap: boolean,
+};
+
+/** Parameters of `reclaimSpace`. */
+export type ReclaimSpaceParams = {
+  /** Free pages to give back at most (default: all, in steps of 64 pages). */
+  maxPages?: number,
+};
+
+/** What `reclaimSpace` gave back. */
+export type ReclaimSpaceResult = {
+  /** Pages given back to the file system. */
+  pages: number,
+  /** Bytes given back (`pages × pageSize`). */
+  bytes: number,
+  /** Free pages left in the file. */
+  freelistCount: number,
+  /** The file's auto-vacuum mode (`none` gives nothing back: `lcm-tui vacuum` converts it). */
+  autoVacuum: string,
+};
+
+/* ---- Retention ---- */
+
+/** One retention policy (`retention` option, first matching policy wins). */
+export type RetentionPolicy = {
+  /**
+   * Session-key glob (`*` within one `:`-separated segment, `**` across
+   * segments, `?` one character); a conversation without a key is matched by
+   * its session id.
+   */
+  match: string,
+  /**
+   * Write an archive of conversations idle for more than this many days (they
+   * stay in the database).
+   */
+  archiveAfterDays?: number,
+  /**
+   * Archive, then remove from the database, conversations idle for more than
+   * this many days (every row: messages, parts, summaries, links, index rows).
+   */
+  pruneAfterDays?: number,
+};
+
+/** Parameters of `prune`. */
+export type PruneParams = {
+  /** Report what would be archived and removed, change nothing. */
+  dryRun?: boolean,
+  /**
+   * At most this many conversations per call (default 16): the plugin's
+   * `maintain` calls it in small steps.
+   */
+  limit?: number,
+  /**
+   * The time ages are measured from (ISO 8601 or SQLite UTC text); default now.
+   * For simulations and tests.
+   */
+  now?: string,
+};
+
+/** What `prune` does to one conversation. */
+export type PruneKind = "archive" | "prune";
+
+/** Why a conversation was picked. */
+export type PruneReason = "age" | "cap";
+
+/** One conversation archived (and removed), or that would be. */
+export type PruneAction = {
+  /** The conversation. */
+  conversationId: number,
+  /** Its session key, else its session id. */
+  session: string,
+  /** The policy's `match`. */
+  policy: string,
+  /** `archive` or `prune`. */
+  action: PruneKind,
+  /** `age` or `cap`. */
+  reason: PruneReason,
+  /** Its newest message's time (SQLite UTC text). */
+  lastActivity: string,
+  /** Days since then. */
+  idleDays: number,
+  /** Messages it holds. */
+  messages: number,
+  /** The archive's directory (written, reused, or that would be written). */
+  archive: string | null,
+  /** Done (false in a dry run, or when the conversation changed meanwhile). */
+  done: boolean,
+  /** Why it was not done, when it was not (dry run aside). */
+  skipped: string | null,
+};
+
+/** What `prune` did (or would do). */
+export type PruneReport = {
+  /** Nothing was changed. */
+  dryRun: boolean,
+  /** The conversations, oldest activity first. */
+  actions: Array<PruneAction>,
+  /** Conversations due beyond `limit` (a later call takes them). */
+  remaining: number,
+  /** The database's bytes (pages × page size) before. */
+  databaseBytes: number,
+  /** `maxDatabaseBytes`, when set. */
+  maxDatabaseBytes: number | null,
+  /** Over the cap before this call. */
+  overCap: boolean,
+  /** Over the cap with no policy that could apply: only a warning. */
+  capWarning: string | null,
+  /** Messages removed from the database. */
+  messagesRemoved: number,
+  /** Bytes given back to the file system afterwards (incremental vacuum). */
+  bytesReclaimed: number,
+};
+
+/** Parameters of `restoreArchive`. */
+export type RestoreArchiveParams = {
+  /** The archive's directory (or its `manifest.json`). */
+  path: string,
+};
+
+/** What `restoreArchive` put back. */
+export type RestoreReport = {
+  /** The archive's directory. */
+  archive: string,
+  /** The conversation, under its original id. */
+  conversationId: number,
+  /** Messages put back. */
+  messages: number,
+  /** Rows per table put back. */
+  counts: { [key in string]: number },
+  /**
+   * False when another conversation is now the session key's active one (the
+   * restored conversation is then inactive).
+   */
+  active: boolean,
+};
+
+/** Where a pruned summary went. */
+export type PrunedSummary = {
+  /** The summary. */
+  summaryId: string,
+  /** The conversation that held it (removed with it). */
+  conversationId: number,
+  /** The archive's directory (`lcm-tui restore <archive>` puts it back). */
+  archive: string,
 };

@@ -21,6 +21,7 @@ mod offthread;
 mod prompts;
 mod recall;
 mod rewrite;
+mod space;
 mod summarizer;
 
 use std::sync::Arc;

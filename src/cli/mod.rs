@@ -23,8 +23,10 @@ pub mod operator;
 pub mod output;
 pub mod progress;
 pub mod prompts;
+pub mod retention;
 pub mod rewrite;
 pub mod sessions;
+pub mod space;
 pub mod status;
 pub mod transplant;
 pub mod tui;
@@ -105,6 +107,16 @@ pub enum Command {
     Archive(sessions::ArchiveArgs),
     /// Make an archived conversation the active one of its session key again
     Unarchive(sessions::UnarchiveArgs),
+    /// Take a consistent copy while the gateway keeps writing (online backup API)
+    Backup(space::BackupArgs),
+    /// Rewrite the file with incremental auto-vacuum (offline; checks free space first)
+    Vacuum(space::VacuumArgs),
+    /// Show the file's pages, free pages and bytes per table and index
+    Space(space::SpaceArgs),
+    /// Archive, then remove, idle conversations by retention policy (dry run unless --apply)
+    Prune(retention::PruneArgs),
+    /// Put a pruned conversation back from its archive, byte for byte
+    Restore(retention::RestoreArgs),
 }
 
 /// What a subcommand gets: the output streams, the global flags and an async runtime
@@ -179,6 +191,11 @@ fn dispatch(command: Command, ctx: &mut Ctx) -> CliResult {
         Command::Conversations(a) => sessions::conversations(a, ctx),
         Command::Archive(a) => sessions::archive(a, ctx),
         Command::Unarchive(a) => sessions::unarchive(a, ctx),
+        Command::Backup(a) => space::backup(a, ctx),
+        Command::Vacuum(a) => space::vacuum(a, ctx),
+        Command::Space(a) => space::report(a, ctx),
+        Command::Prune(a) => retention::prune(a, ctx),
+        Command::Restore(a) => retention::restore(a, ctx),
     }
 }
 

@@ -50,6 +50,13 @@ impl Progress {
         }
     }
 
+    /// Moves the bar to `pos` items.
+    pub fn set_position(&self, pos: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(pos);
+        }
+    }
+
     /// Runs `f` with the bar cleared (for printing lines while it is shown).
     pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.bar {

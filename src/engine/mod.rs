@@ -17,8 +17,12 @@ mod ingest;
 mod largefiles;
 mod lifecycle;
 mod recall;
+mod retention;
 mod rewrite;
 mod status;
+pub use retention::{PrunedSummary, RestoreArchiveParams};
+mod space;
+pub use space::{BackupParams, ReclaimSpaceParams, ReclaimSpaceResult, StorageStatsParams};
 mod transcripts;
 mod turns;
 

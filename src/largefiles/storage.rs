@@ -250,6 +250,37 @@ fn read_lines<R: BufRead>(
     })
 }
 
+/// For a backup at `dest`: copies every large file the copy `copy` names from
+/// `root` (the source's `largeFilesDir`) to `lcm-files` beside `dest` (the default
+/// `largeFilesDir` of a database there), skipping files already there with the
+/// same size (files never change), each written atomically and fsynced; then
+/// points the copy's rows at them. A file missing at the source stays as its row
+/// says (the source's doctor reports it).
+pub fn copy_for_backup(copy: &rusqlite::Connection, root: &Path, dest: &Path) -> Result<()> {
+    let target_root = dest
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("lcm-files");
+    for rec in crate::store::largefiles::all(copy)? {
+        let Ok(from) = checked_path(&rec, root) else {
+            continue;
+        };
+        let ext = from.extension().and_then(|e| e.to_str()).unwrap_or("txt");
+        let to = file_path(&target_root, rec.conversation_id, &rec.file_id, ext)?;
+        let same = fs::metadata(&to)
+            .ok()
+            .zip(fs::metadata(&from).ok())
+            .is_some_and(|(a, b)| a.len() == b.len());
+        if !same {
+            let bytes = fs::read(&from).map_err(|e| io_error("read", &from, e))?;
+            write_atomic(&to, &bytes)?;
+        }
+        crate::store::largefiles::set_storage_uri(copy, &rec.file_id, &to.to_string_lossy())?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,8 @@ use crate::error::{LcmError, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogRecord {
-    /// `"error"` for a contained panic.
+    /// `"error"` for a contained panic, `"warn"` for a warning (the database over
+    /// `maxDatabaseBytes` with no policy that prunes).
     pub level: &'static str,
     /// The stable code of the error the caller received (`LCM_INTERNAL`).
     pub code: &'static str,
@@ -136,6 +137,14 @@ impl Guard {
     pub fn set_sink(&self, sink: Option<LogSink>) {
         if let Ok(mut s) = self.sink.write() {
             *s = sink;
+        }
+    }
+
+    /// Sends a record to the sink, if one is set (a warning of the engine's own).
+    pub fn report(&self, record: &LogRecord) {
+        let sink = self.sink.read().ok().and_then(|s| s.clone());
+        if let Some(sink) = sink {
+            sink(record);
         }
     }
 

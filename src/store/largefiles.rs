@@ -115,6 +115,17 @@ pub fn all_in(conn: &Connection, conversation_id: i64) -> Result<Vec<LargeFileRe
     Ok(rows)
 }
 
+/// Every row of the database, by conversation and id.
+pub fn all(conn: &Connection) -> Result<Vec<LargeFileRecord>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM large_files ORDER BY conversation_id, file_id"
+    ))?;
+    let rows = stmt
+        .query_map([], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 /// Points a row at its file's current path (doctor's relocation repair).
 pub fn set_storage_uri(conn: &Connection, file_id: &str, storage_uri: &str) -> Result<bool> {
     Ok(conn

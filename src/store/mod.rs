@@ -34,11 +34,13 @@ pub mod migrate;
 pub mod operator;
 pub mod prune;
 pub mod recall;
+pub mod retention;
 pub mod schema;
 #[cfg(test)]
 mod seam;
 pub mod slices;
 pub mod sources;
+pub mod space;
 pub mod status;
 pub mod summaries;
 pub mod turns;
@@ -248,6 +250,13 @@ fn open_error(path: &str, e: rusqlite::Error) -> LcmError {
     )
 }
 
+fn open_error_of(path: &str, e: LcmError) -> LcmError {
+    LcmError::new(
+        ErrorCode::DbOpen,
+        format!("cannot open database {path:?}: {}", e.message),
+    )
+}
+
 fn prepare_parent_dir(path: &str) -> Result<()> {
     if path == ":memory:" || path.starts_with("file:") {
         return Ok(());
@@ -336,6 +345,9 @@ impl Store {
             None if !in_memory => claim::acquire(&opts.path)?.unwrap_or_else(claim::Claim::none),
             None => claim::Claim::none(),
         };
+        // Before the first page is written (WAL mode writes the header): a new
+        // file gives freed pages back in steps (`space::incremental_vacuum_step`).
+        space::incremental_if_new(&writer).map_err(|e| open_error_of(&opts.path, e))?;
         if !in_memory {
             enable_wal(&mut writer, &opts.path, &checkpoints)?;
         }
@@ -403,6 +415,11 @@ impl Store {
     /// Whether [`Store::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Reports a record to the log sink (the host's `onLog`), if one is set.
+    pub fn log(&self, record: &LogRecord) {
+        self.inner.guard.report(record);
     }
 
     /// Sends log records (a contained panic) to `sink` from now on.
@@ -629,6 +646,44 @@ impl Store {
         tokio::task::spawn_blocking(run)
             .await
             .map_err(|e| LcmError::internal(format!("read task failed: {e}")))?
+    }
+
+    /// Copies the database to `dest` with SQLite's online backup API, in steps, on
+    /// a read connection of its own and a thread of its own (see
+    /// [`space::backup`]); writers keep writing. `close` waits for it.
+    pub async fn backup_to(
+        &self,
+        dest: PathBuf,
+        cancelled: Arc<dyn Fn() -> bool + Send + Sync>,
+        finish: Arc<space::Finish>,
+    ) -> Result<space::BackupReport> {
+        if self.is_closed() {
+            return Err(LcmError::closed());
+        }
+        if self.inner.in_memory {
+            return Err(LcmError::invalid(
+                "backup needs a database file (this engine is in memory)",
+            ));
+        }
+        let in_flight = self.inner.reads_in_flight.clone().read_owned().await;
+        if self.is_closed() {
+            return Err(LcmError::closed());
+        }
+        let path = self.inner.path.clone();
+        let guard = self.inner.guard.clone();
+        tokio::task::spawn_blocking(move || {
+            let _in_flight = in_flight;
+            guard.run(
+                || "store::Store::backup_to".to_owned(),
+                JobKind::Read,
+                || {
+                    let src = open_connection(&path, Duration::from_secs(30), true, 0)?;
+                    space::backup(&src, &dest, &*cancelled, &*finish)
+                },
+            )
+        })
+        .await
+        .map_err(|e| LcmError::internal(format!("backup task failed: {e}")))?
     }
 
     /// Finishes queued writes, checkpoints the WAL and closes every connection.

@@ -41,6 +41,17 @@ pub fn open_fts_probe(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// Opens an existing file read-write for an offline maintenance job (`lcm-tui
+/// vacuum`); waits at most 5 s for another writer. Never creates the file.
+pub fn open_read_write(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    Ok(conn)
+}
+
 /// The names of the file's tables.
 pub fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;

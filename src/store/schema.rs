@@ -166,6 +166,21 @@ CREATE TABLE IF NOT EXISTS lcm_pruned_context (
   PRIMARY KEY (conversation_id, position)
 );
 
+-- Conversations retention removed (after archiving them), and their summaries'
+-- ids, so a lookup of a removed summary can name the archive.
+CREATE TABLE IF NOT EXISTS lcm_pruned (
+  conversation_id INTEGER PRIMARY KEY,
+  session TEXT NOT NULL,
+  archive TEXT NOT NULL,
+  messages INTEGER NOT NULL,
+  pruned_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+
+CREATE TABLE IF NOT EXISTS lcm_pruned_summaries (
+  summary_id TEXT PRIMARY KEY,
+  conversation_id INTEGER NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS lcm_turn_receipts (
   advancement_key TEXT PRIMARY KEY,
   conversation_id INTEGER REFERENCES conversations(conversation_id) ON DELETE CASCADE,
