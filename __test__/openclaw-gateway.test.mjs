@@ -76,7 +76,8 @@ afterAll(() => model?.server.close())
 
 describe.skipIf(skipReason !== null)(`OpenClaw's gateway with lcm-native${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('serves concurrent sessions from one process, tool turns included, and stops cleanly', async () => {
-    const pluginConfig = { freshTailCount: 4, leafChunkTokens: 600, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.1 }
+    // A tiny budget: compaction must not wait for the default minimum chunk (4,000 tokens).
+    const pluginConfig = { freshTailCount: 4, leafChunkTokens: 600, leafMinChunkTokens: 0, leafMinFanout: 2, condensedMinFanout: 2, leafTargetTokens: 120, condensedTargetTokens: 120, contextThreshold: 0.1 }
     const { state, port } = await gatewayState('lcm-oc-gateway-', { modelPort: model.port, token: TOKEN, pluginConfig })
     const gateway = await startGateway(state, port)
     const sent = { 'agent:main:talk-1': [], 'agent:main:talk-2': [], 'agent:main:tools': [] }

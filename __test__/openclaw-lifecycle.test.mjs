@@ -45,21 +45,29 @@ async function say(state, sessionKey, text) {
 
 describe.skipIf(skipReason !== null)(`/new and /reset in OpenClaw's gateway${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('after /reset nothing of the old conversation reaches the model; after /new only summaries of depth ≥ 2; a restart changes nothing', async () => {
-    const pluginConfig = { freshTailCount: 2, leafChunkTokens: 400, leafMinFanout: 2, condensedMinFanout: 2, condensedMinFanoutHard: 2, sweepMaxDepth: -1, leafTargetTokens: 80, condensedTargetTokens: 80, contextThreshold: 0.05 }
+    // The gateway itself does not compact here (threshold 1, a leaf chunk larger than the
+    // session): the setup below builds the summary DAG from the raw messages in one known
+    // sweep, so the depths /new acts on do not depend on when maintenance compacts.
+    const pluginConfig = { freshTailCount: 2, leafChunkTokens: 100_000, contextThreshold: 1 }
     const { state, port } = await gatewayState('lcm-oc-lifecycle-', { modelPort: model.port, token: TOKEN, pluginConfig })
     let gateway = await startGateway(state, port)
     try {
       for (const key of [KEY_NEW, KEY_RESET]) {
         for (let i = 1; i <= 12; i++) await say(state, key, `${key} OLDFACT-${i}: ${'about the rollout plan '.repeat(60)}(end ${i})`)
       }
-      // Setup only: condense KEY_NEW's history to depth ≥ 2 now (the gateway's own
-      // incremental compaction gets there too, after many more turns), from this
-      // process, beside the running gateway (the file is shared under WAL).
-      const side = await LcmEngine.open({ dbPath: join(state, 'lcm.db'), freshTailCount: 2, leafChunkTokens: 400, leafMinFanout: 2, condensedMinFanout: 2, condensedMinFanoutHard: 2, incrementalMaxDepth: -1, leafTargetTokens: 80, condensedTargetTokens: 80 })
-      const conv = await side.getConversation({ sessionKey: KEY_NEW })
-      await side.compact({ sessionId: conv.sessionId, sessionKey: KEY_NEW, tokenBudget: 400, mode: 'untilUnder', force: true })
-      const depths = (await side.getContextItems(conv.conversationId)).map((i) => i.depth ?? 'm')
-      await side.close()
+      // Setup only: condense KEY_NEW's history to depth ≥ 2 now, from this process,
+      // beside the running gateway (the file is shared under WAL).
+      // A chunk cap of a few summaries first; a larger one condenses what the first left
+      // at depth 1 (the summaries' sizes, hence how many fit a chunk, follow the messages').
+      let depths = []
+      for (const leafChunkTokens of [400, 1_000, 2_500]) {
+        const side = await LcmEngine.open({ dbPath: join(state, 'lcm.db'), freshTailCount: 2, leafChunkTokens, leafMinFanout: 2, condensedMinFanout: 2, condensedMinFanoutHard: 2, incrementalMaxDepth: -1, leafTargetTokens: 80, condensedTargetTokens: 80 })
+        const conv = await side.getConversation({ sessionKey: KEY_NEW })
+        await side.compact({ sessionId: conv.sessionId, sessionKey: KEY_NEW, tokenBudget: 400, mode: 'untilUnder', force: true })
+        depths = (await side.getContextItems(conv.conversationId)).map((i) => i.depth ?? 'm')
+        await side.close()
+        if (depths.some((d) => d >= 2)) break
+      }
       expect(depths.some((d) => d >= 2), `context before /new: ${depths}`).toBe(true)
       expect(depths.some((d) => d === 'm' || d < 2), `context before /new: ${depths}`).toBe(true)
       await say(state, KEY_NEW, `${KEY_NEW} OLDFACT-13: one more turn after the sweep`)
